@@ -1,0 +1,337 @@
+/*
+ * tsunagi — a low-level communication layer for PGAS runtimes, task schedulers
+ * and RPC runtimes.  This is the whole public C API (C11, stable ABI).
+ *
+ * Contract (see docs/api.md for the long form):
+ *  - Every function is thread-safe unless its comment says otherwise.
+ *  - tsu_try_* calls never block.  They return
+ *      TSU_OK      the request was accepted; its callback will be called exactly
+ *                  once with the final status (possibly before tsu_try_* returns:
+ *                  intra-node requests that bypass the progress engine complete
+ *                  inline, in the caller's thread),
+ *      TSU_EAGAIN  a bounded internal queue is full or a fence is pending; nothing
+ *                  was done and the callback will not be called: retry later,
+ *      < 0         the arguments were rejected; nothing was done, the callback will
+ *                  not be called, and tsu_last_error() describes why.
+ *  - A request that reaches its target and fails there (out of bounds, freed
+ *    segment) completes with an error status passed to its callback.
+ *  - Requests are unordered unless tsu_fence() is used.
+ *  - Addresses are structs: a global address names {rank, segment, offset}; a local
+ *    address names {segment, offset} in the caller's own registered memory.
+ *  - Nothing here aborts the process or throws.
+ */
+#ifndef TSUNAGI_TSUNAGI_H
+#define TSUNAGI_TSUNAGI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define TSU_API __attribute__((visibility("default")))
+#else
+#define TSU_API
+#endif
+
+#define TSU_VERSION_MAJOR 0
+#define TSU_VERSION_MINOR 1
+#define TSU_VERSION_PATCH 0
+
+/* ------------------------------------------------------------------------- */
+/* Status codes.  0 = accepted/done, positive = retry, negative = error.       */
+/* ------------------------------------------------------------------------- */
+typedef int32_t tsu_status_t;
+
+enum {
+  TSU_OK = 0,                       /* accepted, or completed successfully       */
+  TSU_EAGAIN = 1,                   /* queue full / fence pending: retry later   */
+  TSU_ERR_INVALID_ARG = -1,         /* an argument is malformed (bad enum, size) */
+  TSU_ERR_NULL_POINTER = -2,        /* a required pointer is NULL                */
+  TSU_ERR_NOT_INITIALIZED = -3,     /* called before tsu_init / after finalize   */
+  TSU_ERR_ALREADY_INITIALIZED = -4, /* tsu_init called twice                     */
+  TSU_ERR_BAD_RANK = -5,            /* rank >= size                              */
+  TSU_ERR_BAD_SEGMENT = -6,         /* segment id unknown, freed or not yours    */
+  TSU_ERR_OUT_OF_BOUNDS = -7,       /* offset + length exceeds the segment       */
+  TSU_ERR_MISALIGNED = -8,          /* atomic target not aligned to its size     */
+  TSU_ERR_UNSUPPORTED = -9,         /* valid, but not supported for this target  */
+  TSU_ERR_UNREACHABLE = -10,        /* no transport reaches that rank            */
+  TSU_ERR_NO_MEMORY = -11,          /* allocation or mapping failed              */
+  TSU_ERR_SYSTEM = -12,             /* an operating-system call failed           */
+  TSU_ERR_BOOTSTRAP = -13,          /* the launcher's bootstrap service failed   */
+  TSU_ERR_CONFIG = -14,             /* a configuration value is invalid          */
+  TSU_ERR_PEER_LOST = -15,          /* the target rank is gone                   */
+  TSU_ERR_TRUNCATED = -16,          /* a message was longer than its buffer      */
+  TSU_ERR_CANCELED = -17,           /* the request was canceled                  */
+  TSU_ERR_LIMIT = -18               /* a fixed limit was reached (e.g. segments) */
+};
+
+/* A fixed, human-readable name for a status code ("unknown status" if none). */
+TSU_API const char *tsu_strerror(tsu_status_t status);
+
+/* The detailed message of the last error returned to the calling thread, e.g.
+ * "tsu_try_put: offset 4096 + length 16 exceeds segment 0 of rank 1 (4096 B)".
+ * Empty string when none.  Valid until the thread's next failing call. */
+TSU_API const char *tsu_last_error(void);
+
+/* Version as "MAJOR.MINOR.PATCH". */
+TSU_API const char *tsu_version(void);
+
+/* ------------------------------------------------------------------------- */
+/* Initialisation and configuration                                          */
+/* ------------------------------------------------------------------------- */
+typedef enum {
+  TSU_PROGRESS_THREAD = 0, /* a dedicated progress thread per process (default) */
+  TSU_PROGRESS_MANUAL = 1  /* the user calls tsu_progress(); no extra thread     */
+} tsu_progress_mode_t;
+
+/* Bits of tsu_config_t.field_mask: a field is used only when its bit is set. */
+enum {
+  TSU_CONFIG_SEGMENT_SIZE = 1u << 0,
+  TSU_CONFIG_RING_SIZE = 1u << 1,
+  TSU_CONFIG_PROGRESS_MODE = 1u << 2,
+  TSU_CONFIG_BYPASS = 1u << 3,
+  TSU_CONFIG_SPIN_US = 1u << 4,
+  TSU_CONFIG_LOG_LEVEL = 1u << 5,
+  TSU_CONFIG_STATS = 1u << 6
+};
+
+/* Log levels for TSU_LOG / log_level. */
+typedef enum {
+  TSU_LOG_OFF = 0,
+  TSU_LOG_ERROR = 1,
+  TSU_LOG_WARN = 2,
+  TSU_LOG_INFO = 3,
+  TSU_LOG_DEBUG = 4,
+  TSU_LOG_TRACE = 5
+} tsu_log_level_t;
+
+/* Optional configuration.  Values come from the built-in defaults, then the
+ * environment (TSU_SEGMENT_SIZE, TSU_RING_SIZE, TSU_PROGRESS, TSU_BYPASS,
+ * TSU_SPIN_US, TSU_LOG, TSU_STATS; `tsu-info` lists them all), then the fields of
+ * this struct whose bit is set in field_mask.  Set struct_size to
+ * sizeof(tsu_config_t) so the struct can grow without breaking binaries. */
+typedef struct tsu_config {
+  size_t struct_size;
+  uint64_t field_mask;
+  size_t segment_size;       /* bytes of the main segment                   */
+  uint32_t ring_size;        /* slots in the command ring (power of two)    */
+  int32_t progress_mode;     /* tsu_progress_mode_t                         */
+  int32_t bypass;            /* 1: intra-node RMA/atomics run in the caller */
+  uint32_t spin_us;          /* idle progress thread spins this long, then sleeps */
+  int32_t log_level;         /* tsu_log_level_t                             */
+  int32_t stats;             /* 1: print per-rank counters at finalize      */
+} tsu_config_t;
+
+/* Collective: every rank of the job calls it once.  Started by `tsurun` the
+ * ranks rendezvous through its bootstrap service; started without it, the
+ * process is a job of one rank.  config may be NULL. */
+TSU_API tsu_status_t tsu_init(const tsu_config_t *config);
+
+/* Collective.  Completes every request still in flight (their callbacks run),
+ * waits for all ranks, unmaps all segments and stops the progress thread.
+ * Must not run concurrently with other tsunagi calls of the same process. */
+TSU_API tsu_status_t tsu_finalize(void);
+
+/* 1 between a successful tsu_init and tsu_finalize, else 0. */
+TSU_API int tsu_initialized(void);
+
+TSU_API tsu_status_t tsu_rank(uint32_t *rank);
+TSU_API tsu_status_t tsu_size(uint32_t *size);
+/* Node index of a rank (ranks sharing memory share a node), and node count. */
+TSU_API tsu_status_t tsu_node_of(uint32_t rank, uint32_t *node);
+TSU_API tsu_status_t tsu_node_count(uint32_t *count);
+
+/* Runs pending progress work (commands, completions, callbacks) in the calling
+ * thread.  Required in TSU_PROGRESS_MANUAL mode; harmless in thread mode.  */
+TSU_API tsu_status_t tsu_progress(void);
+
+/* Collective, blocking: returns when every rank has entered it. */
+TSU_API tsu_status_t tsu_barrier(void);
+
+/* ------------------------------------------------------------------------- */
+/* Memory: segments and addresses                                             */
+/* ------------------------------------------------------------------------- */
+typedef uint32_t tsu_seg_t;
+#define TSU_SEG_MAIN ((tsu_seg_t)0) /* every rank's main segment */
+
+/* {rank, segment, offset}: memory anywhere in the job. */
+typedef struct tsu_gaddr_s {
+  uint32_t rank;
+  tsu_seg_t seg;
+  uint64_t offset;
+} tsu_gaddr_t;
+
+/* {segment, offset}: memory of the calling rank. */
+typedef struct tsu_laddr_s {
+  tsu_seg_t seg;
+  uint32_t reserved; /* must be 0 */
+  uint64_t offset;
+} tsu_laddr_t;
+
+static inline tsu_gaddr_t tsu_gaddr(uint32_t rank, tsu_seg_t seg, uint64_t offset) {
+  tsu_gaddr_t g;
+  g.rank = rank;
+  g.seg = seg;
+  g.offset = offset;
+  return g;
+}
+static inline tsu_laddr_t tsu_laddr(tsu_seg_t seg, uint64_t offset) {
+  tsu_laddr_t l;
+  l.seg = seg;
+  l.reserved = 0;
+  l.offset = offset;
+  return l;
+}
+static inline tsu_gaddr_t tsu_gaddr_add(tsu_gaddr_t g, uint64_t delta) {
+  g.offset += delta;
+  return g;
+}
+
+/* Allocates a new segment in shared memory: node peers reach it with plain
+ * loads and stores, so every operation (including atomics) on it runs at
+ * memory speed.  Zero-filled.  Local operation. */
+TSU_API tsu_status_t tsu_segment_alloc(size_t size, tsu_seg_t *seg, void **base);
+
+/* Registers existing user memory as a segment.  Node peers reach it through
+ * Cross Memory Attach (one copy, a system call each); remote atomics on it are
+ * TSU_ERR_UNSUPPORTED (atomics need a segment from tsu_segment_alloc or the
+ * main segment).  The memory must stay valid until tsu_segment_free. */
+TSU_API tsu_status_t tsu_mem_register(void *base, size_t size, tsu_seg_t *seg);
+
+/* Frees an allocated segment or deregisters registered memory.  Later requests
+ * naming it fail with TSU_ERR_BAD_SEGMENT at the target.  The main segment
+ * cannot be freed.  Segment ids are never reused within a job. */
+TSU_API tsu_status_t tsu_segment_free(tsu_seg_t seg);
+
+/* Base and size of one of the caller's segments. */
+TSU_API tsu_status_t tsu_segment_info(tsu_seg_t seg, void **base, size_t *size);
+
+/* Pointer -> address of the caller's memory (searches its segments). */
+TSU_API tsu_status_t tsu_laddr_of(const void *ptr, tsu_laddr_t *out);
+TSU_API tsu_status_t tsu_gaddr_of(const void *ptr, tsu_gaddr_t *out);
+
+/* Address -> pointer usable for `len` bytes by the calling process: the caller's
+ * own memory, or a node peer's shared segment (mapped in this process).  A
+ * peer's registered memory or a rank on another node gives TSU_ERR_UNREACHABLE. */
+TSU_API tsu_status_t tsu_laddr_ptr(tsu_laddr_t addr, size_t len, void **out);
+TSU_API tsu_status_t tsu_gaddr_ptr(tsu_gaddr_t addr, size_t len, void **out);
+
+/* ------------------------------------------------------------------------- */
+/* Completion                                                                 */
+/* ------------------------------------------------------------------------- */
+/* Called exactly once per accepted request, with its final status.  Runs in the
+ * issuing thread (bypass), on the progress thread, or inside tsu_progress(). It
+ * must not block; it may issue new requests. */
+typedef void (*tsu_cb_fn_t)(tsu_status_t status, void *arg);
+
+typedef struct tsu_cb_s {
+  tsu_cb_fn_t fn; /* NULL: no notification (use tsu_quiet) */
+  void *arg;
+} tsu_cb_t;
+
+static inline tsu_cb_t tsu_cb(tsu_cb_fn_t fn, void *arg) {
+  tsu_cb_t cb;
+  cb.fn = fn;
+  cb.arg = arg;
+  return cb;
+}
+static inline tsu_cb_t tsu_cb_none(void) { return tsu_cb((tsu_cb_fn_t)0, (void *)0); }
+
+/* A completion counter: hand tsu_counter_cb(&c) to many requests, then wait for
+ * N completions.  The first error status any of them completed with is kept. */
+typedef struct tsu_counter {
+  uint64_t completed;   /* accessed atomically by the library */
+  int32_t first_error;  /* TSU_OK until a request fails       */
+  uint32_t reserved;
+} tsu_counter_t;
+
+TSU_API void tsu_counter_init(tsu_counter_t *counter);
+TSU_API tsu_cb_t tsu_counter_cb(tsu_counter_t *counter);
+TSU_API uint64_t tsu_counter_value(const tsu_counter_t *counter);
+/* Blocks (driving progress in manual mode) until `n` requests have completed.
+ * Returns the first error any of them had, or TSU_OK. */
+TSU_API tsu_status_t tsu_counter_wait(tsu_counter_t *counter, uint64_t n);
+
+/* ------------------------------------------------------------------------- */
+/* RMA                                                                         */
+/* ------------------------------------------------------------------------- */
+/* dst (any rank) <- src (caller's memory), len bytes (0 is allowed). */
+TSU_API tsu_status_t tsu_try_put(tsu_gaddr_t dst, tsu_laddr_t src, size_t len, tsu_cb_t cb);
+/* dst (caller's memory) <- src (any rank). */
+TSU_API tsu_status_t tsu_try_get(tsu_laddr_t dst, tsu_gaddr_t src, size_t len, tsu_cb_t cb);
+/* dst <- src between any two global addresses, including when neither is the
+ * caller's (third-party copy).  Overlapping ranges give unspecified contents. */
+TSU_API tsu_status_t tsu_try_copy(tsu_gaddr_t dst, tsu_gaddr_t src, size_t len, tsu_cb_t cb);
+
+/* Orders: requests the calling thread issues after tsu_fence() start only after
+ * every request it issued before has completed.  Never blocks: until then its
+ * tsu_try_* calls return TSU_EAGAIN. */
+TSU_API tsu_status_t tsu_fence(void);
+
+/* Blocks (driving progress in manual mode) until every request the calling
+ * thread has issued has completed and its callback has returned. */
+TSU_API tsu_status_t tsu_quiet(void);
+
+/* ------------------------------------------------------------------------- */
+/* Remote atomics                                                             */
+/* ------------------------------------------------------------------------- */
+typedef enum {
+  TSU_AOP_LOAD = 0,      /* result = *t                                   */
+  TSU_AOP_STORE = 1,     /* *t = operand                                  */
+  TSU_AOP_ADD = 2,       /* *t += operand                                 */
+  TSU_AOP_FETCH_ADD = 3, /* result = *t; *t += operand                    */
+  TSU_AOP_SWAP = 4,      /* result = *t; *t = operand                     */
+  TSU_AOP_CAS = 5,       /* result = *t; if (*t == compare) *t = operand  */
+  TSU_AOP_FETCH_AND = 6, /* result = *t; *t &= operand (integers only)    */
+  TSU_AOP_FETCH_OR = 7,  /* result = *t; *t |= operand (integers only)    */
+  TSU_AOP_FETCH_XOR = 8, /* result = *t; *t ^= operand (integers only)    */
+  TSU_AOP_AND = 9,       /* *t &= operand (integers only)                 */
+  TSU_AOP_OR = 10,       /* *t |= operand (integers only)                 */
+  TSU_AOP_XOR = 11       /* *t ^= operand (integers only)                 */
+} tsu_aop_t;
+
+typedef enum {
+  TSU_TYPE_INT32 = 0,
+  TSU_TYPE_UINT32 = 1,
+  TSU_TYPE_INT64 = 2,
+  TSU_TYPE_UINT64 = 3,
+  TSU_TYPE_DOUBLE = 4 /* load, store, add, fetch-add, swap, CAS (bitwise compare) */
+} tsu_atype_t;
+
+/* One atomic operation on the word at `target` (4- or 8-byte, naturally
+ * aligned, in an allocated or main segment).  `operand` and `compare` point to
+ * a value of `type`, read before the call returns (NULL where the op needs none);
+ * `result` (for fetching ops and load) is written before the callback runs and
+ * must stay valid until then.  Atomicity holds between all tsunagi atomics on the
+ * word, whoever issues them: they are CPU atomics on the target's memory. */
+TSU_API tsu_status_t tsu_try_atomic(tsu_gaddr_t target, tsu_aop_t op, tsu_atype_t type,
+                                    const void *operand, const void *compare, void *result,
+                                    tsu_cb_t cb);
+
+static inline tsu_status_t tsu_try_fetch_add_u64(tsu_gaddr_t t, uint64_t v, uint64_t *result,
+                                                 tsu_cb_t cb) {
+  return tsu_try_atomic(t, TSU_AOP_FETCH_ADD, TSU_TYPE_UINT64, &v, (const void *)0, result, cb);
+}
+static inline tsu_status_t tsu_try_add_u64(tsu_gaddr_t t, uint64_t v, tsu_cb_t cb) {
+  return tsu_try_atomic(t, TSU_AOP_ADD, TSU_TYPE_UINT64, &v, (const void *)0, (void *)0, cb);
+}
+static inline tsu_status_t tsu_try_cas_u64(tsu_gaddr_t t, uint64_t expected, uint64_t desired,
+                                           uint64_t *result, tsu_cb_t cb) {
+  return tsu_try_atomic(t, TSU_AOP_CAS, TSU_TYPE_UINT64, &desired, &expected, result, cb);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Statistics                                                                  */
+/* ------------------------------------------------------------------------- */
+/* Writes this rank's counters (ops, bytes, EAGAINs, batches, sleeps) to stderr,
+ * as TSU_STATS=1 does at finalize. */
+TSU_API tsu_status_t tsu_stats_print(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TSUNAGI_TSUNAGI_H */

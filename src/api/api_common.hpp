@@ -1,0 +1,66 @@
+// Shared pieces of the C API: the runtime check, rejection bookkeeping and the
+// issue path (fence, bypass or engine) used by RMA and atomics.
+#pragma once
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "core/runtime.hpp"
+
+namespace tsu::api {
+
+using core::Counter;
+using core::Runtime;
+using core::ThreadContext;
+
+inline Runtime* runtime() noexcept { return core::g_runtime.load(std::memory_order_acquire); }
+
+[[gnu::cold]] inline tsu_status_t not_initialized(const char* fn) noexcept {
+  return core::fail(TSU_ERR_NOT_INITIALIZED, "%s: tsunagi is not initialized (call tsu_init first)",
+                    fn);
+}
+
+// Counts a rejected request; `status` already carries the message.
+inline tsu_status_t rejected(ThreadContext& tc, tsu_status_t status) noexcept {
+  tc.stats.add(Counter::kRejected);
+  return status;
+}
+
+// Fence: until the thread's earlier requests have completed, refuse new ones.
+inline bool fence_allows(Runtime& rt, ThreadContext& tc) noexcept {
+  if (!tc.fence_pending) [[likely]] return true;
+  if (tc.outstanding() && rt.manual_progress()) rt.engine().progress();
+  if (tc.outstanding()) return false;
+  tc.fence_pending = false;
+  return true;
+}
+
+// Hands a command to the progress engine.  TSU_EAGAIN when the ring is full.
+inline tsu_status_t submit(Runtime& rt, ThreadContext& tc, const core::Command& cmd) noexcept {
+  const uint64_t issued = tc.issued.load(std::memory_order_relaxed);
+  // Count before pushing so completion can never overtake the count.
+  tc.issued.store(issued + 1, std::memory_order_relaxed);
+  if (!rt.engine().submit(cmd)) [[unlikely]] {
+    tc.issued.store(issued, std::memory_order_relaxed);
+    tc.stats.add(Counter::kEagain);
+    return TSU_EAGAIN;
+  }
+  tc.stats.add(Counter::kQueued);
+  return TSU_OK;
+}
+
+// Completes a bypassed request in the caller: the callback runs before
+// tsu_try_* returns TSU_OK.
+inline tsu_status_t complete_inline(ThreadContext& tc, const tsu_cb_t& cb,
+                                    tsu_status_t status) noexcept {
+  tc.stats.add(Counter::kBypassed);
+  if (status != TSU_OK) tc.stats.add(Counter::kFailedAtTarget);
+  core::run_callback(cb, status);
+  return TSU_OK;
+}
+
+inline bool memory_route(Runtime& rt, uint32_t rank) noexcept {
+  const transport::Transport* t = rt.route(rank);
+  return t && (t->capabilities() & transport::kCapMemoryAccess);
+}
+
+}  // namespace tsu::api

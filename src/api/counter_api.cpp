@@ -1,0 +1,59 @@
+// Completion counters.
+#include <atomic>
+
+#include "api/api_common.hpp"
+#include "util/backoff.hpp"
+
+using namespace tsu;
+
+namespace {
+
+void counter_callback(tsu_status_t status, void* arg) {
+  auto* c = static_cast<tsu_counter_t*>(arg);
+  if (status != TSU_OK) {
+    std::atomic_ref<int32_t> err(c->first_error);
+    int32_t expected = TSU_OK;
+    err.compare_exchange_strong(expected, status, std::memory_order_relaxed);
+  }
+  // Release: whoever sees the count also sees the request's effects.
+  std::atomic_ref<uint64_t>(c->completed).fetch_add(1, std::memory_order_release);
+}
+
+}  // namespace
+
+extern "C" {
+
+void tsu_counter_init(tsu_counter_t* counter) {
+  if (!counter) return;
+  counter->completed = 0;
+  counter->first_error = TSU_OK;
+  counter->reserved = 0;
+}
+
+tsu_cb_t tsu_counter_cb(tsu_counter_t* counter) { return tsu_cb(counter_callback, counter); }
+
+uint64_t tsu_counter_value(const tsu_counter_t* counter) {
+  if (!counter) return 0;
+  return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(counter->completed))
+      .load(std::memory_order_acquire);
+}
+
+tsu_status_t tsu_counter_wait(tsu_counter_t* counter, uint64_t n) {
+  if (!counter) return core::fail(TSU_ERR_NULL_POINTER, "tsu_counter_wait: counter is NULL");
+  util::Backoff backoff;
+  while (tsu_counter_value(counter) < n) {
+    core::Runtime* rt = api::runtime();
+    if (!rt) return api::not_initialized("tsu_counter_wait");
+    if (core::in_progress_context())
+      return core::fail(TSU_ERR_UNSUPPORTED,
+                        "tsu_counter_wait: cannot block inside a completion callback");
+    if (rt->engine().progress()) {
+      backoff.reset();
+      continue;
+    }
+    backoff.pause();
+  }
+  return std::atomic_ref<int32_t>(counter->first_error).load(std::memory_order_relaxed);
+}
+
+}  // extern "C"

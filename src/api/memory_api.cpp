@@ -1,0 +1,124 @@
+// Segments and address helpers.
+#include "api/api_common.hpp"
+
+using namespace tsu;
+using tsu::api::runtime;
+
+extern "C" {
+
+tsu_status_t tsu_segment_alloc(size_t size, tsu_seg_t* seg, void** base) {
+  core::Runtime* rt = runtime();
+  if (!rt) return api::not_initialized("tsu_segment_alloc");
+  if (!seg || !base)
+    return core::fail(TSU_ERR_NULL_POINTER, "tsu_segment_alloc: seg and base must not be NULL");
+  if (size == 0) return core::fail(TSU_ERR_INVALID_ARG, "tsu_segment_alloc: size is 0");
+  std::string error;
+  tsu_seg_t id;
+  void* b;
+  const tsu_status_t st = rt->segments().allocate(size, id, b, error);
+  if (st != TSU_OK) return core::fail(st, "tsu_segment_alloc(%zu): %s", size, error.c_str());
+  *seg = id;
+  *base = b;
+  return TSU_OK;
+}
+
+tsu_status_t tsu_mem_register(void* base, size_t size, tsu_seg_t* seg) {
+  core::Runtime* rt = runtime();
+  if (!rt) return api::not_initialized("tsu_mem_register");
+  if (!base || !seg)
+    return core::fail(TSU_ERR_NULL_POINTER, "tsu_mem_register: base and seg must not be NULL");
+  if (size == 0) return core::fail(TSU_ERR_INVALID_ARG, "tsu_mem_register: size is 0");
+  if (reinterpret_cast<uintptr_t>(base) + size < reinterpret_cast<uintptr_t>(base))
+    return core::fail(TSU_ERR_INVALID_ARG, "tsu_mem_register: range wraps around");
+  std::string error;
+  tsu_seg_t id;
+  const tsu_status_t st = rt->segments().register_memory(base, size, id, error);
+  if (st != TSU_OK) return core::fail(st, "tsu_mem_register: %s", error.c_str());
+  *seg = id;
+  return TSU_OK;
+}
+
+tsu_status_t tsu_segment_free(tsu_seg_t seg) {
+  core::Runtime* rt = runtime();
+  if (!rt) return api::not_initialized("tsu_segment_free");
+  std::string error;
+  const tsu_status_t st = rt->segments().free(seg, error);
+  if (st != TSU_OK) return core::fail(st, "tsu_segment_free: %s", error.c_str());
+  return TSU_OK;
+}
+
+tsu_status_t tsu_segment_info(tsu_seg_t seg, void** base, size_t* size) {
+  core::Runtime* rt = runtime();
+  if (!rt) return api::not_initialized("tsu_segment_info");
+  if (!base || !size)
+    return core::fail(TSU_ERR_NULL_POINTER, "tsu_segment_info: base and size must not be NULL");
+  void* b;
+  std::size_t s;
+  if (!rt->segments().info(seg, b, s))
+    return core::fail(TSU_ERR_BAD_SEGMENT, "tsu_segment_info: segment %u does not exist", seg);
+  *base = b;
+  *size = s;
+  return TSU_OK;
+}
+
+tsu_status_t tsu_laddr_of(const void* ptr, tsu_laddr_t* out) {
+  core::Runtime* rt = runtime();
+  if (!rt) return api::not_initialized("tsu_laddr_of");
+  if (!ptr || !out)
+    return core::fail(TSU_ERR_NULL_POINTER, "tsu_laddr_of: ptr and out must not be NULL");
+  tsu_seg_t seg;
+  uint64_t off;
+  if (!rt->segments().find(ptr, seg, off))
+    return core::fail(TSU_ERR_BAD_SEGMENT, "tsu_laddr_of: %p is in no segment of this rank", ptr);
+  *out = tsu_laddr(seg, off);
+  return TSU_OK;
+}
+
+tsu_status_t tsu_gaddr_of(const void* ptr, tsu_gaddr_t* out) {
+  if (!out) return core::fail(TSU_ERR_NULL_POINTER, "tsu_gaddr_of: out is NULL");
+  tsu_laddr_t l;
+  const tsu_status_t st = tsu_laddr_of(ptr, &l);
+  if (st != TSU_OK) return st;
+  *out = tsu_gaddr(runtime()->rank(), l.seg, l.offset);
+  return TSU_OK;
+}
+
+tsu_status_t tsu_laddr_ptr(tsu_laddr_t addr, size_t len, void** out) {
+  core::Runtime* rt = runtime();
+  if (!rt) return api::not_initialized("tsu_laddr_ptr");
+  if (!out) return core::fail(TSU_ERR_NULL_POINTER, "tsu_laddr_ptr: out is NULL");
+  std::byte* p;
+  const tsu_status_t st = rt->segments().translate(addr.seg, addr.offset, len, p);
+  if (st != TSU_OK)
+    return core::fail(st, "tsu_laddr_ptr: segment %u offset %llu length %zu: %s", addr.seg,
+                      static_cast<unsigned long long>(addr.offset), len, tsu_strerror(st));
+  *out = p;
+  return TSU_OK;
+}
+
+tsu_status_t tsu_gaddr_ptr(tsu_gaddr_t addr, size_t len, void** out) {
+  core::Runtime* rt = runtime();
+  if (!rt) return api::not_initialized("tsu_gaddr_ptr");
+  if (!out) return core::fail(TSU_ERR_NULL_POINTER, "tsu_gaddr_ptr: out is NULL");
+  if (addr.rank >= rt->size())
+    return core::fail(TSU_ERR_BAD_RANK, "tsu_gaddr_ptr: rank %u >= job size %u", addr.rank,
+                      rt->size());
+  if (!api::memory_route(*rt, addr.rank))
+    return core::fail(TSU_ERR_UNREACHABLE, "tsu_gaddr_ptr: rank %u is on another node",
+                      addr.rank);
+  transport::Access a;
+  const tsu_status_t st = rt->route(addr.rank)->resolve(addr, len, a);
+  if (st != TSU_OK)
+    return core::fail(st, "tsu_gaddr_ptr: rank %u segment %u offset %llu length %zu: %s",
+                      addr.rank, addr.seg, static_cast<unsigned long long>(addr.offset), len,
+                      tsu_strerror(st));
+  if (a.kind != transport::Access::kDirect)
+    return core::fail(TSU_ERR_UNREACHABLE,
+                      "tsu_gaddr_ptr: segment %u of rank %u is registered memory of another "
+                      "process, reachable only by RMA",
+                      addr.seg, addr.rank);
+  *out = a.ptr;
+  return TSU_OK;
+}
+
+}  // extern "C"

@@ -1,0 +1,114 @@
+// tsu_try_put / get / copy, tsu_fence, tsu_quiet.
+#include "api/api_common.hpp"
+
+using namespace tsu;
+using namespace tsu::api;
+
+namespace {
+
+// Common path once the local side is validated: bypass or engine.
+tsu_status_t issue_copy(Runtime& rt, ThreadContext& tc, const char* fn, const tsu_gaddr_t& dst,
+                        const tsu_gaddr_t& src, std::size_t len, const tsu_cb_t& cb,
+                        Counter op, Counter bytes) noexcept {
+  const bool dst_mem = memory_route(rt, dst.rank), src_mem = memory_route(rt, src.rank);
+  if (!dst_mem || !src_mem)
+    return rejected(tc, core::fail(TSU_ERR_UNREACHABLE,
+                                   "%s: no transport reaches rank %u from rank %u", fn,
+                                   dst_mem ? src.rank : dst.rank, rt.rank()));
+  if (!fence_allows(rt, tc)) {
+    tc.stats.add(Counter::kEagain);
+    return TSU_EAGAIN;
+  }
+  tc.stats.add(op);
+  tc.stats.add(bytes, len);
+  if (rt.bypass()) return complete_inline(tc, cb, rt.execute_copy(dst, src, len));
+  core::Command cmd{};
+  cmd.dst = dst;
+  cmd.src = src;
+  cmd.len = len;
+  cmd.cb = cb;
+  cmd.issuer = &tc;
+  cmd.kind = core::CommandKind::kCopy;
+  return submit(rt, tc, cmd);
+}
+
+// Local addresses are the caller's own memory: checked before anything starts.
+tsu_status_t check_local(Runtime& rt, ThreadContext& tc, const char* fn, const char* what,
+                         const tsu_laddr_t& l, std::size_t len) noexcept {
+  if (l.reserved)
+    return rejected(tc, core::fail(TSU_ERR_INVALID_ARG, "%s: %s.reserved must be 0", fn, what));
+  std::byte* p;
+  const tsu_status_t st = rt.segments().translate(l.seg, l.offset, len, p);
+  if (st != TSU_OK)
+    return rejected(tc, core::fail(st, "%s: %s (segment %u, offset %llu, length %zu): %s", fn,
+                                   what, l.seg, static_cast<unsigned long long>(l.offset), len,
+                                   tsu_strerror(st)));
+  return TSU_OK;
+}
+
+tsu_status_t check_rank(Runtime& rt, ThreadContext& tc, const char* fn, const char* what,
+                        uint32_t rank) noexcept {
+  if (rank < rt.size()) [[likely]] return TSU_OK;
+  return rejected(tc, core::fail(TSU_ERR_BAD_RANK, "%s: %s rank %u >= job size %u", fn, what,
+                                 rank, rt.size()));
+}
+
+}  // namespace
+
+extern "C" {
+
+tsu_status_t tsu_try_put(tsu_gaddr_t dst, tsu_laddr_t src, size_t len, tsu_cb_t cb) {
+  Runtime* rt = runtime();
+  if (!rt) [[unlikely]] return not_initialized("tsu_try_put");
+  ThreadContext& tc = *rt->threads().current();
+  tsu_status_t st = check_rank(*rt, tc, "tsu_try_put", "destination", dst.rank);
+  if (st == TSU_OK) st = check_local(*rt, tc, "tsu_try_put", "source", src, len);
+  if (st != TSU_OK) return st;
+  return issue_copy(*rt, tc, "tsu_try_put", dst, tsu_gaddr(rt->rank(), src.seg, src.offset), len,
+                    cb, Counter::kPut, Counter::kBytesPut);
+}
+
+tsu_status_t tsu_try_get(tsu_laddr_t dst, tsu_gaddr_t src, size_t len, tsu_cb_t cb) {
+  Runtime* rt = runtime();
+  if (!rt) [[unlikely]] return not_initialized("tsu_try_get");
+  ThreadContext& tc = *rt->threads().current();
+  tsu_status_t st = check_rank(*rt, tc, "tsu_try_get", "source", src.rank);
+  if (st == TSU_OK) st = check_local(*rt, tc, "tsu_try_get", "destination", dst, len);
+  if (st != TSU_OK) return st;
+  return issue_copy(*rt, tc, "tsu_try_get", tsu_gaddr(rt->rank(), dst.seg, dst.offset), src, len,
+                    cb, Counter::kGet, Counter::kBytesGet);
+}
+
+tsu_status_t tsu_try_copy(tsu_gaddr_t dst, tsu_gaddr_t src, size_t len, tsu_cb_t cb) {
+  Runtime* rt = runtime();
+  if (!rt) [[unlikely]] return not_initialized("tsu_try_copy");
+  ThreadContext& tc = *rt->threads().current();
+  tsu_status_t st = check_rank(*rt, tc, "tsu_try_copy", "destination", dst.rank);
+  if (st == TSU_OK) st = check_rank(*rt, tc, "tsu_try_copy", "source", src.rank);
+  if (st != TSU_OK) return st;
+  return issue_copy(*rt, tc, "tsu_try_copy", dst, src, len, cb, Counter::kCopy,
+                    Counter::kBytesCopy);
+}
+
+tsu_status_t tsu_fence(void) {
+  Runtime* rt = runtime();
+  if (!rt) return not_initialized("tsu_fence");
+  ThreadContext& tc = *rt->threads().current();
+  if (tc.outstanding()) tc.fence_pending = true;
+  return TSU_OK;
+}
+
+tsu_status_t tsu_quiet(void) {
+  Runtime* rt = runtime();
+  if (!rt) return not_initialized("tsu_quiet");
+  if (core::in_progress_context())
+    return core::fail(TSU_ERR_UNSUPPORTED,
+                      "tsu_quiet: cannot block inside a completion callback or the progress "
+                      "thread");
+  ThreadContext& tc = *rt->threads().current();
+  const tsu_status_t st = rt->quiet(tc);
+  tc.fence_pending = false;
+  return st;
+}
+
+}  // extern "C"

@@ -1,0 +1,108 @@
+// tsu_init / tsu_finalize and the queries about ranks and nodes.
+#include <mutex>
+
+#include "api/api_common.hpp"
+
+using namespace tsu;
+using tsu::api::runtime;
+
+namespace {
+std::mutex g_init_mutex;  // serializes init and finalize
+uint64_t g_epoch = 0;     // guarded by g_init_mutex
+}  // namespace
+
+extern "C" {
+
+tsu_status_t tsu_init(const tsu_config_t* config) {
+  std::lock_guard lock(g_init_mutex);
+  if (runtime())
+    return core::fail(TSU_ERR_ALREADY_INITIALIZED, "tsu_init: tsunagi is already initialized");
+  std::unique_ptr<core::Runtime> rt;
+  std::string error;
+  const tsu_status_t st = core::Runtime::create(config, ++g_epoch, rt, error);
+  if (st != TSU_OK) {
+    TSU_LOG_ERROR("tsu_init failed: %s", error.c_str());
+    return core::fail(st, "tsu_init: %s", error.c_str());
+  }
+  core::g_runtime.store(rt.release(), std::memory_order_release);
+  return TSU_OK;
+}
+
+tsu_status_t tsu_finalize(void) {
+  std::lock_guard lock(g_init_mutex);
+  core::Runtime* rt = runtime();
+  if (!rt) return api::not_initialized("tsu_finalize");
+  if (core::in_progress_context())
+    return core::fail(TSU_ERR_UNSUPPORTED,
+                      "tsu_finalize: cannot be called from a completion callback");
+  std::string error;
+  const tsu_status_t st = rt->finalize(error);
+  core::g_runtime.store(nullptr, std::memory_order_release);
+  delete rt;
+  core::log_set_rank(-1);
+  if (st != TSU_OK) return core::fail(st, "tsu_finalize: %s", error.c_str());
+  return TSU_OK;
+}
+
+int tsu_initialized(void) { return runtime() != nullptr; }
+
+tsu_status_t tsu_rank(uint32_t* rank) {
+  core::Runtime* rt = runtime();
+  if (!rt) return api::not_initialized("tsu_rank");
+  if (!rank) return core::fail(TSU_ERR_NULL_POINTER, "tsu_rank: rank is NULL");
+  *rank = rt->rank();
+  return TSU_OK;
+}
+
+tsu_status_t tsu_size(uint32_t* size) {
+  core::Runtime* rt = runtime();
+  if (!rt) return api::not_initialized("tsu_size");
+  if (!size) return core::fail(TSU_ERR_NULL_POINTER, "tsu_size: size is NULL");
+  *size = rt->size();
+  return TSU_OK;
+}
+
+tsu_status_t tsu_node_of(uint32_t rank, uint32_t* node) {
+  core::Runtime* rt = runtime();
+  if (!rt) return api::not_initialized("tsu_node_of");
+  if (!node) return core::fail(TSU_ERR_NULL_POINTER, "tsu_node_of: node is NULL");
+  if (rank >= rt->size())
+    return core::fail(TSU_ERR_BAD_RANK, "tsu_node_of: rank %u >= job size %u", rank, rt->size());
+  *node = rt->node_of(rank);
+  return TSU_OK;
+}
+
+tsu_status_t tsu_node_count(uint32_t* count) {
+  core::Runtime* rt = runtime();
+  if (!rt) return api::not_initialized("tsu_node_count");
+  if (!count) return core::fail(TSU_ERR_NULL_POINTER, "tsu_node_count: count is NULL");
+  *count = rt->node_count();
+  return TSU_OK;
+}
+
+tsu_status_t tsu_progress(void) {
+  core::Runtime* rt = runtime();
+  if (!rt) return api::not_initialized("tsu_progress");
+  rt->engine().progress();
+  return TSU_OK;
+}
+
+tsu_status_t tsu_barrier(void) {
+  core::Runtime* rt = runtime();
+  if (!rt) return api::not_initialized("tsu_barrier");
+  if (core::in_progress_context())
+    return core::fail(TSU_ERR_UNSUPPORTED,
+                      "tsu_barrier: cannot block inside a completion callback");
+  const tsu_status_t st = rt->boot().barrier();
+  if (st != TSU_OK) return core::fail(st, "tsu_barrier: the bootstrap barrier failed");
+  return TSU_OK;
+}
+
+tsu_status_t tsu_stats_print(void) {
+  core::Runtime* rt = runtime();
+  if (!rt) return api::not_initialized("tsu_stats_print");
+  rt->print_stats();
+  return TSU_OK;
+}
+
+}  // extern "C"

@@ -1,0 +1,214 @@
+// Client of tsurun's bootstrap service: blocking request/reply over a Unix
+// stream socket (wire format in wire.hpp).
+#include "bootstrap/local/local_bootstrap.hpp"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace tsu::bootstrap {
+
+namespace {
+
+std::string errno_text(const char* what, int err) {
+  return std::string(what) + ": " + std::strerror(err);
+}
+
+const char* type_name(wire::MsgType t) {
+  switch (t) {
+    case wire::MsgType::kHello: return "Hello";
+    case wire::MsgType::kPut: return "Put";
+    case wire::MsgType::kGet: return "Get";
+    case wire::MsgType::kBarrier: return "Barrier";
+    case wire::MsgType::kFinalize: return "Finalize";
+    case wire::MsgType::kHelloOk: return "HelloOk";
+    case wire::MsgType::kPutOk: return "PutOk";
+    case wire::MsgType::kValue: return "Value";
+    case wire::MsgType::kBarrierDone: return "BarrierDone";
+    case wire::MsgType::kFinalizeOk: return "FinalizeOk";
+    case wire::MsgType::kError: return "Error";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::unique_ptr<LocalBootstrap> LocalBootstrap::connect(const std::string& path, uint32_t rank,
+                                                        uint32_t size, tsu_status_t& status,
+                                                        std::string& error) {
+  status = TSU_ERR_BOOTSTRAP;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof(addr.sun_path)) {
+    error = "bootstrap socket path '" + path + "' is empty or too long";
+    status = TSU_ERR_CONFIG;
+    return nullptr;
+  }
+  std::memcpy(addr.sun_path, path.data(), path.size());
+
+  // CLOEXEC so programs the rank execs do not keep the connection open.
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    error = errno_text("bootstrap socket()", errno);
+    return nullptr;
+  }
+  int rc;
+  do {
+    rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    error = errno_text(("cannot connect to bootstrap socket '" + path + "'").c_str(), errno);
+    ::close(fd);
+    return nullptr;
+  }
+
+  std::unique_ptr<LocalBootstrap> b(new LocalBootstrap(fd, rank, size));
+  wire::Writer w;
+  w.u32(wire::kProtocolVersion);
+  w.u32(rank);
+  w.u32(size);
+  wire::Frame reply;
+  std::lock_guard lock(b->mu_);
+  if (b->call(wire::MsgType::kHello, w.data(), wire::MsgType::kHelloOk, reply) != TSU_OK) {
+    error = b->last_error_;
+    return nullptr;
+  }
+  status = TSU_OK;
+  return b;
+}
+
+LocalBootstrap::~LocalBootstrap() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+tsu_status_t LocalBootstrap::fail(std::string reason) {
+  last_error_ = std::move(reason);
+  broken_ = true;
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+  return TSU_ERR_BOOTSTRAP;
+}
+
+bool LocalBootstrap::send_all(std::span<const std::byte> b) {
+  while (!b.empty()) {
+    // MSG_NOSIGNAL: a dead launcher must give an error, not kill the rank with SIGPIPE.
+    const ssize_t n = ::send(fd_, b.data(), b.size(), MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail(errno_text("bootstrap send", errno));
+      return false;
+    }
+    b = b.subspan(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+bool LocalBootstrap::recv_frame(wire::Frame& out) {
+  std::byte buf[4096];
+  for (;;) {
+    std::string err;
+    switch (decoder_.next(out, err)) {
+      case wire::FrameDecoder::Result::kFrame: return true;
+      case wire::FrameDecoder::Result::kBad:
+        fail("bootstrap protocol error from launcher: " + err);
+        return false;
+      case wire::FrameDecoder::Result::kNeedMore: break;
+    }
+    const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+    if (n == 0) {
+      fail("bootstrap connection closed by the launcher (tsurun exited?)");
+      return false;
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail(errno_text("bootstrap recv", errno));
+      return false;
+    }
+    decoder_.feed(std::span<const std::byte>(buf, static_cast<size_t>(n)));
+  }
+}
+
+tsu_status_t LocalBootstrap::call(wire::MsgType type, std::span<const std::byte> payload,
+                                  wire::MsgType expect, wire::Frame& reply) {
+  if (broken_) {
+    // Keep the first reason: it is the one that explains the failure.
+    if (last_error_.empty()) last_error_ = "bootstrap connection is closed";
+    return TSU_ERR_BOOTSTRAP;
+  }
+  if (!send_all(wire::make_frame(type, payload))) return TSU_ERR_BOOTSTRAP;
+  if (!recv_frame(reply)) return TSU_ERR_BOOTSTRAP;
+  if (reply.type == wire::MsgType::kError) {
+    return fail("bootstrap service refused " + std::string(type_name(type)) + ": " +
+                std::string(wire::as_string(reply.payload)));
+  }
+  if (reply.type != expect) {
+    return fail("bootstrap protocol error: expected " + std::string(type_name(expect)) +
+                ", got " + type_name(reply.type));
+  }
+  return TSU_OK;
+}
+
+tsu_status_t LocalBootstrap::put(std::string_view key, std::span<const std::byte> value) {
+  std::lock_guard lock(mu_);
+  if (key.empty() || key.size() > wire::kMaxKey ||
+      key.size() + value.size() + 16 > wire::kMaxFrame) {
+    last_error_ = "bootstrap put: key empty or key/value too large";
+    return TSU_ERR_BOOTSTRAP;
+  }
+  wire::Writer w;
+  w.u32(static_cast<uint32_t>(key.size()));
+  w.str(key);
+  w.bytes(value);
+  wire::Frame reply;
+  return call(wire::MsgType::kPut, w.data(), wire::MsgType::kPutOk, reply);
+}
+
+tsu_status_t LocalBootstrap::get(std::string_view key, std::vector<std::byte>& value) {
+  std::lock_guard lock(mu_);
+  if (key.empty() || key.size() > wire::kMaxKey) {
+    last_error_ = "bootstrap get: key empty or too long";
+    return TSU_ERR_BOOTSTRAP;
+  }
+  wire::Writer w;
+  w.str(key);
+  wire::Frame reply;
+  const tsu_status_t st = call(wire::MsgType::kGet, w.data(), wire::MsgType::kValue, reply);
+  if (st == TSU_OK) value = std::move(reply.payload);  // outputs only on success
+  return st;
+}
+
+tsu_status_t LocalBootstrap::barrier() {
+  std::lock_guard lock(mu_);
+  wire::Writer w;
+  w.u64(barrier_epoch_);
+  wire::Frame reply;
+  tsu_status_t st = call(wire::MsgType::kBarrier, w.data(), wire::MsgType::kBarrierDone, reply);
+  if (st != TSU_OK) return st;
+  wire::Reader r(reply.payload);
+  const uint64_t epoch = r.u64();
+  if (!r.ok() || !r.at_end() || epoch != barrier_epoch_) {
+    return fail("bootstrap barrier: launcher released epoch " + std::to_string(epoch) +
+                ", expected " + std::to_string(barrier_epoch_));
+  }
+  ++barrier_epoch_;
+  return TSU_OK;
+}
+
+tsu_status_t LocalBootstrap::finalize() {
+  std::lock_guard lock(mu_);
+  wire::Frame reply;
+  const tsu_status_t st = call(wire::MsgType::kFinalize, {}, wire::MsgType::kFinalizeOk, reply);
+  if (st != TSU_OK) return st;
+  broken_ = true;  // later calls fail: this rank said it is leaving
+  last_error_ = "bootstrap already finalized";
+  ::close(fd_);
+  fd_ = -1;
+  return TSU_OK;
+}
+
+}  // namespace tsu::bootstrap

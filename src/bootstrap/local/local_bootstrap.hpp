@@ -1,0 +1,81 @@
+// Concrete bootstraps behind make_from_environment():
+//   LocalBootstrap      - client of tsurun's service (TSU_BOOTSTRAP=unix:PATH),
+//                         protocol in wire.hpp.
+//   SingletonBootstrap  - a job of one rank, started without a launcher.
+// All methods are thread-safe (one mutex per object serialises them), never
+// throw, and keep the reason for the last failure in last_error().
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bootstrap/bootstrap.hpp"
+#include "bootstrap/local/wire.hpp"
+
+namespace tsu::bootstrap {
+
+class LocalBootstrap final : public Bootstrap {
+ public:
+  // Connects to the Unix socket at `path` and introduces this rank.  On
+  // failure returns nullptr with TSU_ERR_BOOTSTRAP and the reason in `error`.
+  static std::unique_ptr<LocalBootstrap> connect(const std::string& path, uint32_t rank,
+                                                 uint32_t size, tsu_status_t& status,
+                                                 std::string& error);
+  ~LocalBootstrap() override;
+  LocalBootstrap(const LocalBootstrap&) = delete;
+  LocalBootstrap& operator=(const LocalBootstrap&) = delete;
+
+  uint32_t rank() const override { return rank_; }
+  uint32_t size() const override { return size_; }
+  tsu_status_t put(std::string_view key, std::span<const std::byte> value) override;
+  tsu_status_t get(std::string_view key, std::vector<std::byte>& value) override;
+  tsu_status_t barrier() override;
+  tsu_status_t finalize() override;
+
+  // Reason for the last non-OK status.  Read it from the thread that got the
+  // error, before calling another method.
+  const std::string& last_error() const { return last_error_; }
+
+ private:
+  LocalBootstrap(int fd, uint32_t rank, uint32_t size) : fd_(fd), rank_(rank), size_(size) {}
+  // Sends one request and waits for its reply; fails unless the reply has
+  // type `expect`.  Caller holds mu_.
+  tsu_status_t call(wire::MsgType type, std::span<const std::byte> payload, wire::MsgType expect,
+                    wire::Frame& reply);
+  tsu_status_t fail(std::string reason);  // marks the connection unusable
+  bool send_all(std::span<const std::byte> b);
+  bool recv_frame(wire::Frame& out);
+
+  std::mutex mu_;
+  int fd_;
+  const uint32_t rank_;
+  const uint32_t size_;
+  uint64_t barrier_epoch_ = 0;
+  bool broken_ = false;  // after an I/O or protocol error, or finalize
+  std::string last_error_;
+  wire::FrameDecoder decoder_;
+};
+
+class SingletonBootstrap final : public Bootstrap {
+ public:
+  uint32_t rank() const override { return 0; }
+  uint32_t size() const override { return 1; }
+  tsu_status_t put(std::string_view key, std::span<const std::byte> value) override;
+  // A key nobody published can never appear in a job of one, so this fails
+  // at once instead of hanging.
+  tsu_status_t get(std::string_view key, std::vector<std::byte>& value) override;
+  tsu_status_t barrier() override { return TSU_OK; }
+  tsu_status_t finalize() override { return TSU_OK; }
+  const std::string& last_error() const { return last_error_; }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::vector<std::byte>, std::less<>> kv_;
+  std::string last_error_;
+};
+
+}  // namespace tsu::bootstrap

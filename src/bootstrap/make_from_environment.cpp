@@ -1,0 +1,53 @@
+// Picks the bootstrap from the environment tsurun (or nobody) set up.
+#include <charconv>
+#include <cstdlib>
+#include <string_view>
+
+#include "bootstrap/local/local_bootstrap.hpp"
+
+namespace tsu::bootstrap {
+
+namespace {
+
+// Strict decimal parse: no sign, no spaces, no trailing junk, fits in u32.
+bool parse_u32(const char* text, uint32_t& out) {
+  if (text == nullptr || *text == '\0') return false;
+  const std::string_view s(text);
+  if (s.front() < '0' || s.front() > '9') return false;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+}  // namespace
+
+std::unique_ptr<Bootstrap> make_from_environment(tsu_status_t& status, std::string& error) {
+  const char* spec = std::getenv("TSU_BOOTSTRAP");
+  if (spec == nullptr || *spec == '\0') {
+    status = TSU_OK;
+    return std::make_unique<SingletonBootstrap>();
+  }
+
+  constexpr std::string_view kUnix = "unix:";
+  const std::string_view s(spec);
+  if (s.substr(0, kUnix.size()) != kUnix) {
+    status = TSU_ERR_CONFIG;
+    error = "TSU_BOOTSTRAP='" + std::string(s) + "' is not supported (expected unix:PATH)";
+    return nullptr;
+  }
+
+  const char* rank_text = std::getenv("TSU_RANK");
+  const char* size_text = std::getenv("TSU_SIZE");
+  uint32_t rank = 0;
+  uint32_t size = 0;
+  if (!parse_u32(rank_text, rank) || !parse_u32(size_text, size) || size == 0 || rank >= size) {
+    status = TSU_ERR_CONFIG;
+    error = "TSU_BOOTSTRAP is set but TSU_RANK='" + std::string(rank_text ? rank_text : "") +
+            "' / TSU_SIZE='" + std::string(size_text ? size_text : "") +
+            "' are not numbers with 0 <= rank < size";
+    return nullptr;
+  }
+
+  return LocalBootstrap::connect(std::string(s.substr(kUnix.size())), rank, size, status, error);
+}
+
+}  // namespace tsu::bootstrap

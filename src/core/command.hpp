@@ -1,0 +1,29 @@
+// A request as it travels through the command ring to the executor.  Put and
+// get are copies whose local side names the caller's rank.
+#pragma once
+
+#include <cstdint>
+
+#include "tsunagi/tsunagi.h"
+
+namespace tsu::core {
+
+struct ThreadContext;
+
+enum class CommandKind : uint8_t { kCopy, kAtomic };
+
+struct Command {
+  tsu_gaddr_t dst;   // copy destination, or atomic target
+  tsu_gaddr_t src;   // copy source
+  uint64_t len;      // copy length
+  uint64_t operand;  // atomic operand / compare as raw bits
+  uint64_t compare;
+  void* result;      // atomic result (may be null)
+  tsu_cb_t cb;
+  ThreadContext* issuer;
+  CommandKind kind;
+  uint8_t aop;
+  uint8_t atype;
+};
+
+}  // namespace tsu::core

@@ -1,0 +1,195 @@
+#include "core/config.hpp"
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdlib>
+#include <cstring>
+#include <strings.h>
+
+namespace tsu::core {
+
+namespace {
+constexpr std::size_t kMinSegment = 4096;
+constexpr uint32_t kMinRing = 2;
+constexpr uint32_t kMaxRing = 1u << 24;
+
+bool parse_u64(const char* text, uint64_t& out) {
+  if (!text || !*text) return false;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (errno || end == text || *end || text[0] == '-') return false;
+  out = v;
+  return true;
+}
+}  // namespace
+
+bool parse_size(const char* text, std::size_t& out) {
+  if (!text || !*text || text[0] == '-') return false;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (errno || end == text) return false;
+  unsigned shift = 0;
+  if (*end) {
+    switch (*end) {
+      case 'k': case 'K': shift = 10; break;
+      case 'm': case 'M': shift = 20; break;
+      case 'g': case 'G': shift = 30; break;
+      default: return false;
+    }
+    ++end;
+    if (*end == 'i' || *end == 'I') ++end;
+    if (*end == 'b' || *end == 'B') ++end;
+    if (*end) return false;
+  }
+  if (shift && v > (UINT64_MAX >> shift)) return false;
+  out = static_cast<std::size_t>(v << shift);
+  return true;
+}
+
+bool parse_bool(const char* text, bool& out) {
+  if (!text) return false;
+  for (const char* t : {"1", "yes", "on", "true"})
+    if (!strcasecmp(text, t)) return out = true, true;
+  for (const char* f : {"0", "no", "off", "false"})
+    if (!strcasecmp(text, f)) return out = false, true;
+  return false;
+}
+
+bool parse_log_level(const char* text, int& out) {
+  if (!text) return false;
+  static const char* const names[] = {"off", "error", "warn", "info", "debug", "trace"};
+  for (int i = 0; i < 6; ++i)
+    if (!strcasecmp(text, names[i])) return out = i, true;
+  if (text[0] >= '0' && text[0] <= '5' && text[1] == '\0') return out = text[0] - '0', true;
+  return false;
+}
+
+const std::vector<ConfigVar>& config_vars() {
+  static const std::vector<ConfigVar> vars = {
+      {"TSU_SEGMENT_SIZE", "64M", "bytes of each rank's main shared segment (K/M/G suffixes)"},
+      {"TSU_RING_SIZE", "1024", "slots in the progress engine's command ring (power of two)"},
+      {"TSU_PROGRESS", "thread", "thread: a progress thread per process; manual: call tsu_progress()"},
+      {"TSU_BYPASS", "1", "1: intra-node RMA and atomics run in the caller; 0: through the engine"},
+      {"TSU_SPIN_US", "20", "microseconds an idle progress thread spins before it sleeps"},
+      {"TSU_LOG", "warn", "log level: off, error, warn, info, debug, trace"},
+      {"TSU_STATS", "0", "1: print per-rank counters to stderr at finalize"},
+      {"TSU_NODE_ID", "(host name)", "node identity; ranks with equal ids share memory"},
+  };
+  return vars;
+}
+
+tsu_status_t config_from_env(Config& cfg, const GetEnv& getenv_fn, std::string& error) {
+  auto bad = [&](const char* var, const char* value, const char* expected) {
+    error = std::string(var) + "='" + value + "' is invalid: expected " + expected;
+    return TSU_ERR_CONFIG;
+  };
+  if (const char* v = getenv_fn("TSU_SEGMENT_SIZE")) {
+    std::size_t s;
+    if (!parse_size(v, s) || s < kMinSegment)
+      return bad("TSU_SEGMENT_SIZE", v, "a size of at least 4096 bytes, e.g. 64M");
+    cfg.segment_size = s;
+  }
+  if (const char* v = getenv_fn("TSU_RING_SIZE")) {
+    uint64_t n;
+    if (!parse_u64(v, n) || n < kMinRing || n > kMaxRing || (n & (n - 1)))
+      return bad("TSU_RING_SIZE", v, "a power of two between 2 and 16777216");
+    cfg.ring_size = static_cast<uint32_t>(n);
+  }
+  if (const char* v = getenv_fn("TSU_PROGRESS")) {
+    if (!strcasecmp(v, "thread")) cfg.progress_mode = TSU_PROGRESS_THREAD;
+    else if (!strcasecmp(v, "manual")) cfg.progress_mode = TSU_PROGRESS_MANUAL;
+    else return bad("TSU_PROGRESS", v, "'thread' or 'manual'");
+  }
+  if (const char* v = getenv_fn("TSU_BYPASS")) {
+    if (!parse_bool(v, cfg.bypass)) return bad("TSU_BYPASS", v, "0 or 1");
+  }
+  if (const char* v = getenv_fn("TSU_SPIN_US")) {
+    uint64_t n;
+    if (!parse_u64(v, n) || n > 10'000'000) return bad("TSU_SPIN_US", v, "0..10000000");
+    cfg.spin_us = static_cast<uint32_t>(n);
+  }
+  if (const char* v = getenv_fn("TSU_LOG")) {
+    if (!parse_log_level(v, cfg.log_level))
+      return bad("TSU_LOG", v, "off, error, warn, info, debug or trace");
+  }
+  if (const char* v = getenv_fn("TSU_STATS")) {
+    if (!parse_bool(v, cfg.stats)) return bad("TSU_STATS", v, "0 or 1");
+  }
+  if (const char* v = getenv_fn("TSU_NODE_ID")) {
+    if (!*v || std::strlen(v) > 200) return bad("TSU_NODE_ID", v, "1 to 200 characters");
+    cfg.node_id = v;
+  }
+  return TSU_OK;
+}
+
+tsu_status_t config_apply_user(Config& cfg, const tsu_config_t* user, std::string& error) {
+  if (!user) return TSU_OK;
+  if (user->struct_size < offsetof(tsu_config_t, field_mask) + sizeof(user->field_mask)) {
+    error = "tsu_config_t.struct_size is too small: set it to sizeof(tsu_config_t)";
+    return TSU_ERR_CONFIG;
+  }
+  // Fields past the caller's struct_size are absent in older binaries.
+  auto has = [&](uint64_t bit, std::size_t end) {
+    return (user->field_mask & bit) && user->struct_size >= end;
+  };
+#define TSU_FIELD_END(f) (offsetof(tsu_config_t, f) + sizeof(user->f))
+  const uint64_t known = TSU_CONFIG_SEGMENT_SIZE | TSU_CONFIG_RING_SIZE | TSU_CONFIG_PROGRESS_MODE |
+                         TSU_CONFIG_BYPASS | TSU_CONFIG_SPIN_US | TSU_CONFIG_LOG_LEVEL |
+                         TSU_CONFIG_STATS;
+  if (user->field_mask & ~known) {
+    error = "tsu_config_t.field_mask has unknown bits";
+    return TSU_ERR_CONFIG;
+  }
+  if (has(TSU_CONFIG_SEGMENT_SIZE, TSU_FIELD_END(segment_size))) {
+    if (user->segment_size < kMinSegment) {
+      error = "tsu_config_t.segment_size must be at least 4096";
+      return TSU_ERR_CONFIG;
+    }
+    cfg.segment_size = user->segment_size;
+  }
+  if (has(TSU_CONFIG_RING_SIZE, TSU_FIELD_END(ring_size))) {
+    const uint32_t n = user->ring_size;
+    if (n < kMinRing || n > kMaxRing || (n & (n - 1))) {
+      error = "tsu_config_t.ring_size must be a power of two between 2 and 16777216";
+      return TSU_ERR_CONFIG;
+    }
+    cfg.ring_size = n;
+  }
+  if (has(TSU_CONFIG_PROGRESS_MODE, TSU_FIELD_END(progress_mode))) {
+    if (user->progress_mode != TSU_PROGRESS_THREAD && user->progress_mode != TSU_PROGRESS_MANUAL) {
+      error = "tsu_config_t.progress_mode must be TSU_PROGRESS_THREAD or TSU_PROGRESS_MANUAL";
+      return TSU_ERR_CONFIG;
+    }
+    cfg.progress_mode = static_cast<tsu_progress_mode_t>(user->progress_mode);
+  }
+  if (has(TSU_CONFIG_BYPASS, TSU_FIELD_END(bypass))) cfg.bypass = user->bypass != 0;
+  if (has(TSU_CONFIG_SPIN_US, TSU_FIELD_END(spin_us))) cfg.spin_us = user->spin_us;
+  if (has(TSU_CONFIG_LOG_LEVEL, TSU_FIELD_END(log_level))) {
+    if (user->log_level < TSU_LOG_OFF || user->log_level > TSU_LOG_TRACE) {
+      error = "tsu_config_t.log_level must be between TSU_LOG_OFF and TSU_LOG_TRACE";
+      return TSU_ERR_CONFIG;
+    }
+    cfg.log_level = user->log_level;
+  }
+  if (has(TSU_CONFIG_STATS, TSU_FIELD_END(stats))) cfg.stats = user->stats != 0;
+#undef TSU_FIELD_END
+  return TSU_OK;
+}
+
+std::vector<std::pair<std::string, std::string>> config_describe(const Config& cfg) {
+  static const char* const levels[] = {"off", "error", "warn", "info", "debug", "trace"};
+  return {
+      {"TSU_SEGMENT_SIZE", std::to_string(cfg.segment_size)},
+      {"TSU_RING_SIZE", std::to_string(cfg.ring_size)},
+      {"TSU_PROGRESS", cfg.progress_mode == TSU_PROGRESS_MANUAL ? "manual" : "thread"},
+      {"TSU_BYPASS", cfg.bypass ? "1" : "0"},
+      {"TSU_SPIN_US", std::to_string(cfg.spin_us)},
+      {"TSU_LOG", levels[cfg.log_level]},
+      {"TSU_STATS", cfg.stats ? "1" : "0"},
+      {"TSU_NODE_ID", cfg.node_id.empty() ? "(host name)" : cfg.node_id},
+  };
+}
+
+}  // namespace tsu::core

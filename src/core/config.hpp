@@ -1,0 +1,51 @@
+// Effective configuration: built-in defaults, then TSU_* environment variables,
+// then the fields a program set in tsu_config_t.  Every variable has a default
+// and a help string (printed by tsu-info).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tsunagi/tsunagi.h"
+
+namespace tsu::core {
+
+struct Config {
+  std::size_t segment_size = 64u << 20;  // main segment
+  uint32_t ring_size = 1024;             // command ring slots
+  tsu_progress_mode_t progress_mode = TSU_PROGRESS_THREAD;
+  bool bypass = true;                    // intra-node RMA/atomics run in the caller
+  uint32_t spin_us = 20;                 // idle progress thread spins, then sleeps
+  int log_level = TSU_LOG_WARN;
+  bool stats = false;
+  std::string node_id;                   // TSU_NODE_ID; empty = host name
+};
+
+// Describes one configuration variable.
+struct ConfigVar {
+  const char* env;
+  const char* default_value;
+  const char* help;
+};
+const std::vector<ConfigVar>& config_vars();
+
+// Reads the environment through `getenv` (injectable for tests).  On a bad
+// value returns TSU_ERR_CONFIG with a message naming the variable.
+using GetEnv = std::function<const char*(const char*)>;
+tsu_status_t config_from_env(Config& cfg, const GetEnv& getenv_fn, std::string& error);
+
+// Applies the fields selected by user->field_mask.
+tsu_status_t config_apply_user(Config& cfg, const tsu_config_t* user, std::string& error);
+
+// "name=value" lines of the effective configuration.
+std::vector<std::pair<std::string, std::string>> config_describe(const Config& cfg);
+
+// Parsers, exposed for unit tests.
+bool parse_size(const char* text, std::size_t& out);  // 4096, 64K, 16M, 1G, 1GiB
+bool parse_bool(const char* text, bool& out);         // 1/0, yes/no, on/off, true/false
+bool parse_log_level(const char* text, int& out);     // off|error|warn|info|debug|trace|0-5
+
+}  // namespace tsu::core

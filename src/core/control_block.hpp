@@ -1,0 +1,43 @@
+// The rank control block: a small shared-memory page per rank, mapped by every
+// node peer, holding the rank's segment table.  It is the authority for bounds
+// checks: a peer applying a request reads the slot of the target segment here,
+// so a freed or too-short segment is refused wherever the request executes.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <type_traits>
+
+namespace tsu::core {
+
+inline constexpr uint32_t kMaxSegments = 256;
+inline constexpr uint64_t kControlBlockMagic = 0x7473756e61676931ull;  // "tsunagi1"
+
+enum SegmentState : uint32_t {
+  kSegmentUnused = 0,      // never allocated
+  kSegmentShared = 1,      // memfd region: peers map it
+  kSegmentRegistered = 2,  // user memory: peers use Cross Memory Attach
+  kSegmentRetired = 3,     // freed; the id is never reused
+};
+
+// One segment.  The owner writes fd/size/owner_addr, then publishes `state`
+// with release; readers load `state` with acquire before reading the rest.
+struct alignas(64) SegmentSlot {
+  std::atomic<uint32_t> state;
+  int32_t fd;           // owner's memfd descriptor (shared segments)
+  uint64_t size;        // bytes usable
+  uint64_t owner_addr;  // base address in the owner's address space
+};
+
+struct ControlBlock {
+  uint64_t magic;
+  uint32_t rank;
+  int32_t pid;
+  SegmentSlot slots[kMaxSegments];
+};
+
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "atomics must be address-free");
+static_assert(std::is_standard_layout_v<ControlBlock>);
+static_assert(sizeof(SegmentSlot) == 64, "one cache line per slot");
+
+}  // namespace tsu::core

@@ -1,0 +1,112 @@
+// Executing RMA and atomics on memory this process can reach.  Called in the
+// issuing thread (bypass) or by the executor; the target's segment table is
+// consulted here, so a bad range fails where the request is applied.
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "core/atomic_exec.hpp"
+#include "core/log.hpp"
+#include "core/runtime.hpp"
+
+namespace tsu::core {
+
+using transport::Access;
+
+namespace {
+
+// process_vm_{read,write}v may transfer less than asked: loop until done.
+tsu_status_t cross_memory(bool write, pid_t pid, std::byte* local, uint64_t remote,
+                          std::size_t len) noexcept {
+  while (len) {
+    iovec l{local, len};
+    iovec r{reinterpret_cast<void*>(remote), len};
+    const ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0)
+                            : process_vm_readv(pid, &l, 1, &r, 1, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      TSU_LOG_WARN("process_vm_%sv(pid %d, %zu B) failed: %s", write ? "write" : "read",
+                   static_cast<int>(pid), len, std::strerror(errno));
+      return TSU_ERR_SYSTEM;
+    }
+    if (n == 0) return TSU_ERR_SYSTEM;
+    local += n;
+    remote += static_cast<uint64_t>(n);
+    len -= static_cast<std::size_t>(n);
+  }
+  return TSU_OK;
+}
+
+tsu_status_t copy_between(const Access& dst, const Access& src, std::size_t len) noexcept {
+  if (dst.kind == Access::kDirect && src.kind == Access::kDirect) {
+    std::memmove(dst.ptr, src.ptr, len);
+    return TSU_OK;
+  }
+  if (dst.kind == Access::kDirect) return cross_memory(false, src.pid, dst.ptr, src.remote_addr, len);
+  if (src.kind == Access::kDirect) return cross_memory(true, dst.pid, src.ptr, dst.remote_addr, len);
+  // Both sides are other processes' registered memory: bounce through a
+  // per-thread buffer, a chunk at a time.
+  constexpr std::size_t kChunk = 1u << 20;
+  thread_local std::vector<std::byte> bounce;
+  if (bounce.size() < kChunk) bounce.resize(kChunk);
+  for (std::size_t done = 0; done < len;) {
+    const std::size_t n = std::min(kChunk, len - done);
+    tsu_status_t st = cross_memory(false, src.pid, bounce.data(), src.remote_addr + done, n);
+    if (st == TSU_OK) st = cross_memory(true, dst.pid, bounce.data(), dst.remote_addr + done, n);
+    if (st != TSU_OK) return st;
+    done += n;
+  }
+  return TSU_OK;
+}
+
+}  // namespace
+
+tsu_status_t Runtime::execute_copy(const tsu_gaddr_t& dst, const tsu_gaddr_t& src,
+                                   std::size_t len) noexcept {
+  transport::Transport* td = routes_[dst.rank];
+  transport::Transport* ts = routes_[src.rank];
+  if (!td || !ts) return TSU_ERR_UNREACHABLE;
+  Access a_dst, a_src;
+  tsu_status_t st = td->resolve(dst, len, a_dst);
+  if (st == TSU_OK) st = ts->resolve(src, len, a_src);
+  if (st != TSU_OK) return st;
+  if (len == 0) return TSU_OK;
+  return copy_between(a_dst, a_src, len);
+}
+
+tsu_status_t Runtime::execute_atomic(const tsu_gaddr_t& target, tsu_aop_t op, tsu_atype_t type,
+                                     uint64_t operand, uint64_t compare, void* result) noexcept {
+  transport::Transport* t = routes_[target.rank];
+  if (!t) return TSU_ERR_UNREACHABLE;
+  const std::size_t width = atomic_type_size(type);
+  Access a;
+  const tsu_status_t st = t->resolve(target, width, a);
+  if (st != TSU_OK) return st;
+  // Registered user memory is reachable only by copies (CMA), which are not
+  // atomic with CPU atomics in the owner.
+  if (a.kind != Access::kDirect) return TSU_ERR_UNSUPPORTED;
+  if (reinterpret_cast<uintptr_t>(a.ptr) % width) return TSU_ERR_MISALIGNED;
+  const uint64_t old = atomic_execute(a.ptr, op, type, operand, compare);
+  if (result && atomic_op_fetches(op)) atomic_store_result(result, type, old);
+  return TSU_OK;
+}
+
+tsu_status_t Runtime::execute(const Command& cmd) noexcept {
+  tsu_status_t st;
+  if (cmd.kind == CommandKind::kCopy) {
+    st = execute_copy(cmd.dst, cmd.src, cmd.len);
+  } else {
+    st = execute_atomic(cmd.dst, static_cast<tsu_aop_t>(cmd.aop),
+                        static_cast<tsu_atype_t>(cmd.atype), cmd.operand, cmd.compare, cmd.result);
+  }
+  if (st != TSU_OK) {
+    TSU_LOG_DEBUG("request to rank %u segment %u offset %llu failed at the target: %s",
+                  cmd.dst.rank, cmd.dst.seg, static_cast<unsigned long long>(cmd.dst.offset),
+                  tsu_strerror(st));
+  }
+  return st;
+}
+
+}  // namespace tsu::core

@@ -1,0 +1,191 @@
+#include "core/runtime.hpp"
+
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "core/log.hpp"
+#include "util/backoff.hpp"
+
+namespace tsu::core {
+
+std::atomic<Runtime*> g_runtime{nullptr};
+
+namespace {
+// What each rank publishes at init ("tsu.rank.<r>").
+struct RankRecord {
+  int32_t pid;
+  int32_t control_fd;
+  char node[232];
+};
+static_assert(sizeof(RankRecord) == 240);
+
+std::string rank_key(uint32_t r) { return "tsu.rank." + std::to_string(r); }
+}  // namespace
+
+Runtime::Runtime(const Config& cfg, uint64_t epoch)
+    : cfg_(cfg), self_(segments_), threads_(epoch) {}
+
+Runtime::~Runtime() {
+  if (engine_) engine_->stop();
+}
+
+tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
+                             std::unique_ptr<Runtime>& out, std::string& error) {
+  Config cfg;
+  tsu_status_t st = config_from_env(cfg, [](const char* n) { return std::getenv(n); }, error);
+  if (st == TSU_OK) st = config_apply_user(cfg, user_config, error);
+  if (st != TSU_OK) return st;
+  g_log_level.store(cfg.log_level, std::memory_order_relaxed);
+
+  std::unique_ptr<Runtime> rt(new Runtime(cfg, epoch));
+  rt->boot_ = bootstrap::make_from_environment(st, error);
+  if (!rt->boot_) return st;
+  rt->rank_ = rt->boot_->rank();
+  rt->size_ = rt->boot_->size();
+  log_set_rank(rt->rank_);
+
+  // Let node peers use Cross Memory Attach on us even where Yama restricts
+  // ptrace to descendants (harmless where Yama is absent).
+  prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+
+  st = rt->segments_.init(rt->rank_, cfg.segment_size, error);
+  if (st != TSU_OK) return st;
+  st = rt->connect_peers(error);
+  if (st != TSU_OK) return st;
+
+  rt->engine_ = std::make_unique<ProgressEngine>(rt->cfg_, *rt);
+  st = rt->engine_->start(error);
+  if (st != TSU_OK) return st;
+  // Nobody touches a peer's memory before every rank has mapped everything.
+  st = rt->boot_->barrier();
+  if (st != TSU_OK) {
+    error = "bootstrap barrier at init failed";
+    return st;
+  }
+  TSU_LOG_INFO("initialized: rank %u of %u, node %u of %u, bypass=%d, progress=%s",
+               rt->rank_, rt->size_, rt->node_of_[rt->rank_], rt->node_count_, cfg.bypass,
+               cfg.progress_mode == TSU_PROGRESS_MANUAL ? "manual" : "thread");
+  out = std::move(rt);
+  return TSU_OK;
+}
+
+tsu_status_t Runtime::connect_peers(std::string& error) {
+  RankRecord mine{};
+  mine.pid = static_cast<int32_t>(getpid());
+  mine.control_fd = segments_.control_block_fd();
+  std::string node = cfg_.node_id;
+  if (node.empty()) {
+    char host[200] = {};
+    gethostname(host, sizeof host - 1);
+    node = host;
+  }
+  std::snprintf(mine.node, sizeof mine.node, "%s", node.c_str());
+  tsu_status_t st = boot_->put(rank_key(rank_), std::as_bytes(std::span(&mine, 1)));
+  if (st != TSU_OK) {
+    error = "bootstrap put failed";
+    return st;
+  }
+  // Every rank learns every other rank's node.  (At scale this becomes a
+  // per-node exchange; per-peer transport state below is only for node peers.)
+  std::vector<RankRecord> all(size_);
+  for (uint32_t r = 0; r < size_; ++r) {
+    if (r == rank_) {
+      all[r] = mine;
+      continue;
+    }
+    std::vector<std::byte> value;
+    st = boot_->get(rank_key(r), value);
+    if (st != TSU_OK || value.size() != sizeof(RankRecord)) {
+      error = "bootstrap get of rank " + std::to_string(r) + " failed";
+      return st != TSU_OK ? st : TSU_ERR_BOOTSTRAP;
+    }
+    std::memcpy(&all[r], value.data(), sizeof(RankRecord));
+    all[r].node[sizeof all[r].node - 1] = '\0';
+  }
+  std::map<std::string, uint32_t> node_ids;
+  node_of_.resize(size_);
+  for (uint32_t r = 0; r < size_; ++r) {
+    auto [it, inserted] = node_ids.try_emplace(all[r].node, static_cast<uint32_t>(node_ids.size()));
+    node_of_[r] = it->second;
+  }
+  node_count_ = static_cast<uint32_t>(node_ids.size());
+
+  shm_.init(size_);
+  routes_.assign(size_, nullptr);
+  routes_[rank_] = &self_;
+  for (uint32_t r = 0; r < size_; ++r) {
+    if (r == rank_ || node_of_[r] != node_of_[rank_]) continue;
+    st = shm_.add_peer(r, all[r].pid, all[r].control_fd, error);
+    if (st != TSU_OK) return st;
+    routes_[r] = &shm_;
+  }
+  return TSU_OK;
+}
+
+tsu_status_t Runtime::quiet(ThreadContext& tc) noexcept {
+  util::Backoff backoff;
+  while (tc.outstanding() != 0) {
+    if (engine_->progress()) {
+      backoff.reset();
+      continue;
+    }
+    backoff.pause();
+  }
+  return TSU_OK;
+}
+
+tsu_status_t Runtime::finalize(std::string& error) {
+  // Complete everything in flight, from every thread, callbacks included.
+  util::Backoff backoff;
+  for (;;) {
+    uint64_t pending = 0;
+    threads_.for_each([&](const ThreadContext& tc) { pending += tc.outstanding(); });
+    if (!pending) break;
+    if (!engine_->progress()) backoff.pause();
+  }
+  // Peers may still be reading or writing our memory until they get here.
+  tsu_status_t st = boot_->barrier();
+  if (st != TSU_OK) error = "bootstrap barrier at finalize failed";
+  engine_->stop();
+  if (cfg_.stats) print_stats();
+  const tsu_status_t st2 = boot_->finalize();
+  if (st == TSU_OK && st2 != TSU_OK) {
+    error = "bootstrap finalize failed";
+    st = st2;
+  }
+  return st;
+}
+
+void Runtime::print_stats() const {
+  uint64_t totals[static_cast<uint32_t>(Counter::kCount)] = {};
+  uint32_t threads = 0;
+  threads_.for_each([&](const ThreadContext& tc) {
+    ++threads;
+    for (uint32_t c = 0; c < static_cast<uint32_t>(Counter::kCount); ++c)
+      totals[c] += tc.stats.get(static_cast<Counter>(c));
+  });
+  char line[1024];
+  int n = std::snprintf(line, sizeof line, "tsunagi[%u] stats: threads=%u", rank_, threads);
+  for (uint32_t c = 0; c < static_cast<uint32_t>(Counter::kCount); ++c)
+    n += std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n), " %s=%llu",
+                       counter_name(static_cast<Counter>(c)),
+                       static_cast<unsigned long long>(totals[c]));
+  const EngineStats& es = engine_->stats();
+  std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n),
+                " engine_commands=%llu engine_batches=%llu engine_max_batch=%llu "
+                "engine_callbacks=%llu engine_sleeps=%llu engine_failed=%llu",
+                static_cast<unsigned long long>(es.commands.load()),
+                static_cast<unsigned long long>(es.batches.load()),
+                static_cast<unsigned long long>(es.max_batch.load()),
+                static_cast<unsigned long long>(es.callbacks.load()),
+                static_cast<unsigned long long>(es.sleeps.load()),
+                static_cast<unsigned long long>(es.failed.load()));
+  std::fprintf(stderr, "%s\n", line);
+}
+
+}  // namespace tsu::core

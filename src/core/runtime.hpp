@@ -1,0 +1,81 @@
+// The per-process runtime: configuration, ranks and nodes, this rank's
+// segments, the route to every rank, thread contexts and the progress engine.
+// One instance exists between tsu_init and tsu_finalize.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bootstrap/bootstrap.hpp"
+#include "core/command.hpp"
+#include "core/config.hpp"
+#include "core/progress_engine.hpp"
+#include "core/segment_table.hpp"
+#include "core/thread_context.hpp"
+#include "transport/self/self_transport.hpp"
+#include "transport/shm/shm_transport.hpp"
+
+namespace tsu::core {
+
+class Runtime final : public CommandExecutor {
+ public:
+  // Collective.  On failure returns an error with the reason in `error`.
+  static tsu_status_t create(const tsu_config_t* user_config, uint64_t epoch,
+                             std::unique_ptr<Runtime>& out, std::string& error);
+  ~Runtime() override;
+
+  // Collective: completes everything in flight, waits for all ranks, tears down.
+  tsu_status_t finalize(std::string& error);
+
+  // Executes a copy or an atomic where it stands (bypass or executor).
+  tsu_status_t execute(const Command& cmd) noexcept override;
+  tsu_status_t execute_copy(const tsu_gaddr_t& dst, const tsu_gaddr_t& src,
+                            std::size_t len) noexcept;
+  tsu_status_t execute_atomic(const tsu_gaddr_t& target, tsu_aop_t op, tsu_atype_t type,
+                              uint64_t operand, uint64_t compare, void* result) noexcept;
+
+  // The transport for `rank`, or nullptr when none reaches it.
+  transport::Transport* route(uint32_t rank) const noexcept { return routes_[rank]; }
+
+  // Blocks until the calling thread has no request in flight.
+  tsu_status_t quiet(ThreadContext& tc) noexcept;
+
+  void print_stats() const;
+
+  const Config& config() const noexcept { return cfg_; }
+  uint32_t rank() const noexcept { return rank_; }
+  uint32_t size() const noexcept { return size_; }
+  uint32_t node_of(uint32_t r) const noexcept { return node_of_[r]; }
+  uint32_t node_count() const noexcept { return node_count_; }
+  bool bypass() const noexcept { return cfg_.bypass; }
+  bool manual_progress() const noexcept { return cfg_.progress_mode == TSU_PROGRESS_MANUAL; }
+  SegmentTable& segments() noexcept { return segments_; }
+  ThreadRegistry& threads() noexcept { return threads_; }
+  ProgressEngine& engine() noexcept { return *engine_; }
+  bootstrap::Bootstrap& boot() noexcept { return *boot_; }
+
+ private:
+  explicit Runtime(const Config& cfg, uint64_t epoch);
+  tsu_status_t connect_peers(std::string& error);
+
+  Config cfg_;
+  uint32_t rank_ = 0;
+  uint32_t size_ = 1;
+  uint32_t node_count_ = 1;
+  std::vector<uint32_t> node_of_;
+  std::unique_ptr<bootstrap::Bootstrap> boot_;
+  SegmentTable segments_;
+  transport::SelfTransport self_;
+  transport::ShmTransport shm_;
+  std::vector<transport::Transport*> routes_;
+  ThreadRegistry threads_;
+  std::unique_ptr<ProgressEngine> engine_;
+};
+
+// The live runtime, or null before tsu_init / after tsu_finalize.
+extern std::atomic<Runtime*> g_runtime;
+
+}  // namespace tsu::core

@@ -1,0 +1,71 @@
+#include "core/shared_memory.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace tsu::core {
+
+std::size_t page_round_up(std::size_t size) {
+  static const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return (size + page - 1) / page * page;
+}
+
+tsu_status_t shared_region_create(const char* name, std::size_t size, SharedRegion& out,
+                                  std::string& error) {
+  const std::size_t bytes = page_round_up(size ? size : 1);
+  const int fd = memfd_create(name, MFD_CLOEXEC);
+  if (fd < 0) {
+    error = std::string("memfd_create: ") + std::strerror(errno);
+    return TSU_ERR_SYSTEM;
+  }
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    error = "ftruncate(" + std::to_string(bytes) + "): " + std::strerror(errno);
+    close(fd);
+    return TSU_ERR_NO_MEMORY;
+  }
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) {
+    error = "mmap(" + std::to_string(bytes) + "): " + std::strerror(errno);
+    close(fd);
+    return TSU_ERR_NO_MEMORY;
+  }
+  out.base = base;
+  out.size = bytes;
+  out.fd = fd;
+  return TSU_OK;
+}
+
+tsu_status_t shared_region_map_peer(pid_t pid, int fd, std::size_t size, void*& base,
+                                    std::string& error) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+  const int local = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (local < 0) {
+    error = "open(" + path + "): " + std::strerror(errno);
+    return TSU_ERR_SYSTEM;
+  }
+  void* p = mmap(nullptr, page_round_up(size), PROT_READ | PROT_WRITE, MAP_SHARED, local, 0);
+  const int saved = errno;
+  close(local);  // the mapping keeps the memory alive
+  if (p == MAP_FAILED) {
+    error = "mmap of " + path + ": " + std::strerror(saved);
+    return TSU_ERR_NO_MEMORY;
+  }
+  base = p;
+  return TSU_OK;
+}
+
+void shared_region_unmap(void* base, std::size_t size) {
+  if (base) munmap(base, page_round_up(size));
+}
+
+void shared_region_destroy(SharedRegion& region) {
+  shared_region_unmap(region.base, region.size);
+  if (region.fd >= 0) close(region.fd);
+  region = SharedRegion{};
+}
+
+}  // namespace tsu::core

@@ -1,0 +1,39 @@
+#include "core/thread_context.hpp"
+
+namespace tsu::core {
+
+thread_local uint64_t ThreadRegistry::t_epoch_ = 0;
+thread_local ThreadContext* ThreadRegistry::t_ctx_ = nullptr;
+
+ThreadContext* ThreadRegistry::register_thread() {
+  auto ctx = std::make_unique<ThreadContext>();
+  ThreadContext* raw = ctx.get();
+  {
+    std::lock_guard lock(mu_);
+    all_.push_back(std::move(ctx));
+  }
+  t_ctx_ = raw;
+  t_epoch_ = epoch_;
+  return raw;
+}
+
+const char* counter_name(Counter c) noexcept {
+  switch (c) {
+    case Counter::kPut: return "put";
+    case Counter::kGet: return "get";
+    case Counter::kCopy: return "copy";
+    case Counter::kAtomic: return "atomic";
+    case Counter::kBytesPut: return "bytes_put";
+    case Counter::kBytesGet: return "bytes_get";
+    case Counter::kBytesCopy: return "bytes_copy";
+    case Counter::kBypassed: return "bypassed";
+    case Counter::kQueued: return "queued";
+    case Counter::kEagain: return "eagain";
+    case Counter::kRejected: return "rejected";
+    case Counter::kFailedAtTarget: return "failed_at_target";
+    case Counter::kCount: break;
+  }
+  return "?";
+}
+
+}  // namespace tsu::core

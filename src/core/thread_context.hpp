@@ -1,0 +1,55 @@
+// Per-thread state: counts of the thread's requests (for tsu_quiet and
+// tsu_fence) and its statistics.  Created on a thread's first call, kept until
+// finalize (requests may complete after their thread exits).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/command_ring.hpp"
+#include "core/stats.hpp"
+
+namespace tsu::core {
+
+struct alignas(kCacheLine) ThreadContext {
+  // Requests this thread handed to the engine (written by this thread only).
+  std::atomic<uint64_t> issued{0};
+  bool fence_pending = false;  // this thread only
+  ThreadStats stats;
+  // Requests of this thread whose callback has returned (written by whoever
+  // completes them; release pairs with the acquire in outstanding()).
+  alignas(kCacheLine) std::atomic<uint64_t> completed{0};
+
+  uint64_t outstanding() const noexcept {
+    return issued.load(std::memory_order_relaxed) - completed.load(std::memory_order_acquire);
+  }
+};
+
+class ThreadRegistry {
+ public:
+  explicit ThreadRegistry(uint64_t epoch) : epoch_(epoch) {}
+  // The calling thread's context (registers it on first use in this epoch).
+  ThreadContext* current() {
+    if (t_epoch_ == epoch_) [[likely]] return t_ctx_;
+    return register_thread();
+  }
+  // Visits every context (finalize, stats).
+  template <typename F>
+  void for_each(F&& f) const {
+    std::lock_guard lock(mu_);
+    for (const auto& c : all_) f(*c);
+  }
+
+ private:
+  ThreadContext* register_thread();
+  const uint64_t epoch_;
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<ThreadContext>> all_;
+  static thread_local uint64_t t_epoch_;
+  static thread_local ThreadContext* t_ctx_;
+};
+
+}  // namespace tsu::core

@@ -1,0 +1,293 @@
+#include "bootstrap_server.hpp"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "log.hpp"
+
+namespace tsurun {
+
+namespace wire = tsu::bootstrap::wire;
+using wire::MsgType;
+
+namespace {
+// A rank's values rarely exceed a few KiB; printing them would flood -v.
+std::string quote_key(std::string_view k) {
+  return "'" + std::string(k.substr(0, 200)) + (k.size() > 200 ? "...'" : "'");
+}
+}  // namespace
+
+BootstrapServer::BootstrapServer(uint32_t nranks, bool verbose)
+    : nranks_(nranks), verbose_(verbose), rank_conn_(nranks, 0) {}
+
+BootstrapServer::~BootstrapServer() {
+  for (auto& [id, c] : conns_) ::close(c.fd);
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+}
+
+bool BootstrapServer::listen(const std::string& path, std::string& error) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) {
+    error = "socket path too long: " + path;
+    return false;
+  }
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (listen_fd_ < 0 ||
+      ::bind(listen_fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::listen(listen_fd_, SOMAXCONN) != 0) {
+    error = "cannot listen on " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+void BootstrapServer::log(const std::string& msg) const {
+  if (verbose_) report("bootstrap: " + msg);
+}
+
+std::string BootstrapServer::who(const Conn& c) const {
+  return c.rank >= 0 ? "rank " + std::to_string(c.rank) : "unidentified client";
+}
+
+void BootstrapServer::add_pollfds(std::vector<pollfd>& fds) {
+  fds.push_back(pollfd{listen_fd_, POLLIN, 0});
+  poll_ids_.clear();
+  for (const auto& [id, c] : conns_) {
+    short ev = c.closing ? short{0} : short{POLLIN};
+    if (c.out_pos < c.out.size()) ev = static_cast<short>(ev | POLLOUT);
+    fds.push_back(pollfd{c.fd, ev, 0});
+    poll_ids_.push_back(id);
+  }
+}
+
+void BootstrapServer::handle(std::span<const pollfd> fds) {
+  if (fds.empty()) return;
+  if (fds[0].revents & POLLIN) accept_all();
+  for (size_t i = 1; i < fds.size() && i - 1 < poll_ids_.size(); ++i) {
+    const short rev = fds[i].revents;
+    if (rev == 0) continue;
+    const uint64_t id = poll_ids_[i - 1];
+    auto it = conns_.find(id);  // an earlier event may have closed it
+    if (it == conns_.end()) continue;
+    Conn& c = it->second;
+    if (rev & POLLOUT) flush(c);
+    if (c.fd < 0) {
+      close_conn(id);
+      continue;
+    }
+    if (rev & (POLLIN | POLLHUP | POLLERR)) {
+      if (c.closing) {
+        if (rev & (POLLHUP | POLLERR)) close_conn(id);
+      } else {
+        on_readable(id, c);
+      }
+    }
+  }
+  // Writes that failed while replying to someone else mark fd -1; close them now.
+  for (auto it = conns_.begin(); it != conns_.end();) {
+    const uint64_t id = it->first;
+    const bool done = it->second.fd < 0 || (it->second.closing && it->second.out_pos == it->second.out.size());
+    ++it;
+    if (done) close_conn(id);
+  }
+}
+
+void BootstrapServer::accept_all() {
+  for (;;) {
+    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) report(std::string("bootstrap: accept: ") + std::strerror(errno));
+      return;
+    }
+    Conn c;
+    c.fd = fd;
+    conns_.emplace(next_id_++, std::move(c));
+  }
+}
+
+void BootstrapServer::on_readable(uint64_t id, Conn& c) {
+  std::byte buf[16384];
+  const ssize_t n = ::recv(c.fd, buf, sizeof(buf), 0);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
+  if (n <= 0) {
+    // A rank may leave without Finalize; only its exit status decides failure.
+    log(who(c) + " disconnected");
+    close_conn(id);
+    return;
+  }
+  c.decoder.feed(std::span<const std::byte>(buf, static_cast<size_t>(n)));
+  wire::Frame f;
+  std::string err;
+  while (!c.closing && c.fd >= 0) {
+    const auto r = c.decoder.next(f, err);
+    if (r == wire::FrameDecoder::Result::kNeedMore) break;
+    if (r == wire::FrameDecoder::Result::kBad) {
+      protocol_error(c, err);
+      break;
+    }
+    on_frame(id, c, f);
+  }
+}
+
+void BootstrapServer::protocol_error(Conn& c, const std::string& why) {
+  report("bootstrap: " + who(c) + ": protocol error: " + why + "; dropping the connection");
+  send(c, MsgType::kError, std::as_bytes(std::span<const char>(why.data(), why.size())));
+  c.closing = true;
+}
+
+void BootstrapServer::on_frame(uint64_t id, Conn& c, const wire::Frame& f) {
+  wire::Reader r(f.payload);
+  if (c.rank < 0 && f.type != MsgType::kHello) return protocol_error(c, "first request must be Hello");
+
+  switch (f.type) {
+    case MsgType::kHello: {
+      const uint32_t version = r.u32(), rank = r.u32(), size = r.u32();
+      if (!r.ok() || !r.at_end()) return protocol_error(c, "malformed Hello");
+      if (c.rank >= 0) return protocol_error(c, "second Hello on one connection");
+      if (version != wire::kProtocolVersion)
+        return protocol_error(c, "protocol version " + std::to_string(version) + ", tsurun speaks " +
+                                     std::to_string(wire::kProtocolVersion));
+      if (size != nranks_ || rank >= nranks_)
+        return protocol_error(c, "rank " + std::to_string(rank) + " of " + std::to_string(size) +
+                                     " does not belong to this job of " + std::to_string(nranks_));
+      if (rank_conn_[rank] != 0) return protocol_error(c, "rank " + std::to_string(rank) + " is already connected");
+      c.rank = static_cast<int>(rank);
+      rank_conn_[rank] = id;
+      log(who(c) + " connected");
+      return send(c, MsgType::kHelloOk);
+    }
+    case MsgType::kPut: {
+      const uint32_t klen = r.u32();
+      if (!r.ok() || klen == 0 || klen > wire::kMaxKey) return protocol_error(c, "malformed Put");
+      const auto key = std::string(wire::as_string(r.bytes(klen)));
+      const auto value = r.rest();
+      if (!r.ok()) return protocol_error(c, "malformed Put");
+      log(who(c) + " put " + quote_key(key) + " (" + std::to_string(value.size()) + " bytes)");
+      auto& stored = kv_[key];  // last put wins
+      stored.assign(value.begin(), value.end());
+      // Wake every rank waiting for this key.
+      auto [b, e] = get_waiters_.equal_range(key);
+      for (auto w = b; w != e; ++w) {
+        auto it = conns_.find(w->second);
+        if (it == conns_.end()) continue;
+        it->second.waiting_key.clear();
+        send(it->second, MsgType::kValue, stored);
+      }
+      get_waiters_.erase(b, e);
+      return send(c, MsgType::kPutOk);
+    }
+    case MsgType::kGet: {
+      const auto key = wire::as_string(f.payload);
+      if (key.empty() || key.size() > wire::kMaxKey) return protocol_error(c, "malformed Get");
+      if (auto it = kv_.find(key); it != kv_.end()) return send(c, MsgType::kValue, it->second);
+      log(who(c) + " waits for " + quote_key(key));
+      c.waiting_key = std::string(key);
+      get_waiters_.emplace(c.waiting_key, id);
+      return;
+    }
+    case MsgType::kBarrier: {
+      const uint64_t epoch = r.u64();
+      if (!r.ok() || !r.at_end()) return protocol_error(c, "malformed Barrier");
+      if (c.in_barrier) return protocol_error(c, "Barrier while already in a barrier");
+      if (epoch != barrier_epoch_)
+        return protocol_error(c, "entered barrier " + std::to_string(epoch) + " but the job is at barrier " +
+                                     std::to_string(barrier_epoch_));
+      c.in_barrier = true;
+      if (++barrier_arrived_ < nranks_) return;
+      // Everyone is here: release them all and open the next epoch.
+      wire::Writer w;
+      w.u64(barrier_epoch_);
+      for (auto& [cid, other] : conns_) {
+        if (!other.in_barrier) continue;
+        other.in_barrier = false;
+        send(other, MsgType::kBarrierDone, w.data());
+      }
+      log("barrier " + std::to_string(barrier_epoch_) + " complete");
+      ++barrier_epoch_;
+      barrier_arrived_ = 0;
+      return;
+    }
+    case MsgType::kFinalize:
+      if (!f.payload.empty()) return protocol_error(c, "malformed Finalize");
+      log(who(c) + " finalized");
+      return send(c, MsgType::kFinalizeOk);
+    default:
+      return protocol_error(c, "unexpected frame type " + std::to_string(static_cast<int>(f.type)));
+  }
+}
+
+void BootstrapServer::send(Conn& c, MsgType type, std::span<const std::byte> payload) {
+  if (c.fd < 0) return;
+  const auto frame = wire::make_frame(type, payload);
+  c.out.insert(c.out.end(), frame.begin(), frame.end());
+  flush(c);
+}
+
+void BootstrapServer::flush(Conn& c) {
+  while (c.fd >= 0 && c.out_pos < c.out.size()) {
+    const ssize_t n = ::send(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;  // poll for POLLOUT
+      log(who(c) + ": send failed: " + std::strerror(errno));
+      ::close(c.fd);
+      c.fd = -1;  // handle() closes the connection after this round
+      return;
+    }
+    c.out_pos += static_cast<size_t>(n);
+  }
+  c.out.clear();
+  c.out_pos = 0;
+}
+
+void BootstrapServer::close_conn(uint64_t id) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;
+  Conn& c = it->second;
+  if (c.fd >= 0) ::close(c.fd);
+  if (c.in_barrier) --barrier_arrived_;  // it can no longer be released
+  if (!c.waiting_key.empty()) {
+    auto [b, e] = get_waiters_.equal_range(c.waiting_key);
+    for (auto w = b; w != e; ++w) {
+      if (w->second == id) {
+        get_waiters_.erase(w);
+        break;
+      }
+    }
+  }
+  if (c.rank >= 0 && rank_conn_[static_cast<size_t>(c.rank)] == id) rank_conn_[static_cast<size_t>(c.rank)] = 0;
+  conns_.erase(it);
+}
+
+std::optional<std::string> BootstrapServer::deadlock(const std::vector<bool>& exited) const {
+  std::string waiting;
+  std::string gone;
+  for (uint32_t r = 0; r < nranks_; ++r) {
+    if (rank_conn_[r] == 0) {
+      if (!exited[r]) return std::nullopt;  // still running: it may connect and help
+      gone += (gone.empty() ? "" : ",") + std::to_string(r);
+      continue;
+    }
+    const Conn& c = conns_.at(rank_conn_[r]);
+    if (!waiting.empty()) waiting += ", ";
+    if (c.in_barrier) {
+      waiting += "rank " + std::to_string(r) + " in barrier " + std::to_string(barrier_epoch_);
+    } else if (!c.waiting_key.empty()) {
+      waiting += "rank " + std::to_string(r) + " for key " + quote_key(c.waiting_key);
+    } else {
+      return std::nullopt;  // connected and not blocked: it can still make progress
+    }
+  }
+  if (waiting.empty()) return std::nullopt;
+  return "bootstrap deadlock: " + waiting + " wait" +
+         (gone.empty() ? std::string(" on each other") : "; ranks that left: " + gone);
+}
+
+}  // namespace tsurun

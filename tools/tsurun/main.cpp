@@ -1,0 +1,53 @@
+// tsurun: starts N ranks of a program on this machine and serves the
+// bootstrap they find each other through.  See docs/tsurun.md.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "launcher.hpp"
+#include "log.hpp"
+#include "options.hpp"
+
+int main(int argc, char** argv) {
+  tsurun::Options opts;
+  CLI::App app{"tsurun -n N [OPTIONS] [--] PROGRAM [ARGS...]\n"
+               "Start N ranks of PROGRAM on this machine and serve their bootstrap.",
+               "tsurun"};
+  // Everything from the first positional on belongs to the program, so its
+  // own options (e.g. `prog -n 5`) are not taken as ours.
+  app.prefix_command();
+  app.add_option("-n,--np", opts.nranks, "Number of ranks to start (>= 1)")
+      ->required()
+      ->check(CLI::Range(1u, 1u << 20));
+  app.add_flag("-t,--tag-output", opts.tag_output, "Prefix each output line with \"[RANK] \"");
+  app.add_option("--timeout", opts.timeout_s, "Kill the job after S seconds (fractions allowed)")
+      ->type_name("S")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--ranks-per-node", opts.ranks_per_node,
+                 "Set TSU_NODE_ID=rank/K so ranks pose as nodes of K ranks")
+      ->type_name("K")
+      ->check(CLI::Range(1u, 1u << 20));
+  app.add_flag("-v,--verbose", opts.verbose, "Log launch and bootstrap events to stderr");
+  app.footer(
+      "Exit status: 0 if every rank exited 0; else the first failing rank's exit code\n"
+      "(128+N if killed by signal N); 124 on --timeout; 127 if PROGRAM cannot be executed;\n"
+      "128+N when tsurun gets signal N (130 SIGINT, 143 SIGTERM); 2 on bad usage;\n"
+      "1 when tsurun fails or the ranks deadlock in the bootstrap.");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    tsurun::report(std::string(e.what()) + " (try 'tsurun --help')");
+    return tsurun::kExitUsage;
+  }
+  opts.command = app.remaining();
+  if (!opts.command.empty() && opts.command.front() == "--") opts.command.erase(opts.command.begin());
+  if (opts.command.empty()) {
+    tsurun::report("no program given (try 'tsurun --help')");
+    return tsurun::kExitUsage;
+  }
+  std::fflush(stdout);  // nothing buffered may be duplicated into the ranks by fork
+  return tsurun::Launcher(std::move(opts)).run();
+}
