@@ -227,6 +227,7 @@ int main(int argc, char** argv) {
       sleep_s(0.3);
       rlimit no_core{0, 0};
       ::setrlimit(RLIMIT_CORE, &no_core);  // no core dump to slow the test down
+      std::signal(SIGSEGV, SIG_DFL);       // die by the signal even under a sanitizer
       std::raise(SIGSEGV);
     }
     sleep_s(60);

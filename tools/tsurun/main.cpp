@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "launcher.hpp"
 #include "log.hpp"
@@ -22,7 +24,14 @@ int main(int argc, char** argv) {
   app.add_flag("-t,--tag-output", opts.tag_output, "Prefix each output line with \"[RANK] \"");
   app.add_option("--timeout", opts.timeout_s, "Kill the job after S seconds (fractions allowed)")
       ->type_name("S")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(
+          [](const std::string& text) -> std::string {
+            char* end = nullptr;
+            const double v = std::strtod(text.c_str(), &end);
+            const bool ok = !text.empty() && *end == '\0' && v > 0 && v < 1e9;
+            return ok ? "" : "'" + text + "' is not a positive number of seconds";
+          },
+          "POSITIVE"));
   app.add_option("--ranks-per-node", opts.ranks_per_node,
                  "Set TSU_NODE_ID=rank/K so ranks pose as nodes of K ranks")
       ->type_name("K")

@@ -1,0 +1,18 @@
+// Median / min / max over the repetitions of one measurement point.
+#pragma once
+
+#include <vector>
+
+namespace bench {
+
+struct Summary {
+  double median = 0;
+  double min = 0;
+  double max = 0;
+  int samples = 0;
+};
+
+// Empty input gives an all-zero summary.
+Summary summarize(std::vector<double> values);
+
+}  // namespace bench

@@ -1,0 +1,138 @@
+#include "core/config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+namespace {
+
+using namespace tsu::core;
+
+struct FakeEnv {
+  std::map<std::string, std::string> vars;
+  GetEnv fn() const {
+    return [this](const char* name) -> const char* {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  }
+};
+
+TEST(Config, ParseSize) {
+  std::size_t v = 0;
+  EXPECT_TRUE(parse_size("4096", v));
+  EXPECT_EQ(v, 4096u);
+  EXPECT_TRUE(parse_size("64K", v));
+  EXPECT_EQ(v, 64u << 10);
+  EXPECT_TRUE(parse_size("16M", v));
+  EXPECT_EQ(v, 16u << 20);
+  EXPECT_TRUE(parse_size("2GiB", v));
+  EXPECT_EQ(v, std::size_t{2} << 30);
+  EXPECT_TRUE(parse_size("1mb", v));
+  EXPECT_EQ(v, 1u << 20);
+  for (const char* bad : {"", "-1", "12Q", "M", "1MiBx", "99999999999999999999", "17179869184G"})
+    EXPECT_FALSE(parse_size(bad, v)) << bad;
+}
+
+TEST(Config, ParseBoolAndLevel) {
+  bool b = false;
+  EXPECT_TRUE(parse_bool("yes", b));
+  EXPECT_TRUE(b);
+  EXPECT_TRUE(parse_bool("OFF", b));
+  EXPECT_FALSE(b);
+  EXPECT_FALSE(parse_bool("2", b));
+  int level = -1;
+  EXPECT_TRUE(parse_log_level("debug", level));
+  EXPECT_EQ(level, TSU_LOG_DEBUG);
+  EXPECT_TRUE(parse_log_level("0", level));
+  EXPECT_EQ(level, TSU_LOG_OFF);
+  EXPECT_FALSE(parse_log_level("loud", level));
+}
+
+TEST(Config, DefaultsWithoutEnvironment) {
+  Config cfg;
+  std::string error;
+  FakeEnv env;
+  ASSERT_EQ(config_from_env(cfg, env.fn(), error), TSU_OK);
+  EXPECT_EQ(cfg.segment_size, 64u << 20);
+  EXPECT_EQ(cfg.ring_size, 1024u);
+  EXPECT_TRUE(cfg.bypass);
+  EXPECT_EQ(cfg.progress_mode, TSU_PROGRESS_THREAD);
+}
+
+TEST(Config, EnvironmentOverridesDefaults) {
+  Config cfg;
+  std::string error;
+  FakeEnv env{{{"TSU_SEGMENT_SIZE", "8M"}, {"TSU_RING_SIZE", "16"}, {"TSU_PROGRESS", "manual"},
+               {"TSU_BYPASS", "0"}, {"TSU_SPIN_US", "5"}, {"TSU_LOG", "info"},
+               {"TSU_STATS", "1"}, {"TSU_NODE_ID", "n7"}}};
+  ASSERT_EQ(config_from_env(cfg, env.fn(), error), TSU_OK) << error;
+  EXPECT_EQ(cfg.segment_size, 8u << 20);
+  EXPECT_EQ(cfg.ring_size, 16u);
+  EXPECT_EQ(cfg.progress_mode, TSU_PROGRESS_MANUAL);
+  EXPECT_FALSE(cfg.bypass);
+  EXPECT_EQ(cfg.spin_us, 5u);
+  EXPECT_EQ(cfg.log_level, TSU_LOG_INFO);
+  EXPECT_TRUE(cfg.stats);
+  EXPECT_EQ(cfg.node_id, "n7");
+}
+
+TEST(Config, BadEnvironmentValuesNameTheVariable) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"TSU_SEGMENT_SIZE", "12"},  {"TSU_SEGMENT_SIZE", "lots"}, {"TSU_RING_SIZE", "1000"},
+      {"TSU_RING_SIZE", "1"},      {"TSU_PROGRESS", "auto"},     {"TSU_BYPASS", "maybe"},
+      {"TSU_SPIN_US", "-3"},       {"TSU_LOG", "verbose"},       {"TSU_STATS", "2"},
+      {"TSU_NODE_ID", ""}};
+  for (const auto& [var, value] : cases) {
+    Config cfg;
+    std::string error;
+    FakeEnv env{{{var, value}}};
+    EXPECT_EQ(config_from_env(cfg, env.fn(), error), TSU_ERR_CONFIG) << var << "=" << value;
+    EXPECT_NE(error.find(var), std::string::npos) << error;
+  }
+}
+
+TEST(Config, UserStructWinsForSelectedFieldsOnly) {
+  Config cfg;
+  cfg.bypass = true;
+  cfg.ring_size = 64;
+  tsu_config_t user{};
+  user.struct_size = sizeof user;
+  user.field_mask = TSU_CONFIG_BYPASS;
+  user.bypass = 0;
+  user.ring_size = 3;  // not selected: ignored
+  std::string error;
+  ASSERT_EQ(config_apply_user(cfg, &user, error), TSU_OK) << error;
+  EXPECT_FALSE(cfg.bypass);
+  EXPECT_EQ(cfg.ring_size, 64u);
+}
+
+TEST(Config, UserStructValidation) {
+  std::string error;
+  Config cfg;
+  tsu_config_t user{};
+  user.struct_size = 4;
+  EXPECT_EQ(config_apply_user(cfg, &user, error), TSU_ERR_CONFIG);
+  user.struct_size = sizeof user;
+  user.field_mask = TSU_CONFIG_RING_SIZE;
+  user.ring_size = 100;
+  EXPECT_EQ(config_apply_user(cfg, &user, error), TSU_ERR_CONFIG);
+  user.field_mask = 1u << 30;
+  EXPECT_EQ(config_apply_user(cfg, &user, error), TSU_ERR_CONFIG);
+  user.field_mask = TSU_CONFIG_PROGRESS_MODE;
+  user.progress_mode = 7;
+  EXPECT_EQ(config_apply_user(cfg, &user, error), TSU_ERR_CONFIG);
+  EXPECT_EQ(config_apply_user(cfg, nullptr, error), TSU_OK);
+}
+
+TEST(Config, EveryVariableIsDescribed) {
+  const auto desc = config_describe(Config{});
+  ASSERT_EQ(desc.size(), config_vars().size());
+  for (std::size_t i = 0; i < desc.size(); ++i) {
+    EXPECT_STREQ(desc[i].first.c_str(), config_vars()[i].env);
+    EXPECT_GT(std::string(config_vars()[i].help).size(), 10u);
+  }
+}
+
+}  // namespace
