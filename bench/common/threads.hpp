@@ -1,0 +1,61 @@
+// Worker threads for multi-threaded points: a fixed pool (so the library sees
+// the same threads for every point instead of registering new ones), optional
+// pinning, and the waiting policy that keeps an oversubscribed machine moving.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace bench {
+
+// CPUs this process may run on, in order.
+std::vector<int> allowed_cpu_list();
+
+// Pins the calling thread to allowed_cpu_list()[index % count].  False on failure.
+bool pin_current_thread(int index);
+
+// How a thread waits for a completion.  Spinning is the fastest while every
+// runnable thread has a core; with more runnable threads than cores a spinner
+// would hold the core the progress thread needs for a whole time slice, so it
+// yields instead.  In manual progress mode the waiter drives progress itself.
+class Waiter {
+ public:
+  Waiter(bool yield, bool manual_progress) : yield_(yield), manual_(manual_progress) {}
+  void pause() const;
+  bool yields() const noexcept { return yield_; }
+
+ private:
+  bool yield_;
+  bool manual_;
+};
+
+class WorkerPool {
+ public:
+  // `pin`: worker i is pinned to CPU i round-robin.
+  WorkerPool(int workers, bool pin);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  int size() const noexcept { return static_cast<int>(threads_.size()); }
+  // Runs job(i) on workers 0..count-1 at the same time; returns when all are done.
+  void run(int count, const std::function<void(int)>& job);
+
+ private:
+  void worker_main(int index, bool pin);
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  const std::function<void(int)>* job_ = nullptr;
+  int job_count_ = 0;
+  int running_ = 0;
+  unsigned long generation_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace bench
