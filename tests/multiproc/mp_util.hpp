@@ -141,23 +141,40 @@ class Tracker {
   std::atomic<uint64_t> done_{0};
 };
 
-// Byte pattern depending on (rank, offset, salt): no short period.
-inline uint8_t pattern(uint32_t r, uint64_t off, uint32_t salt = 0) {
-  uint64_t x = off * 0x9E3779B97F4A7C15ull + (uint64_t{r} << 40) + (uint64_t{salt} << 20) + 1;
+// Byte pattern depending on (rank, offset, salt), without short period: byte
+// `off` is byte off%8 of a hash of (rank, off/8, salt).
+inline uint64_t pattern_word(uint32_t r, uint64_t word_index, uint32_t salt) {
+  uint64_t x = word_index * 0x9E3779B97F4A7C15ull + (uint64_t{r} << 40) + (uint64_t{salt} << 20) + 1;
   x ^= x >> 31;
   x *= 0xBF58476D1CE4E5B9ull;
   x ^= x >> 29;
-  return static_cast<uint8_t>(x);
+  return x;
+}
+inline uint8_t pattern(uint32_t r, uint64_t off, uint32_t salt = 0) {
+  return static_cast<uint8_t>(pattern_word(r, off >> 3, salt) >> (8 * (off & 7)));
 }
 inline void fill_pattern(void* dst, std::size_t len, uint32_t r, uint64_t off0, uint32_t salt = 0) {
   auto* p = static_cast<uint8_t*>(dst);
-  for (std::size_t i = 0; i < len; ++i) p[i] = pattern(r, off0 + i, salt);
+  std::size_t i = 0;
+  for (; i < len && ((off0 + i) & 7); ++i) p[i] = pattern(r, off0 + i, salt);
+  for (; i + 8 <= len; i += 8) {
+    const uint64_t w = pattern_word(r, (off0 + i) >> 3, salt);
+    std::memcpy(p + i, &w, 8);  // little-endian: byte k is bits 8k..8k+7
+  }
+  for (; i < len; ++i) p[i] = pattern(r, off0 + i, salt);
 }
 // Index of the first byte differing from the pattern, or SIZE_MAX.
 inline std::size_t check_pattern(const void* src, std::size_t len, uint32_t r, uint64_t off0,
                                  uint32_t salt = 0) {
   const auto* p = static_cast<const uint8_t*>(src);
-  for (std::size_t i = 0; i < len; ++i)
+  std::size_t i = 0;
+  for (; i < len && ((off0 + i) & 7); ++i)
+    if (p[i] != pattern(r, off0 + i, salt)) return i;
+  for (; i + 8 <= len; i += 8) {
+    const uint64_t w = pattern_word(r, (off0 + i) >> 3, salt);
+    if (std::memcmp(p + i, &w, 8) != 0) break;
+  }
+  for (; i < len; ++i)
     if (p[i] != pattern(r, off0 + i, salt)) return i;
   return SIZE_MAX;
 }
