@@ -2,9 +2,10 @@
 // consumer (seed 000, listings 2-4, with the "waiting bit" improvement).
 //
 // Usage:
-//   producers (any thread):   if (!ring.try_push(cmd)) return TSU_EAGAIN;
+//   producers (any thread):   switch (ring.try_push(cmd)) { case kFull: EAGAIN;
+//                             case kPushedConsumerAsleep: wake the consumer; ... }
 //   consumer (one at a time): n = ring.pop_batch(buf, max);
-//                             if (n == 0 && ring.prepare_sleep()) ring.sleep();
+//                             if (n == 0 && ring.prepare_sleep()) { sleep; ring.end_sleep(); }
 //
 // Layout and invariants (memory ordering):
 //  - Each slot carries a 64-bit sequence number `seq`.  Slot i starts with seq=i.
@@ -16,11 +17,12 @@
 //  - `tail_` holds (next position << 1) | waiting bit.  Producers claim a
 //    position with one CAS that also clears the waiting bit; the CAS tells the
 //    producer whether the consumer was asleep, so a busy system pays no wake-up
-//    (no extra atomic, no syscall) and only the producer that cleared the bit
-//    calls futex_wake, after publishing its slot.
-//  - The consumer sets the waiting bit only when the ring is empty (tail == head)
-//    and then sleeps on the low 32 bits of tail_: any producer that claims a
-//    position changes that word, so the sleep cannot miss a push.
+//    (no extra atomic, no syscall).  Only the producer that cleared the bit
+//    reports kPushedConsumerAsleep, after publishing its slot, and the owner of
+//    the ring (the progress engine) then rings the consumer's doorbell.
+//  - The consumer sets the waiting bit only when the ring is empty (tail ==
+//    head), with seq_cst, and must re-check for entries (has_ready / a changed
+//    doorbell) after reading its doorbell value and before sleeping.
 //  - `head_` is touched only by the consumer; callers that share the consumer
 //    role (manual progress from several threads) serialize with a lock that
 //    gives the needed happens-before.
@@ -34,11 +36,12 @@
 #include <new>
 #include <type_traits>
 
-#include "util/futex.hpp"
 
 namespace tsu::core {
 
 inline constexpr std::size_t kCacheLine = 64;
+
+enum class PushResult { kFull, kPushed, kPushedConsumerAsleep };
 
 template <typename T>
 class CommandRing {
@@ -56,8 +59,8 @@ class CommandRing {
 
   uint32_t capacity() const noexcept { return static_cast<uint32_t>(capacity_); }
 
-  // Any thread.  False when the ring is full (the caller reports TSU_EAGAIN).
-  bool try_push(const T& value) noexcept {
+  // Any thread.  kFull when the ring is full (the caller reports TSU_EAGAIN).
+  PushResult try_push(const T& value) noexcept {
     uint64_t t = tail_.word.load(std::memory_order_relaxed);
     for (;;) {
       const uint64_t pos = t >> 1;
@@ -70,11 +73,10 @@ class CommandRing {
                                              std::memory_order_relaxed)) {
           slot.value = value;
           slot.seq.store(pos + 1, std::memory_order_release);
-          if (t & 1u) util::futex_wake(tail_low32());
-          return true;
+          return (t & 1u) ? PushResult::kPushedConsumerAsleep : PushResult::kPushed;
         }
       } else if (diff < 0) {
-        return false;  // the slot still holds an entry from one lap ago: full
+        return PushResult::kFull;  // the slot still holds an entry from one lap ago
       } else {
         t = tail_.word.load(std::memory_order_relaxed);  // another producer won
       }
@@ -100,44 +102,31 @@ class CommandRing {
   }
 
   // Consumer only.  Sets the waiting bit if the ring is empty; returns true if
-  // the consumer may now call sleep().
+  // the consumer may go to sleep (after the re-check described above).
   bool prepare_sleep() noexcept {
     uint64_t t = tail_.word.load(std::memory_order_acquire);
     if ((t >> 1) != head_) return false;
     if (t & 1u) return true;
-    // seq_cst: pairs with kick() so that either the sleeper sees the flag the
-    // kicker set before kicking, or the kicker sees the waiting bit.
+    // seq_cst: a producer's claiming CAS is ordered with this one, so either
+    // it sees the bit (and reports the sleeper) or we see its claim.
     return tail_.word.compare_exchange_strong(t, t | 1u, std::memory_order_seq_cst,
                                               std::memory_order_relaxed);
   }
 
-  // Consumer only, after prepare_sleep() returned true.  Returns when a
-  // producer pushed, wake_consumer() was called, or `timeout` passed.
-  void sleep(const timespec* timeout = nullptr) noexcept {
-    const uint64_t t = tail_.word.load(std::memory_order_acquire);
-    if (!(t & 1u)) return;  // a producer already cleared the bit
-    util::futex_wait(tail_low32(), static_cast<uint32_t>(t), timeout);
-    // Woken by wake_consumer() or a timeout with the bit still set: clear it so
-    // producers do not pay a useless wake-up.
+  // Consumer only, after waking: clears the waiting bit if no producer did,
+  // so producers do not report a sleeper that is awake.
+  void end_sleep() noexcept {
     uint64_t cur = tail_.word.load(std::memory_order_acquire);
-    if (cur & 1u)
-      tail_.word.compare_exchange_strong(cur, cur & ~uint64_t{1}, std::memory_order_acq_rel,
-                                         std::memory_order_relaxed);
+    while ((cur & 1u) &&
+           !tail_.word.compare_exchange_weak(cur, cur & ~uint64_t{1}, std::memory_order_acq_rel,
+                                             std::memory_order_relaxed)) {
+    }
   }
 
-  // Any thread: wakes the consumer if it is asleep or about to sleep.  Callers
-  // set their own flag (e.g. "stop") with seq_cst before calling, and the
-  // consumer re-checks that flag after prepare_sleep().
-  void kick() noexcept {
-    uint64_t t = tail_.word.load(std::memory_order_seq_cst);
-    while (t & 1u) {
-      // Changing the futex word makes a sleep that has not started yet return.
-      if (tail_.word.compare_exchange_weak(t, t & ~uint64_t{1}, std::memory_order_seq_cst,
-                                           std::memory_order_relaxed)) {
-        util::futex_wake(tail_low32());
-        return;
-      }
-    }
+  // True if a producer has claimed a position the consumer has not taken
+  // (its entry may still be being written).
+  bool has_claimed() const noexcept {
+    return (tail_.word.load(std::memory_order_seq_cst) >> 1) != head_;
   }
 
   // Approximate number of queued entries (for stats and tests).
@@ -154,14 +143,6 @@ class CommandRing {
     std::atomic<uint64_t> word{0};
   };
   static_assert(std::atomic<uint64_t>::is_always_lock_free);
-  static_assert(std::endian::native == std::endian::little,
-                "the futex word is the low half of tail_");
-
-  std::atomic<uint32_t>* tail_low32() noexcept {
-    // The futex syscall watches 32 bits; on little-endian they are the low half,
-    // which changes on every push.
-    return reinterpret_cast<std::atomic<uint32_t>*>(&tail_.word);
-  }
 
   const uint64_t capacity_;
   const uint64_t mask_;

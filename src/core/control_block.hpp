@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/doorbell.hpp"
+
 namespace tsu::core {
 
 inline constexpr uint32_t kMaxSegments = 256;
@@ -33,7 +35,10 @@ struct ControlBlock {
   uint64_t magic;
   uint32_t rank;
   int32_t pid;
-  SegmentSlot slots[kMaxSegments];
+  int32_t wake_eventfd;  // the engine's eventfd (node peers duplicate it)
+  uint32_t reserved;
+  alignas(64) DoorbellShared doorbell;  // wakes this rank's progress engine
+  alignas(64) SegmentSlot slots[kMaxSegments];
 };
 
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "atomics must be address-free");

@@ -93,7 +93,7 @@ tsu_status_t Runtime::execute_atomic(const tsu_gaddr_t& target, tsu_aop_t op, ts
   return TSU_OK;
 }
 
-tsu_status_t Runtime::execute(const Command& cmd) noexcept {
+tsu_status_t Runtime::execute(const Command& cmd, uint32_t /*completion_id*/) noexcept {
   tsu_status_t st;
   if (cmd.kind == CommandKind::kCopy) {
     st = execute_copy(cmd.dst, cmd.src, cmd.len);

@@ -1,12 +1,16 @@
 #include "core/progress_engine.hpp"
 
 #include <pthread.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <system_error>
 
 #include "core/log.hpp"
+#include "transport/transport.hpp"
 #include "util/clock.hpp"
 
 namespace tsu::core {
@@ -19,6 +23,13 @@ struct ProgressContextScope {
   ProgressContextScope() { t_in_progress_context = true; }
   ~ProgressContextScope() { t_in_progress_context = saved; }
 };
+
+// Relaxed load+store: only the consumer-role holder writes engine counters.
+void bump(std::atomic<uint64_t>& c, uint64_t n = 1) noexcept {
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+constexpr uint64_t kMaxSleepNs = 200'000'000;  // safety net only: wakers ring
 }  // namespace
 
 bool in_progress_context() noexcept { return t_in_progress_context; }
@@ -29,16 +40,42 @@ void run_callback(const tsu_cb_t& cb, tsu_status_t status) noexcept {
   cb.fn(status, cb.arg);
 }
 
-ProgressEngine::ProgressEngine(const Config& cfg, CommandExecutor& executor)
+ProgressEngine::ProgressEngine(const Config& cfg, CommandExecutor& executor, Doorbell doorbell)
     : cfg_(cfg),
       executor_(executor),
+      doorbell_(doorbell),
       ring_(cfg.ring_size),
       // As many records as ring slots: a full ring can always be started.
       completions_(cfg.ring_size) {}
 
-ProgressEngine::~ProgressEngine() { stop(); }
+ProgressEngine::~ProgressEngine() {
+  stop();
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+}
 
 tsu_status_t ProgressEngine::start(std::string& error) {
+  // Sleep in epoll when a transport has a descriptor to wait for.
+  std::vector<int> fds;
+  for (auto* t : transports_)
+    if (t->wait_fd() >= 0) fds.push_back(t->wait_fd());
+  if (!fds.empty() && doorbell_.eventfd() >= 0) {
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    if (epoll_fd_ < 0) {
+      error = std::string("epoll_create1: ") + std::strerror(errno);
+      return TSU_ERR_SYSTEM;
+    }
+    fds.push_back(doorbell_.eventfd());
+    for (int fd : fds) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.fd = fd;
+      if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        error = std::string("epoll_ctl: ") + std::strerror(errno);
+        return TSU_ERR_SYSTEM;
+      }
+    }
+    doorbell_.shared()->uses_eventfd.store(1, std::memory_order_seq_cst);
+  }
   if (cfg_.progress_mode != TSU_PROGRESS_THREAD) return TSU_OK;
   try {
     thread_ = std::thread([this] { thread_main(); });
@@ -53,7 +90,7 @@ tsu_status_t ProgressEngine::start(std::string& error) {
 void ProgressEngine::stop() {
   if (!thread_.joinable()) return;
   stop_.store(true, std::memory_order_seq_cst);
-  ring_.kick();
+  doorbell_.ring();
   thread_.join();
 }
 
@@ -72,31 +109,67 @@ std::size_t ProgressEngine::pass() noexcept {
   const std::size_t room = std::min<std::size_t>(kBatch, completions_.free_count());
   const std::size_t n = ring_.pop_batch(batch, room);
   if (n) {
-    stats_.batches.store(stats_.batches.load(std::memory_order_relaxed) + 1,
-                         std::memory_order_relaxed);
-    stats_.commands.store(stats_.commands.load(std::memory_order_relaxed) + n,
-                          std::memory_order_relaxed);
+    bump(stats_.batches);
+    bump(stats_.commands, n);
     if (n > stats_.max_batch.load(std::memory_order_relaxed))
       stats_.max_batch.store(n, std::memory_order_relaxed);
     for (std::size_t i = 0; i < n; ++i) {
       const uint32_t id = completions_.acquire(batch[i].cb, batch[i].issuer);
-      const tsu_status_t st = executor_.execute(batch[i]);
-      if (st != TSU_EAGAIN) completions_.finish(id, st);
-      if (st != TSU_OK && st != TSU_EAGAIN)
-        stats_.failed.store(stats_.failed.load(std::memory_order_relaxed) + 1,
-                            std::memory_order_relaxed);
+      const tsu_status_t st = executor_.execute(batch[i], id);
+      if (st == TSU_EAGAIN) continue;  // pending: the transport finishes it
+      completions_.finish(id, st);
+      if (st != TSU_OK) bump(stats_.failed);
     }
     work += n;
+  }
+  // Transports: arrived messages, acknowledgements, timers.
+  if (handlers_) {
+    std::size_t msgs = 0;
+    for (auto* t : transports_) msgs += t->poll(*handlers_);
+    if (msgs) bump(stats_.messages, msgs);
+    work += msgs;
   }
   // Completer.
   const std::size_t done = completions_.run_finished([](const CompletionRecord& rec) {
     run_callback(rec.cb, rec.status);
     rec.issuer->completed.fetch_add(1, std::memory_order_release);
   });
-  if (done)
-    stats_.callbacks.store(stats_.callbacks.load(std::memory_order_relaxed) + done,
-                           std::memory_order_relaxed);
+  if (done) bump(stats_.callbacks, done);
   return work + done;
+}
+
+void ProgressEngine::idle_sleep() noexcept {
+  // prepare_sleep / has_claimed touch the consumer side: hold the role.
+  if (!try_lock()) return;
+  bool may_sleep = ring_.prepare_sleep();
+  const uint32_t seen = doorbell_.value();
+  uint64_t timeout = kMaxSleepNs;
+  std::size_t prepared = 0;
+  for (; may_sleep && prepared < transports_.size(); ++prepared) {
+    may_sleep = transports_[prepared]->prepare_sleep();
+    timeout = std::min(timeout, transports_[prepared]->max_sleep_ns());
+  }
+  // Re-check after publishing "asleep" (doorbell.hpp, step 3).
+  if (may_sleep && (ring_.has_claimed() || stop_.load(std::memory_order_seq_cst)))
+    may_sleep = false;
+  unlock();
+  if (may_sleep && timeout > 0) {
+    bump(stats_.sleeps);
+    if (epoll_fd_ >= 0) {
+      epoll_event events[8];
+      const int ms = static_cast<int>(std::min<uint64_t>(timeout / 1'000'000 + 1, 1000));
+      const int n = epoll_wait(epoll_fd_, events, 8, ms);
+      for (int i = 0; i < n; ++i)
+        if (events[i].data.fd == doorbell_.eventfd()) {
+          uint64_t drained;
+          [[maybe_unused]] const ssize_t r = read(doorbell_.eventfd(), &drained, sizeof drained);
+        }
+    } else {
+      doorbell_.wait(seen, timeout);
+    }
+  }
+  for (std::size_t i = 0; i < prepared; ++i) transports_[i]->end_sleep();
+  ring_.end_sleep();
 }
 
 void ProgressEngine::thread_main() {
@@ -114,17 +187,7 @@ void ProgressEngine::thread_main() {
       util::cpu_relax();
       continue;
     }
-    // Sleep.  prepare_sleep needs the consumer role (it compares with head).
-    if (!try_lock()) continue;
-    const bool may_sleep = ring_.prepare_sleep();
-    unlock();
-    if (may_sleep && !stop_.load(std::memory_order_seq_cst)) {
-      stats_.sleeps.store(stats_.sleeps.load(std::memory_order_relaxed) + 1,
-                          std::memory_order_relaxed);
-      // The timeout is only a safety net; pushes and kick() wake us.
-      const timespec timeout{0, 200'000'000};
-      ring_.sleep(&timeout);
-    }
+    idle_sleep();
     idle_since = 0;
   }
   // Drain what is left so every accepted request completes.

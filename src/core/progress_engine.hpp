@@ -1,31 +1,44 @@
 // The progress engine (seed 000, improved): requesters push commands into a
 // bounded lock-free ring; the executor drains it in batches and starts each
-// command through the transport; the completer runs callbacks of finished
-// records.  One thread at a time holds the consumer role: the progress thread
-// in TSU_PROGRESS_THREAD mode, or whichever thread calls tsu_progress().
-// An idle progress thread spins for spin_us, then sleeps on the ring's futex;
-// producers learn from their claiming CAS whether to wake it.
+// command (memory transports finish it at once, network ones later); the
+// transports are polled for arrived messages; the completer runs callbacks of
+// finished records.  One thread at a time holds the consumer role: the
+// progress thread in TSU_PROGRESS_THREAD mode, or whichever thread calls
+// tsu_progress().
+//
+// Idle policy: spin for spin_us, then sleep on the rank's doorbell (a futex
+// word in shared memory; epoll on an eventfd plus the transports' descriptors
+// when a transport has one).  Producers learn from their claiming CAS whether
+// the engine sleeps, so a busy system pays no wake-up (see command_ring.hpp and
+// doorbell.hpp for the protocol).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/command.hpp"
 #include "core/command_ring.hpp"
 #include "core/completion_table.hpp"
 #include "core/config.hpp"
+#include "core/doorbell.hpp"
+#include "core/message.hpp"
+
+namespace tsu::transport {
+class Transport;
+}
 
 namespace tsu::core {
 
-// What the executor calls to start a command.  Memory transports finish it at
-// once (returning its status); returning TSU_EAGAIN would leave the record
-// pending for a later finish() (network transports).
+// What the executor calls to start a command.  Returns the final status, or
+// TSU_EAGAIN to leave the record pending until ProgressEngine::finish(id, st)
+// (network transports, on acknowledgement).
 class CommandExecutor {
  public:
   virtual ~CommandExecutor() = default;
-  virtual tsu_status_t execute(const Command& cmd) noexcept = 0;
+  virtual tsu_status_t execute(const Command& cmd, uint32_t completion_id) noexcept = 0;
 };
 
 struct EngineStats {
@@ -34,7 +47,8 @@ struct EngineStats {
   std::atomic<uint64_t> max_batch{0};
   std::atomic<uint64_t> sleeps{0};
   std::atomic<uint64_t> callbacks{0};
-  std::atomic<uint64_t> failed{0};  // commands that failed at the target
+  std::atomic<uint64_t> failed{0};    // commands that failed at the target
+  std::atomic<uint64_t> messages{0};  // transport work items from poll()
 };
 
 // True while the calling thread runs a completion callback or is the progress
@@ -48,26 +62,41 @@ class ProgressEngine {
  public:
   static constexpr std::size_t kBatch = 32;
 
-  ProgressEngine(const Config& cfg, CommandExecutor& executor);
+  ProgressEngine(const Config& cfg, CommandExecutor& executor, Doorbell doorbell);
   ~ProgressEngine();
   ProgressEngine(const ProgressEngine&) = delete;
   ProgressEngine& operator=(const ProgressEngine&) = delete;
+
+  // Before start(): transports to poll, and where their messages go.
+  void add_transport(transport::Transport* t) { transports_.push_back(t); }
+  void set_handlers(const MessageHandlerTable* handlers) { handlers_ = handlers; }
 
   tsu_status_t start(std::string& error);
   void stop();
 
   // Any thread.  False when the ring is full.
-  bool submit(const Command& cmd) noexcept { return ring_.try_push(cmd); }
+  bool submit(const Command& cmd) noexcept {
+    const PushResult r = ring_.try_push(cmd);
+    if (r == PushResult::kPushedConsumerAsleep) doorbell_.ring();
+    return r != PushResult::kFull;
+  }
 
-  // Any thread: one executor+completer pass if the consumer role is free.
-  // Returns the number of commands started plus callbacks run.
+  // Any thread: one executor/poll/completer pass if the consumer role is free.
+  // Returns the work done (commands started, messages, callbacks run).
   std::size_t progress() noexcept;
+
+  // Consumer role only (transports, from poll): a pending record finished.
+  void finish(uint32_t completion_id, tsu_status_t status) noexcept {
+    completions_.finish(completion_id, status);
+  }
 
   const EngineStats& stats() const noexcept { return stats_; }
   uint32_t ring_capacity() const noexcept { return ring_.capacity(); }
+  Doorbell& doorbell() noexcept { return doorbell_; }
 
  private:
   void thread_main();
+  void idle_sleep() noexcept;
   std::size_t pass() noexcept;  // consumer role held
   bool try_lock() noexcept {
     return !consumer_busy_.load(std::memory_order_relaxed) &&
@@ -77,8 +106,12 @@ class ProgressEngine {
 
   const Config cfg_;
   CommandExecutor& executor_;
+  Doorbell doorbell_;
   CommandRing<Command> ring_;
   CompletionTable completions_;
+  std::vector<transport::Transport*> transports_;
+  const MessageHandlerTable* handlers_ = nullptr;
+  int epoll_fd_ = -1;
   EngineStats stats_;
   alignas(kCacheLine) std::atomic<bool> consumer_busy_{false};
   std::atomic<bool> stop_{false};

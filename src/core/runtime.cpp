@@ -1,8 +1,10 @@
 #include "core/runtime.hpp"
 
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -32,6 +34,8 @@ Runtime::Runtime(const Config& cfg, uint64_t epoch)
 
 Runtime::~Runtime() {
   if (engine_) engine_->stop();
+  engine_.reset();
+  if (wake_eventfd_ >= 0) close(wake_eventfd_);
 }
 
 tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
@@ -58,7 +62,16 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
   st = rt->connect_peers(error);
   if (st != TSU_OK) return st;
 
-  rt->engine_ = std::make_unique<ProgressEngine>(rt->cfg_, *rt);
+  rt->wake_eventfd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (rt->wake_eventfd_ < 0) {
+    error = std::string("eventfd: ") + std::strerror(errno);
+    return TSU_ERR_SYSTEM;
+  }
+  ControlBlock* cb = rt->segments_.control_block();
+  cb->wake_eventfd = rt->wake_eventfd_;
+  rt->engine_ = std::make_unique<ProgressEngine>(rt->cfg_, *rt,
+                                                 Doorbell(&cb->doorbell, rt->wake_eventfd_));
+  rt->engine_->set_handlers(&rt->handlers_);
   st = rt->engine_->start(error);
   if (st != TSU_OK) return st;
   // Nobody touches a peer's memory before every rank has mapped everything.
@@ -178,13 +191,14 @@ void Runtime::print_stats() const {
   const EngineStats& es = engine_->stats();
   std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n),
                 " engine_commands=%llu engine_batches=%llu engine_max_batch=%llu "
-                "engine_callbacks=%llu engine_sleeps=%llu engine_failed=%llu",
+                "engine_callbacks=%llu engine_sleeps=%llu engine_failed=%llu engine_messages=%llu",
                 static_cast<unsigned long long>(es.commands.load()),
                 static_cast<unsigned long long>(es.batches.load()),
                 static_cast<unsigned long long>(es.max_batch.load()),
                 static_cast<unsigned long long>(es.callbacks.load()),
                 static_cast<unsigned long long>(es.sleeps.load()),
-                static_cast<unsigned long long>(es.failed.load()));
+                static_cast<unsigned long long>(es.failed.load()),
+                static_cast<unsigned long long>(es.messages.load()));
   std::fprintf(stderr, "%s\n", line);
 }
 

@@ -12,6 +12,7 @@
 #include "bootstrap/bootstrap.hpp"
 #include "core/command.hpp"
 #include "core/config.hpp"
+#include "core/message.hpp"
 #include "core/progress_engine.hpp"
 #include "core/segment_table.hpp"
 #include "core/thread_context.hpp"
@@ -31,7 +32,7 @@ class Runtime final : public CommandExecutor {
   tsu_status_t finalize(std::string& error);
 
   // Executes a copy or an atomic where it stands (bypass or executor).
-  tsu_status_t execute(const Command& cmd) noexcept override;
+  tsu_status_t execute(const Command& cmd, uint32_t completion_id) noexcept override;
   tsu_status_t execute_copy(const tsu_gaddr_t& dst, const tsu_gaddr_t& src,
                             std::size_t len) noexcept;
   tsu_status_t execute_atomic(const tsu_gaddr_t& target, tsu_aop_t op, tsu_atype_t type,
@@ -56,6 +57,7 @@ class Runtime final : public CommandExecutor {
   ThreadRegistry& threads() noexcept { return threads_; }
   ProgressEngine& engine() noexcept { return *engine_; }
   bootstrap::Bootstrap& boot() noexcept { return *boot_; }
+  MessageHandlerTable& handlers() noexcept { return handlers_; }
 
  private:
   explicit Runtime(const Config& cfg, uint64_t epoch);
@@ -72,6 +74,8 @@ class Runtime final : public CommandExecutor {
   transport::ShmTransport shm_;
   std::vector<transport::Transport*> routes_;
   ThreadRegistry threads_;
+  MessageHandlerTable handlers_;
+  int wake_eventfd_ = -1;
   std::unique_ptr<ProgressEngine> engine_;
 };
 

@@ -41,6 +41,7 @@ class SegmentTable {
   int control_block_fd() const noexcept { return cb_region_.fd; }
   std::size_t control_block_size() const noexcept { return sizeof(ControlBlock); }
   const ControlBlock* control_block() const noexcept { return cb_; }
+  ControlBlock* control_block() noexcept { return cb_; }
   int main_segment_fd() const noexcept { return regions_[0].fd; }
   std::size_t main_segment_size() const noexcept { return regions_[0].size; }
 

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/message.hpp"
 #include "tsunagi/tsunagi.h"
 
 namespace tsu::transport {
@@ -31,6 +32,7 @@ struct Access {
 
 enum Capability : uint32_t {
   kCapMemoryAccess = 1u << 0,  // resolve() works: RMA/atomics run in this process
+  kCapMessages = 1u << 1,      // send_message()/poll() work
 };
 
 class Transport {
@@ -43,7 +45,41 @@ class Transport {
   // describes how to reach it.  Writes `out` only on success; errors are
   // TSU_ERR_BAD_SEGMENT or TSU_ERR_OUT_OF_BOUNDS (or UNSUPPORTED).
   virtual tsu_status_t resolve(const tsu_gaddr_t& addr, std::size_t len,
-                               Access& out) noexcept = 0;
+                               Access& out) noexcept {
+    (void)addr, (void)len, (void)out;
+    return TSU_ERR_UNSUPPORTED;
+  }
+
+  // ---- Messages (kCapMessages) ----------------------------------------------
+  // Largest payload send_message accepts (larger ones are the caller's to split).
+  virtual std::size_t max_message_payload() const noexcept { return 0; }
+
+  // Sends one message to `dst`.  Header and payload are copied before the call
+  // returns.  Delivered exactly once, in order per (sender, receiver) pair.
+  // TSU_EAGAIN when there is no room now; any thread may call.
+  virtual tsu_status_t send_message(uint32_t dst, const core::MessageHeader& header,
+                                    const void* payload) noexcept {
+    (void)dst, (void)header, (void)payload;
+    return TSU_ERR_UNSUPPORTED;
+  }
+
+  // ---- Progress (called by the engine holding the consumer role) ----------
+  // Delivers arrived messages to `handlers` and advances protocol work
+  // (acknowledgements, retransmissions, keep-alives).  Returns work done.
+  virtual std::size_t poll(const core::MessageHandlerTable& handlers) noexcept {
+    (void)handlers;
+    return 0;
+  }
+
+  // Before the engine sleeps: returns false if work is pending (do not
+  // sleep).  A transport whose peers must wake us publishes "asleep" here, and
+  // clears it in end_sleep().
+  virtual bool prepare_sleep() noexcept { return true; }
+  virtual void end_sleep() noexcept {}
+  // A descriptor that becomes readable when the transport has work (or -1),
+  // and how long the engine may sleep before poll() is needed again (timers).
+  virtual int wait_fd() const noexcept { return -1; }
+  virtual uint64_t max_sleep_ns() const noexcept { return UINT64_MAX; }
 };
 
 }  // namespace tsu::transport
