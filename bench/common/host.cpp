@@ -4,6 +4,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <ctime>
 #include <fstream>
 
@@ -32,9 +33,20 @@ int allowed_cpus() {
 
 }  // namespace
 
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  double one = 0;
+  in >> one;
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.2f", one);
+  return buf;
+}
+
 JsonObject HostFacts::json() const {
   JsonObject o;
   o.add("cpu", cpu_model).add("cpus", online_cpus).add("kernel", kernel).add("hostname", hostname);
+  // Read per record: other work on the machine is the first suspect of an outlier.
+  o.add("loadavg_1m", std::stod(load_average()));
   return o;
 }
 

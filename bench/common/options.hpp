@@ -11,7 +11,7 @@ namespace bench {
 
 struct CommonOptions {
   int reps = 5;              // repetitions per point (median/min/max over them)
-  double duration_ms = 20;   // measuring time of one repetition
+  double duration_ms = 50;   // measuring time of one repetition
   bool quick = false;        // smoke-test sizes and times
   bool pin = false;          // pin worker threads to cores round-robin
   std::string json_path;     // JSON lines appended here when set

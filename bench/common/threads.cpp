@@ -26,9 +26,9 @@ bool pin_current_thread(int index) {
   return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
 }
 
-void Waiter::pause() const {
-  if (manual_) tsu_progress();
-  if (yield_) sched_yield();
+void Waiter::Wait::pause() {
+  if (w_.manual_) tsu_progress();
+  if (w_.yield_ || ++polls_ > kSpinPolls) sched_yield();
   else cpu_relax();
 }
 

@@ -18,14 +18,31 @@ std::vector<int> allowed_cpu_list();
 bool pin_current_thread(int index);
 
 // How a thread waits for a completion.  Spinning is the fastest while every
-// runnable thread has a core; with more runnable threads than cores a spinner
-// would hold the core the progress thread needs for a whole time slice, so it
-// yields instead.  In manual progress mode the waiter drives progress itself.
+// runnable thread has a core; with more runnable threads than cores (our own
+// workers plus the progress thread, or other work on the machine) a spinner
+// holds the core the progress thread needs for a whole time slice.  So a wait
+// spins for a short while (kSpinPolls) and then yields; when our own threads
+// already oversubscribe the CPUs it yields at once.  In manual progress mode
+// the waiter drives progress itself.
 class Waiter {
  public:
-  Waiter(bool yield, bool manual_progress) : yield_(yield), manual_(manual_progress) {}
-  void pause() const;
+  static constexpr unsigned kSpinPolls = 256;  // about 5-10 us of pause
+
+  Waiter(bool yield_at_once, bool manual_progress)
+      : yield_(yield_at_once), manual_(manual_progress) {}
   bool yields() const noexcept { return yield_; }
+
+  // One wait: call pause() until the awaited condition holds.
+  class Wait {
+   public:
+    explicit Wait(const Waiter& w) : w_(w) {}
+    void reset() noexcept { polls_ = 0; }  // the awaited thing happened
+    void pause();
+
+   private:
+    const Waiter& w_;
+    unsigned polls_ = 0;
+  };
 
  private:
   bool yield_;

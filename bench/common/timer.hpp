@@ -29,7 +29,7 @@ class TickClock {
   double to_ns(double tick_count) const noexcept { return tick_count * ns_per_tick_; }
   uint64_t from_ns(double ns) const noexcept { return static_cast<uint64_t>(ns / ns_per_tick_); }
   double ns_per_tick() const noexcept { return ns_per_tick_; }
-  // Median cost of an empty ticks()/ticks() pair, in ns: subtracted from
+  // Mean cost of an empty ticks()/ticks() pair, in ns: subtracted from
   // per-call overhead figures.
   double read_cost_ns() const noexcept { return read_cost_ns_; }
 

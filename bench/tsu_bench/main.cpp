@@ -1,0 +1,134 @@
+// tsu-bench: tsunagi's benchmarks (seed 000's latency, overhead and message
+// rate; bandwidth; the physical limits they are judged against).  rma and bw
+// run under tsurun (`tsurun -n 2 tsu-bench rma`); TSU_BYPASS=1/0 picks the
+// intra-node bypass or the progress engine.  bench/run-all.sh runs everything.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "../common/options.hpp"
+#include "subcommands.hpp"
+
+using namespace bench;
+
+namespace {
+
+constexpr int kQuickReps = 1;
+constexpr double kQuickDurationMs = 2;
+const char* const kBandwidthSizes = "8-64M:4";   // 8 B, 32 B, ..., 32 MiB, 64 MiB
+const char* const kQuickBandwidthSizes = "8,64K,1M";
+
+// Options every measuring subcommand has; `quick` defaults are applied after
+// parsing to whatever the user did not set.
+struct CommonFlags {
+  CLI::Option* reps = nullptr;
+  CLI::Option* duration = nullptr;
+};
+
+CommonFlags add_common(CLI::App& cmd, CommonOptions& o) {
+  CommonFlags f;
+  f.reps = cmd.add_option("--reps", o.reps, "Repetitions per point (median/min/max)")
+               ->check(CLI::Range(1, 1000))
+               ->capture_default_str();
+  f.duration = cmd.add_option("--duration-ms", o.duration_ms, "Measuring time of one repetition")
+                   ->check(CLI::Range(0.1, 60000.0))
+                   ->capture_default_str();
+  cmd.add_flag("--quick", o.quick, "Smoke test: 1 repetition of 2 ms, few sizes");
+  cmd.add_flag("--pin", o.pin, "Pin worker threads to CPUs round-robin");
+  cmd.add_option("--json", o.json_path, "Append one JSON line per result to FILE");
+  return f;
+}
+
+void apply_quick(const CommonFlags& f, CommonOptions& o) {
+  if (!o.quick) return;
+  if (!f.reps->count()) o.reps = kQuickReps;
+  if (!f.duration->count()) o.duration_ms = kQuickDurationMs;
+}
+
+// Parses a list option with `parse`, failing with CLI11's usual message.
+template <typename T, typename Parse>
+void parse_list(const std::string& text, const char* name, T& out, Parse parse) {
+  auto v = parse(text);
+  if (!v) throw CLI::ValidationError(name, "cannot parse '" + text + "'");
+  out = *v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tsu-bench: tsunagi benchmarks (run rma and bw under tsurun -n 2)"};
+  app.require_subcommand(1);
+
+  RmaOptions rma;
+  std::string rma_ops = "get,put,fadd", rma_threads = "1,2,4", rma_sizes = "8";
+  CLI::App* rma_cmd = app.add_subcommand(
+      "rma", "Latency, overhead and message rate of get/put/fetch-add (rank 0 -> rank 1)");
+  const CommonFlags rma_flags = add_common(*rma_cmd, rma.common);
+  rma_cmd->add_option("--ops", rma_ops, "Operations: get, put, fadd")->capture_default_str();
+  rma_cmd->add_option("--threads", rma_threads, "Thread counts")->capture_default_str();
+  rma_cmd->add_option("--sizes", rma_sizes, "Sizes: 8 | 1-4M | 8,64,1K (fadd: 8 only)")
+      ->capture_default_str();
+  rma_cmd->add_option("--window", rma.window, "Outstanding requests per thread (rate)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  rma_cmd->add_option("--overhead-window", rma.overhead_window,
+                      "Outstanding requests per thread (overhead)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+
+  BwOptions bw;
+  std::string bw_ops = "put,get", bw_threads = "1", bw_sizes;
+  CLI::App* bw_cmd = app.add_subcommand("bw", "Put and get bandwidth by size");
+  const CommonFlags bw_flags = add_common(*bw_cmd, bw.common);
+  bw_cmd->add_option("--ops", bw_ops, "Operations: put, get")->capture_default_str();
+  bw_cmd->add_option("--threads", bw_threads, "Thread counts")->capture_default_str();
+  bw_cmd->add_option("--sizes", bw_sizes, std::string("Sizes (default ") + kBandwidthSizes + ")");
+  bw_cmd->add_option("--window", bw.window, "Outstanding requests per thread")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+
+  LimitsOptions limits;
+  std::string limits_sizes;
+  CLI::App* limits_cmd = app.add_subcommand(
+      "limits", "Physical limits: memcpy, cache-line round trip, CPU atomics (no tsunagi)");
+  const CommonFlags limits_flags = add_common(*limits_cmd, limits.common);
+  limits_cmd->add_option("--sizes", limits_sizes,
+                         std::string("memcpy sizes (default ") + kBandwidthSizes + ")");
+
+  SummaryOptions summary;
+  CLI::App* summary_cmd = app.add_subcommand(
+      "summary", "tsunagi figures as ratios to the limits, from the JSON of one run");
+  summary_cmd->add_option("input,--input", summary.input, "JSON lines file")->required();
+
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (*rma_cmd) {
+      apply_quick(rma_flags, rma.common);
+      parse_list(rma_ops, "--ops", rma.ops,
+                 [](const std::string& t) { return parse_word_list(t, {"get", "put", "fadd"}); });
+      parse_list(rma_threads, "--threads", rma.threads, parse_int_list);
+      parse_list(rma_sizes, "--sizes", rma.sizes, parse_size_list);
+      return run_rma(rma);
+    }
+    if (*bw_cmd) {
+      apply_quick(bw_flags, bw.common);
+      if (bw_sizes.empty()) bw_sizes = bw.common.quick ? kQuickBandwidthSizes : kBandwidthSizes;
+      parse_list(bw_ops, "--ops", bw.ops,
+                 [](const std::string& t) { return parse_word_list(t, {"get", "put"}); });
+      parse_list(bw_threads, "--threads", bw.threads, parse_int_list);
+      parse_list(bw_sizes, "--sizes", bw.sizes, parse_size_list);
+      return run_bw(bw);
+    }
+    if (*limits_cmd) {
+      apply_quick(limits_flags, limits.common);
+      if (limits_sizes.empty())
+        limits_sizes = limits.common.quick ? kQuickBandwidthSizes : kBandwidthSizes;
+      parse_list(limits_sizes, "--sizes", limits.sizes, parse_size_list);
+      return run_limits(limits);
+    }
+    return run_summary(summary);
+  } catch (const CLI::Error& e) {
+    return app.exit(e);
+  }
+}

@@ -1,0 +1,44 @@
+// Options and entry points of the tsu-bench subcommands (parsed in main.cpp).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "../common/options.hpp"
+
+namespace bench {
+
+struct RmaOptions {
+  CommonOptions common;
+  std::vector<std::string> ops{"get", "put", "fadd"};
+  std::vector<int> threads{1, 2, 4};
+  std::vector<std::size_t> sizes{8};
+  int window = 64;            // outstanding requests per thread for the rate
+  int overhead_window = 256;  // outstanding requests per thread for the overhead
+};
+
+struct BwOptions {
+  CommonOptions common;
+  std::vector<std::string> ops{"put", "get"};
+  std::vector<int> threads{1};
+  std::vector<std::size_t> sizes;  // default set in main (8 B .. 64 MiB)
+  int window = 16;
+};
+
+struct LimitsOptions {
+  CommonOptions common;
+  std::vector<std::size_t> sizes;  // memcpy sizes; default as for bw
+};
+
+struct SummaryOptions {
+  std::string input;  // JSON lines written by the other subcommands
+};
+
+// Each returns the process exit status.
+int run_rma(const RmaOptions& opts);
+int run_bw(const BwOptions& opts);
+int run_limits(const LimitsOptions& opts);
+int run_summary(const SummaryOptions& opts);
+
+}  // namespace bench
