@@ -130,10 +130,20 @@ std::size_t ProgressEngine::pass() noexcept {
     work += msgs;
   }
   // Completer.
-  const std::size_t done = completions_.run_finished([](const CompletionRecord& rec) {
+  // Completions are counted per issuing thread in runs: one atomic add per run
+  // instead of one per request (the issuer polls that cache line in quiet).
+  ThreadContext* run_issuer = nullptr;
+  uint64_t run_length = 0;
+  const std::size_t done = completions_.run_finished([&](const CompletionRecord& rec) {
     run_callback(rec.cb, rec.status);
-    rec.issuer->completed.fetch_add(1, std::memory_order_release);
+    if (rec.issuer != run_issuer) {
+      if (run_issuer) run_issuer->completed.fetch_add(run_length, std::memory_order_release);
+      run_issuer = rec.issuer;
+      run_length = 0;
+    }
+    ++run_length;
   });
+  if (run_issuer) run_issuer->completed.fetch_add(run_length, std::memory_order_release);
   if (done) bump(stats_.callbacks, done);
   return work + done;
 }
