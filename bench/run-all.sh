@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every tsu-bench measurement and the summary, in one command:
 #   limits (no tsunagi), rma 8 B for 1/2/4 threads, rma size sweep (1 thread),
-#   bw -- each tsunagi part in both modes (TSU_BYPASS=1: intra-node bypass,
+#   bw, copy (3 ranks), atomic -- each tsunagi part in both modes (TSU_BYPASS=1: intra-node bypass,
 #   TSU_BYPASS=0: through the progress engine), as separate tsurun jobs because
 #   tsu_init reads the mode from the environment.
 #
@@ -63,12 +63,12 @@ wait_until_idle() {
 }
 
 rm -f "$out"
-run_job() {  # TSU_BYPASS value, tsu-bench arguments...
+run_job() {  # TSU_BYPASS value, tsu-bench arguments... (RANKS=n: job size, default 2)
   local bypass=$1; shift
   wait_until_idle
   # 160 MiB segments: bw needs 64 MiB per side, with room to spare.
   TSU_BYPASS=$bypass TSU_SEGMENT_SIZE=160M \
-    "$tsurun" -n 2 --timeout "$timeout" "$bench" "$@" "${common[@]}" --json "$out"
+    "$tsurun" -n "${RANKS:-2}" --timeout "$timeout" "$bench" "$@" "${common[@]}" --json "$out"
 }
 
 wait_until_idle
@@ -77,6 +77,8 @@ for bypass in 1 0; do
   run_job "$bypass" rma --ops get,put,fadd --threads 1,2,4 --sizes 8
   run_job "$bypass" rma --ops put,get --threads 1 --sizes "$sweep_sizes"
   run_job "$bypass" bw
+  RANKS=3 run_job "$bypass" copy
+  run_job "$bypass" atomic
 done
 "$bench" summary "$out"
 echo

@@ -14,6 +14,7 @@ struct CommonOptions {
   double duration_ms = 50;   // measuring time of one repetition
   bool quick = false;        // smoke-test sizes and times
   bool pin = false;          // pin worker threads to cores round-robin
+  bool pin_ranks = false;    // pin each rank (and its progress thread) to CPU rank % n
   std::string json_path;     // JSON lines appended here when set
 };
 

@@ -10,7 +10,8 @@ namespace bench {
 bool Reporter::record(const Record& r) const {
   if (!file_.enabled()) return true;
   JsonObject o;
-  o.add("benchmark", r.benchmark)
+  o.add("impl", "tsunagi")
+      .add("benchmark", r.benchmark)
       .add("metric", r.metric)
       .add("op", r.op)
       .add("size", static_cast<uint64_t>(r.size))
@@ -22,6 +23,7 @@ bool Reporter::record(const Record& r) const {
       .add("min", r.summary.min)
       .add("max", r.summary.max)
       .add("reps", r.summary.samples);
+  for (const auto& [k, v] : r.labels) o.add(k, v);
   if (!r.extra.empty()) {
     JsonObject extra;
     for (const auto& [k, v] : r.extra) extra.add(k, v);
@@ -29,6 +31,7 @@ bool Reporter::record(const Record& r) const {
   }
   o.add("duration_ms", opts_.duration_ms)
       .add("pinned", opts_.pin)
+      .add("ranks_pinned", opts_.pin_ranks)
       .add("quick", opts_.quick)
       .add("host", host_facts().json())
       .add("time", utc_timestamp());

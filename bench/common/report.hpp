@@ -24,6 +24,9 @@ struct Record {
   std::string unit;       // "ns", "Mmsg/s", "GB/s", ...
   Summary summary;
   std::vector<std::pair<std::string, double>> extra;  // e.g. eagain_fraction
+  // Extra string fields at the top level, e.g. {"case","remote-to-remote"},
+  // {"target","peer"}, {"interference","put"} (copy and atomic).
+  std::vector<std::pair<std::string, std::string>> labels;
 };
 
 class Reporter {

@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <cstdlib>
+
 #include <tsunagi/tsunagi.h>
 
 #include "timer.hpp"
@@ -18,12 +20,32 @@ std::vector<int> allowed_cpu_list() {
   return cpus;
 }
 
-bool pin_current_thread(int index) {
+namespace {
+
+// The CPUs allowed when the process started (before pin_rank_from_env), and
+// the rank's offset into them.
+const std::vector<int>& base_cpus() {
   static const std::vector<int> cpus = allowed_cpu_list();
+  return cpus;
+}
+int g_cpu_offset = 0;
+
+}  // namespace
+
+bool pin_current_thread(int index) {
+  const std::vector<int>& cpus = base_cpus();
   cpu_set_t set;
   CPU_ZERO(&set);
-  CPU_SET(cpus[static_cast<std::size_t>(index) % cpus.size()], &set);
+  CPU_SET(cpus[static_cast<std::size_t>(index + g_cpu_offset) % cpus.size()], &set);
   return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+}
+
+int pin_rank_from_env() {
+  const char* text = std::getenv("TSU_RANK");
+  const int rank = text ? std::atoi(text) : 0;
+  base_cpus();
+  g_cpu_offset = rank;
+  return pin_current_thread(0) ? rank % static_cast<int>(base_cpus().size()) : -1;
 }
 
 void Waiter::Wait::pause() {

@@ -14,8 +14,15 @@ namespace bench {
 // CPUs this process may run on, in order.
 std::vector<int> allowed_cpu_list();
 
-// Pins the calling thread to allowed_cpu_list()[index % count].  False on failure.
+// Pins the calling thread to allowed_cpu_list()[(index + rank offset) % count]
+// (the list as it was at the first call).  False on failure.
 bool pin_current_thread(int index);
+
+// --pin-ranks: pins the calling (main) thread of rank TSU_RANK to CPU
+// rank % count, before tsu_init, so the progress thread it starts inherits that
+// CPU; later pinned workers start from the same CPU.  Returns the index into the
+// allowed list, or -1 on failure.
+int pin_rank_from_env();
 
 // How a thread waits for a completion.  Spinning is the fastest while every
 // runnable thread has a core; with more runnable threads than cores (our own

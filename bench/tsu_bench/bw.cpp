@@ -87,7 +87,7 @@ int measure_all(const TsuSession& session, const BwOptions& opts) {
 
 int run_bw(const BwOptions& opts) {
   std::string error;
-  auto session = TsuSession::start(error);
+  auto session = TsuSession::start(error, opts.common.pin_ranks);
   if (!session) {
     std::cerr << "tsu-bench bw: " << error << "\n";
     return 1;

@@ -17,6 +17,8 @@ constexpr int kQuickReps = 1;
 constexpr double kQuickDurationMs = 2;
 const char* const kBandwidthSizes = "8-64M:4";   // 8 B, 32 B, ..., 32 MiB, 64 MiB
 const char* const kQuickBandwidthSizes = "8,64K,1M";
+const char* const kCopySizes = "4-4M";                // seed 001: 4 B .. 4 MiB, powers of 2
+const char* const kQuickCopySizes = "4,4K,1M";
 
 // Options every measuring subcommand has; `quick` defaults are applied after
 // parsing to whatever the user did not set.
@@ -35,6 +37,8 @@ CommonFlags add_common(CLI::App& cmd, CommonOptions& o) {
                    ->capture_default_str();
   cmd.add_flag("--quick", o.quick, "Smoke test: 1 repetition of 2 ms, few sizes");
   cmd.add_flag("--pin", o.pin, "Pin worker threads to CPUs round-robin");
+  cmd.add_flag("--pin-ranks", o.pin_ranks,
+               "Pin rank r (main and progress thread) to CPU r mod #CPUs (TSU_RANK)");
   cmd.add_option("--json", o.json_path, "Append one JSON line per result to FILE");
   return f;
 }
@@ -66,6 +70,10 @@ int main(int argc, char** argv) {
   const CommonFlags rma_flags = add_common(*rma_cmd, rma.common);
   rma_cmd->add_option("--ops", rma_ops, "Operations: get, put, fadd")->capture_default_str();
   rma_cmd->add_option("--threads", rma_threads, "Thread counts")->capture_default_str();
+  int rma_max_threads = 0;
+  rma_cmd->add_option("--max-threads", rma_max_threads,
+                      "Thread counts 1,2,4,..,N (replaces --threads)")
+      ->check(CLI::Range(1, 1024));
   rma_cmd->add_option("--sizes", rma_sizes, "Sizes: 8 | 1-4M | 8,64,1K (fadd: 8 only)")
       ->capture_default_str();
   rma_cmd->add_option("--window", rma.window, "Outstanding requests per thread (rate)")
@@ -95,6 +103,35 @@ int main(int argc, char** argv) {
   limits_cmd->add_option("--sizes", limits_sizes,
                          std::string("memcpy sizes (default ") + kBandwidthSizes + ")");
 
+  CopyOptions copy;
+  std::string copy_cases = "r2r,r2l,l2r,l2l", copy_threads = "1", copy_sizes;
+  CLI::App* copy_cmd = app.add_subcommand(
+      "copy", "Copy latency/bandwidth, rank 0 issuing: remote-to-remote (third party), "
+              "remote-to-local, local-to-remote, local-to-local (run under tsurun -n 3)");
+  const CommonFlags copy_flags = add_common(*copy_cmd, copy.common);
+  copy_cmd->add_option("--cases", copy_cases,
+                       "Cases: r2r|remote-to-remote, r2l, l2r, l2l")->capture_default_str();
+  copy_cmd->add_option("--threads", copy_threads, "Thread counts")->capture_default_str();
+  copy_cmd->add_option("--sizes", copy_sizes, std::string("Sizes (default ") + kCopySizes + ")");
+
+  AtomicOptions atomic;
+  std::string atomic_ops = "fadd,cas", atomic_interference = "none,put,get,atomic",
+              atomic_targets = "own,peer", atomic_threads = "1";
+  CLI::App* atomic_cmd = app.add_subcommand(
+      "atomic", "8-byte fetch-add/CAS latency and rate, alone and with a concurrent stream of "
+                "puts/gets/atomics, on own and on a node peer's memory");
+  const CommonFlags atomic_flags = add_common(*atomic_cmd, atomic.common);
+  atomic_cmd->add_option("--ops", atomic_ops, "Operations: fadd, cas")->capture_default_str();
+  atomic_cmd->add_option("--interference", atomic_interference,
+                         "Interfering streams: none, put, get, atomic")->capture_default_str();
+  atomic_cmd->add_option("--targets", atomic_targets, "Targets: own, peer")->capture_default_str();
+  atomic_cmd->add_option("--threads", atomic_threads, "Measuring thread counts")
+      ->capture_default_str();
+  atomic_cmd->add_option("--window", atomic.window,
+                         "Outstanding requests per thread (rate, interfering stream)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+
   SummaryOptions summary;
   CLI::App* summary_cmd = app.add_subcommand(
       "summary", "tsunagi figures as ratios to the limits, from the JSON of one run");
@@ -108,6 +145,11 @@ int main(int argc, char** argv) {
       parse_list(rma_ops, "--ops", rma.ops,
                  [](const std::string& t) { return parse_word_list(t, {"get", "put", "fadd"}); });
       parse_list(rma_threads, "--threads", rma.threads, parse_int_list);
+      if (rma_max_threads > 0) {
+        rma.threads.clear();
+        for (int t = 1; t < rma_max_threads; t *= 2) rma.threads.push_back(t);
+        rma.threads.push_back(rma_max_threads);
+      }
       parse_list(rma_sizes, "--sizes", rma.sizes, parse_size_list);
       return run_rma(rma);
     }
@@ -126,6 +168,30 @@ int main(int argc, char** argv) {
         limits_sizes = limits.common.quick ? kQuickBandwidthSizes : kBandwidthSizes;
       parse_list(limits_sizes, "--sizes", limits.sizes, parse_size_list);
       return run_limits(limits);
+    }
+    if (*copy_cmd) {
+      apply_quick(copy_flags, copy.common);
+      if (copy_sizes.empty()) copy_sizes = copy.common.quick ? kQuickCopySizes : kCopySizes;
+      parse_list(copy_cases, "--cases", copy.cases, [](const std::string& t) {
+        return parse_word_list(t, {"r2r", "r2l", "l2r", "l2l", "remote-to-remote",
+                                   "remote-to-local", "local-to-remote", "local-to-local"});
+      });
+      parse_list(copy_threads, "--threads", copy.threads, parse_int_list);
+      parse_list(copy_sizes, "--sizes", copy.sizes, parse_size_list);
+      return run_copy(copy);
+    }
+    if (*atomic_cmd) {
+      apply_quick(atomic_flags, atomic.common);
+      parse_list(atomic_ops, "--ops", atomic.ops,
+                 [](const std::string& t) { return parse_word_list(t, {"fadd", "cas"}); });
+      parse_list(atomic_interference, "--interference", atomic.interference,
+                 [](const std::string& t) {
+                   return parse_word_list(t, {"none", "put", "get", "atomic"});
+                 });
+      parse_list(atomic_targets, "--targets", atomic.targets,
+                 [](const std::string& t) { return parse_word_list(t, {"own", "peer"}); });
+      parse_list(atomic_threads, "--threads", atomic.threads, parse_int_list);
+      return run_atomic(atomic);
     }
     return run_summary(summary);
   } catch (const CLI::Error& e) {

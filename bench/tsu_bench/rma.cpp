@@ -157,7 +157,7 @@ int measure_all(const TsuSession& session, const RmaOptions& opts) {
 
 int run_rma(const RmaOptions& opts) {
   std::string error;
-  auto session = TsuSession::start(error);
+  auto session = TsuSession::start(error, opts.common.pin_ranks);
   if (!session) {
     std::cerr << "tsu-bench rma: " << error << "\n";
     return 1;

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 
+#include "../common/threads.hpp"
+
 namespace bench {
 
 namespace {
@@ -18,7 +20,11 @@ bool env_is_false(const char* value) {
 
 }  // namespace
 
-std::unique_ptr<TsuSession> TsuSession::start(std::string& error) {
+std::unique_ptr<TsuSession> TsuSession::start(std::string& error, bool pin_rank) {
+  if (pin_rank && pin_rank_from_env() < 0) {
+    error = "--pin-ranks: cannot pin this rank to a CPU";
+    return nullptr;
+  }
   const tsu_status_t st = tsu_init(nullptr);
   if (st != TSU_OK) {
     error = std::string("tsu_init: ") + tsu_strerror(st) + ": " + tsu_last_error();

@@ -14,7 +14,8 @@ namespace bench {
 class TsuSession {
  public:
   // tsu_init; on failure returns null with the reason in `error`.
-  static std::unique_ptr<TsuSession> start(std::string& error);
+  // `pin_rank`: first pin this rank to one CPU (pin_rank_from_env).
+  static std::unique_ptr<TsuSession> start(std::string& error, bool pin_rank = false);
   ~TsuSession();  // tsu_finalize
   TsuSession(const TsuSession&) = delete;
   TsuSession& operator=(const TsuSession&) = delete;

@@ -31,6 +31,23 @@ struct LimitsOptions {
   std::vector<std::size_t> sizes;  // memcpy sizes; default as for bw
 };
 
+struct CopyOptions {
+  CommonOptions common;
+  std::vector<std::string> cases{"remote-to-remote", "remote-to-local", "local-to-remote",
+                                 "local-to-local"};
+  std::vector<int> threads{1};
+  std::vector<std::size_t> sizes;  // default set in main (4 B .. 4 MiB)
+};
+
+struct AtomicOptions {
+  CommonOptions common;
+  std::vector<std::string> ops{"fadd", "cas"};
+  std::vector<std::string> interference{"none", "put", "get", "atomic"};
+  std::vector<std::string> targets{"own", "peer"};
+  std::vector<int> threads{1};
+  int window = 64;  // outstanding requests per thread (rate, and the interfering stream)
+};
+
 struct SummaryOptions {
   std::string input;  // JSON lines written by the other subcommands
 };
@@ -40,5 +57,8 @@ int run_rma(const RmaOptions& opts);
 int run_bw(const BwOptions& opts);
 int run_limits(const LimitsOptions& opts);
 int run_summary(const SummaryOptions& opts);
+int run_copy(const CopyOptions& opts);
+int run_atomic(const AtomicOptions& opts);
+bool valid_copy_case(const std::string& name);
 
 }  // namespace bench
