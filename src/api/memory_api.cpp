@@ -75,11 +75,15 @@ tsu_status_t tsu_laddr_of(const void* ptr, tsu_laddr_t* out) {
 }
 
 tsu_status_t tsu_gaddr_of(const void* ptr, tsu_gaddr_t* out) {
-  if (!out) return core::fail(TSU_ERR_NULL_POINTER, "tsu_gaddr_of: out is NULL");
-  tsu_laddr_t l;
-  const tsu_status_t st = tsu_laddr_of(ptr, &l);
-  if (st != TSU_OK) return st;
-  *out = tsu_gaddr(runtime()->rank(), l.seg, l.offset);
+  core::Runtime* rt = runtime();
+  if (!rt) return api::not_initialized("tsu_gaddr_of");
+  if (!ptr || !out)
+    return core::fail(TSU_ERR_NULL_POINTER, "tsu_gaddr_of: ptr and out must not be NULL");
+  tsu_seg_t seg;
+  uint64_t off;
+  if (!rt->segments().find(ptr, seg, off))
+    return core::fail(TSU_ERR_BAD_SEGMENT, "tsu_gaddr_of: %p is in no segment of this rank", ptr);
+  *out = tsu_gaddr(rt->rank(), seg, off);
   return TSU_OK;
 }
 

@@ -88,9 +88,12 @@ struct Completion {
 
 inline void completion_cb(tsu_status_t status, void* arg) {
   auto* c = static_cast<Completion*>(arg);
+  // Once `calls` is published a waiter may destroy a stand-alone Completion:
+  // touch nothing of it afterwards (a tracker's counter outlives its slots).
+  std::atomic<uint64_t>* done = c->done;
   c->status.store(status, std::memory_order_relaxed);
   c->calls.fetch_add(1, std::memory_order_release);
-  if (c->done) c->done->fetch_add(1, std::memory_order_release);
+  if (done) done->fetch_add(1, std::memory_order_release);
 }
 
 // A batch of tracked requests.  Not thread-safe for add(); one per thread.
@@ -126,7 +129,9 @@ class Tracker {
       const uint32_t calls = slots_[i].calls.load(std::memory_order_acquire);
       if (i < used_) {
         EXPECT_EQ(calls, 1u) << "request " << i << " callback count";
-        if (calls == 1) EXPECT_EQ(slots_[i].status.load(), expected) << "request " << i;
+        if (calls == 1) {
+          EXPECT_EQ(slots_[i].status.load(), expected) << "request " << i;
+        }
       } else {
         EXPECT_EQ(calls, 0u) << "slot " << i << " was never issued but its callback ran";
       }
