@@ -119,7 +119,7 @@ def bandwidth_figure(ix, out):
             xs, m, lo, hi = series(ix, impl=impl, benchmark="bw", op=op)
             draw(ax, xs, m, lo, hi, label, **dict(PEER_STYLE[impl]))
         xs, m, lo, hi = series(ix, impl="limits", metric="memcpy_bandwidth")
-        draw(ax, xs, m, None, None, "memcpy (limit)", **dict(PEER_STYLE["limits"]))
+        draw(ax, xs, hi, None, None, "memcpy (limit, best rep.)", **dict(PEER_STYLE["limits"]))
         ax.set_title(op)
         size_axis(ax, "bandwidth (GB/s)")
     finish(fig, axes, os.path.join(out, "bandwidth.png"),
@@ -141,7 +141,8 @@ def copy_figure(ix, out):
         if metric == "bandwidth":
             xs, m, lo, hi = series(ix, impl="limits", metric="memcpy_bandwidth")
             xs2 = [x for x in xs if x <= 4 << 20]
-            draw(ax, xs2, m[:len(xs2)], None, None, "memcpy (limit)", **dict(PEER_STYLE["limits"]))
+            draw(ax, xs2, hi[:len(xs2)], None, None, "memcpy (limit, best rep.)",
+                 **dict(PEER_STYLE["limits"]))
         ax.set_title(metric)
         size_axis(ax, f"{metric} ({unit})")
     finish(fig, axes, os.path.join(out, "copy.png"),
