@@ -70,6 +70,9 @@ int main(int argc, char** argv) {
   const CommonFlags rma_flags = add_common(*rma_cmd, rma.common);
   rma_cmd->add_option("--ops", rma_ops, "Operations: get, put, fadd")->capture_default_str();
   rma_cmd->add_option("--threads", rma_threads, "Thread counts")->capture_default_str();
+  rma_cmd->add_flag("--quiet-rate", rma.quiet_rate,
+                    "Also measure the rate without callbacks, tsu_quiet() per window (metric "
+                    "rate_quiet)");
   int rma_max_threads = 0;
   rma_cmd->add_option("--max-threads", rma_max_threads,
                       "Thread counts 1,2,4,..,N (replaces --threads)")

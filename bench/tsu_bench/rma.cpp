@@ -26,7 +26,7 @@ Waiter make_waiter(const TsuSession& session, int threads) {
 }
 
 struct PointResult {
-  Summary latency, overhead, eagain, rate;
+  Summary latency, overhead, eagain, rate, rate_quiet;
   bool yields = false;
 };
 
@@ -64,6 +64,17 @@ std::optional<PointResult> measure_point(RmaKernels& kernels, const RmaPoint& ba
   });
   if (!rate) return error = kernels.error(), std::nullopt;
   out.rate = summarize(*rate);
+  if (opts.quiet_rate) {
+    p.quiet_completion = true;
+    auto quiet = repeat_measurement(opts.common, [&](double ms) -> std::optional<double> {
+      p.duration_ms = ms;
+      const auto f = kernels.rate(p);
+      if (!f) return std::nullopt;
+      return f->per_second / 1e6;
+    });
+    if (!quiet) return error = kernels.error(), std::nullopt;
+    out.rate_quiet = summarize(*quiet);
+  }
   return out;
 }
 
@@ -86,14 +97,16 @@ int measure_all(const TsuSession& session, const RmaOptions& opts) {
               session.target_rank(), opts.common.pin ? "yes" : "no", opts.common.reps,
               opts.common.duration_ms, opts.window, opts.overhead_window, clock.read_cost_ns(),
               load_average().c_str());
-  const TablePrinter table({{"op", 4, false},
-                            {"size", 8},
-                            {"thr", 3},
-                            {"wait", 5, false},
-                            {"latency ns", 24},
-                            {"overhead ns", 24},
-                            {"EAGAIN %", 8},
-                            {"rate Mmsg/s", 24}});
+  std::vector<TablePrinter::Column> columns{{"op", 4, false},
+                                            {"size", 8},
+                                            {"thr", 3},
+                                            {"wait", 5, false},
+                                            {"latency ns", 24},
+                                            {"overhead ns", 24},
+                                            {"EAGAIN %", 8},
+                                            {"rate Mmsg/s", 24}};
+  if (opts.quiet_rate) columns.push_back({"rate, no cb + quiet", 24});
+  const TablePrinter table(columns);
   table.header();
 
   const Reporter reporter(opts.common);
@@ -116,10 +129,13 @@ int measure_all(const TsuSession& session, const RmaOptions& opts) {
                     << " thread(s): " << error << "\n";
           return 1;
         }
-        table.row({op_name, format_size(size), std::to_string(threads),
-                   waiter.yields() ? "yield" : "spin", format_summary(r->latency),
-                   format_summary(r->overhead), format_value(r->eagain.median * 100),
-                   format_summary(r->rate)});
+        std::vector<std::string> cells{op_name, format_size(size), std::to_string(threads),
+                                       waiter.yields() ? "yield" : "spin",
+                                       format_summary(r->latency), format_summary(r->overhead),
+                                       format_value(r->eagain.median * 100),
+                                       format_summary(r->rate)};
+        if (opts.quiet_rate) cells.push_back(format_summary(r->rate_quiet));
+        table.row(cells);
         Record rec;
         rec.benchmark = "rma";
         rec.op = op_name;
@@ -146,6 +162,11 @@ int measure_all(const TsuSession& session, const RmaOptions& opts) {
         rec.summary = r->rate;
         rec.extra = {{"window", static_cast<double>(opts.window)}, {"wait_yields", yields}};
         ok = reporter.record(rec) && ok;
+        if (opts.quiet_rate) {
+          rec.metric = "rate_quiet";
+          rec.summary = r->rate_quiet;
+          ok = reporter.record(rec) && ok;
+        }
         if (!ok) return 1;
       }
     }

@@ -214,6 +214,21 @@ std::optional<RateFigure> RmaKernels::rate(const RmaPoint& p) {
     const Deadline deadline(p.duration_ms);
     Waiter::Wait wait(waiter);
     bool failed = false;
+    if (p.quiet_completion) {
+      // A window of requests without callbacks, then tsu_quiet() for all of them.
+      while (!failed && !deadline.passed()) {
+        for (uint64_t k = 0; k < window;) {
+          const tsu_status_t st = issue(p, s, nullptr);
+          if (st == TSU_OK) ++k;
+          else if (st == TSU_EAGAIN) wait.pause();
+          else { failed = true; break; }
+        }
+        if (tsu_quiet() != TSU_OK) failed = true;
+        s.completed.store(s.issued, std::memory_order_relaxed);
+      }
+      s.ended_ticks = ticks();
+      return;
+    }
     while (!failed && !deadline.passed()) {
       // Refill the window; at most `window` calls between deadline checks
       // (bypassed requests complete inline, so the window never fills).

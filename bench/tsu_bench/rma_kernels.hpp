@@ -28,6 +28,10 @@ struct RmaPoint {
   uint32_t target_rank = 1;
   double duration_ms = 20;
   int window = 64;               // outstanding requests per thread (overhead, rate)
+  // rate only: no callback (tsu_cb_none); each window of requests is completed
+  // by tsu_quiet() -- the completion model of UCX's *_nbi + flush and of MPI's
+  // RMA + MPI_Win_flush.
+  bool quiet_completion = false;
 };
 
 struct OverheadFigure {

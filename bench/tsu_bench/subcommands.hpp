@@ -16,6 +16,7 @@ struct RmaOptions {
   std::vector<std::size_t> sizes{8};
   int window = 64;            // outstanding requests per thread for the rate
   int overhead_window = 256;  // outstanding requests per thread for the overhead
+  bool quiet_rate = false;    // also the rate with no callbacks + tsu_quiet per window
 };
 
 struct BwOptions {
