@@ -334,4 +334,7 @@ TSU_API tsu_status_t tsu_stats_print(void);
 }
 #endif
 
+/* Messaging: active messages, tagged messages, collectives. */
+#include "tsunagi/am.h"
+
 #endif /* TSUNAGI_TSUNAGI_H */

@@ -49,6 +49,9 @@ class Runtime final : public CommandExecutor {
   tsu_status_t execute(const Command& cmd, uint32_t completion_id) noexcept override;
   tsu_status_t execute_copy(const tsu_gaddr_t& dst, const tsu_gaddr_t& src,
                             std::size_t len) noexcept;
+  // Copies between two resolved ranges (plain memcpy or Cross Memory Attach).
+  tsu_status_t copy_access(const transport::Access& dst, const transport::Access& src,
+                           std::size_t len) noexcept;
   tsu_status_t execute_atomic(const tsu_gaddr_t& target, tsu_aop_t op, tsu_atype_t type,
                               uint64_t operand, uint64_t compare, void* result) noexcept;
 

@@ -68,3 +68,12 @@ tsu_status_t issue(F&& try_fn, uint64_t* eagains = nullptr) {
 }
 
 }  // namespace mp
+
+namespace mp {
+// A barrier that drives progress while it waits (manual mode: peers may need
+// this rank's progress to reach it).  tsu_am_register is collective and
+// progress-driving; the highest id is reserved for this in the tests.
+inline void sync() {
+  ASSERT_EQ(tsu_am_register(TSU_AM_MAX_HANDLER, nullptr, nullptr), TSU_OK) << tsu_last_error();
+}
+}  // namespace mp
