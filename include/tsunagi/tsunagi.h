@@ -336,5 +336,6 @@ TSU_API tsu_status_t tsu_stats_print(void);
 
 /* Messaging: active messages, tagged messages, collectives. */
 #include "tsunagi/am.h"
+#include "tsunagi/msg.h"
 
 #endif /* TSUNAGI_TSUNAGI_H */
