@@ -337,5 +337,6 @@ TSU_API tsu_status_t tsu_stats_print(void);
 /* Messaging: active messages, tagged messages, collectives. */
 #include "tsunagi/am.h"
 #include "tsunagi/msg.h"
+#include "tsunagi/coll.h"
 
 #endif /* TSUNAGI_TSUNAGI_H */

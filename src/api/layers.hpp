@@ -7,18 +7,20 @@
 #include <string>
 
 #include "am/am_layer.hpp"
+#include "coll/coll_layer.hpp"
 #include "msg/msg_layer.hpp"
 #include "core/runtime.hpp"
 
 namespace tsu::api {
 
 struct Layers final : core::Extension {
-  explicit Layers(core::Runtime& rt) : am(rt), msg(rt, am) {}
+  explicit Layers(core::Runtime& rt) : am(rt), msg(rt, am), coll(rt, am) {}
   std::size_t poll() noexcept override { return am.poll(); }
   bool idle() const noexcept override { return am.idle(); }
 
   am::AmLayer am;
   msg::MsgLayer msg;
+  coll::CollLayer coll;
 };
 
 std::unique_ptr<core::Extension> make_layers(core::Runtime& rt, std::string& error);
