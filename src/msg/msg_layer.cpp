@@ -49,8 +49,13 @@ struct MsgLayer::Unexpected {
   std::vector<std::byte> data;
 };
 
+// Travels as a cookie through the receiver and back in its FIN.  The
+// happens-before from the sending thread to the thread that runs the FIN goes
+// through another process, which ThreadSanitizer cannot see: `armed` states it
+// (a release store by the sender, an acquire load by the FIN handler).
 struct MsgLayer::SendReq {
   tsu_cb_t cb;
+  std::atomic<uint32_t> armed{0};
 };
 
 MsgLayer::MsgLayer(core::Runtime& rt, am::AmLayer& am)
@@ -173,6 +178,7 @@ tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::si
   // Rendezvous: the receiver copies from our buffer, then says FIN.
   auto* req = new (std::nothrow) SendReq{cb};
   if (!req) return core::fail(TSU_ERR_NO_MEMORY, "tsu_try_send: out of memory");
+  req->armed.store(1, std::memory_order_release);
   MessageHeader h{};
   h.handler = kHandlerMsgRts;
   h.args[0] = tag;
@@ -202,6 +208,8 @@ tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::si
 
 void MsgLayer::on_fin(void*, uint32_t, const MessageHeader& h, const std::byte*) noexcept {
   std::unique_ptr<SendReq> req(reinterpret_cast<SendReq*>(h.args[0]));
+  if (req->armed.load(std::memory_order_acquire) != 1)
+    TSU_LOG_ERROR("rendezvous FIN for a request that is not armed");
   core::run_callback(req->cb, static_cast<tsu_status_t>(static_cast<int64_t>(h.args[1])));
 }
 
