@@ -334,4 +334,9 @@ TSU_API tsu_status_t tsu_stats_print(void);
 }
 #endif
 
+/* Messaging: active messages, tagged messages, collectives. */
+#include "tsunagi/am.h"
+#include "tsunagi/msg.h"
+#include "tsunagi/coll.h"
+
 #endif /* TSUNAGI_TSUNAGI_H */

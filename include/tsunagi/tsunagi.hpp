@@ -12,7 +12,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -239,6 +243,176 @@ future<void> store(gaddr t, T v) {
 
 // Waits for every request of the calling thread.
 inline status quiet() { return tsu_quiet(); }
+
+// ---- Active messages: lambdas as handlers ----------------------------------
+// What a handler receives.  reply() sends the one allowed reply (requests only).
+struct am_message {
+  tsu_am_token_t* token;
+  const uint64_t* args;
+  uint32_t nargs;
+  void* payload;
+  std::size_t len;
+  uint32_t source() const noexcept {
+    uint32_t r = 0;
+    tsu_am_source(token, &r);
+    return r;
+  }
+  status reply(uint32_t id, std::initializer_list<uint64_t> a = {}, const void* p = nullptr,
+               std::size_t n = 0) const noexcept {
+    return tsu_am_reply(token, id, a.begin(), static_cast<uint32_t>(a.size()), p, n);
+  }
+};
+using am_handler = std::function<void(am_message&)>;
+
+namespace detail {
+struct am_registry {
+  std::mutex mu;
+  std::map<uint32_t, std::shared_ptr<am_handler>> handlers;  // kept alive while registered
+};
+inline am_registry& am_handlers() {
+  static am_registry r;
+  return r;
+}
+inline void am_trampoline(tsu_am_token_t* token, const uint64_t* args, uint32_t nargs,
+                          void* payload, std::size_t len, void* ctx) {
+  am_message m{token, args, nargs, payload, len};
+  (*static_cast<am_handler*>(ctx))(m);
+}
+}  // namespace detail
+
+// Collective: every rank registers `id` (an empty function unregisters).
+inline status am_register(uint32_t id, am_handler fn) {
+  auto& reg = detail::am_handlers();
+  std::shared_ptr<am_handler> h = fn ? std::make_shared<am_handler>(std::move(fn)) : nullptr;
+  const status st = tsu_am_register(id, h ? detail::am_trampoline : nullptr, h.get());
+  if (st == TSU_OK) {
+    std::lock_guard lock(reg.mu);
+    if (h) reg.handlers[id] = std::move(h);
+    else reg.handlers.erase(id);
+  }
+  return st;
+}
+
+template <typename F>
+status try_am_short(uint32_t dst, uint32_t id, std::initializer_list<uint64_t> args, F&& on_done) {
+  return detail::issue_with(
+      [&](tsu_cb_t cb) {
+        return tsu_try_am_short(dst, id, args.begin(), static_cast<uint32_t>(args.size()), cb);
+      },
+      std::forward<F>(on_done));
+}
+template <typename F>
+status try_am_medium(uint32_t dst, uint32_t id, std::initializer_list<uint64_t> args,
+                     const void* payload, std::size_t len, F&& on_done) {
+  return detail::issue_with(
+      [&](tsu_cb_t cb) {
+        return tsu_try_am_medium(dst, id, args.begin(), static_cast<uint32_t>(args.size()),
+                                 payload, len, cb);
+      },
+      std::forward<F>(on_done));
+}
+inline future<void> am_short(uint32_t dst, uint32_t id, std::initializer_list<uint64_t> args) {
+  return detail::make_future<void>([&](tsu_cb_t cb, detail::shared_state<void>*) {
+    return tsu_try_am_short(dst, id, args.begin(), static_cast<uint32_t>(args.size()), cb);
+  });
+}
+inline future<void> am_medium(uint32_t dst, uint32_t id, std::initializer_list<uint64_t> args,
+                              const void* payload, std::size_t len) {
+  return detail::make_future<void>([&](tsu_cb_t cb, detail::shared_state<void>*) {
+    return tsu_try_am_medium(dst, id, args.begin(), static_cast<uint32_t>(args.size()), payload,
+                             len, cb);
+  });
+}
+
+// ---- Tagged messages -------------------------------------------------------
+template <typename F>
+status try_send(uint32_t dst, uint64_t tag, const void* buf, std::size_t len, F&& on_done) {
+  return detail::issue_with([&](tsu_cb_t cb) { return tsu_try_send(dst, tag, buf, len, cb); },
+                            std::forward<F>(on_done));
+}
+inline future<void> send(uint32_t dst, uint64_t tag, const void* buf, std::size_t len) {
+  return detail::make_future<void>(
+      [&](tsu_cb_t cb, detail::shared_state<void>*) { return tsu_try_send(dst, tag, buf, len, cb); });
+}
+// The future's value is the receive's status (get() throws on truncation).
+inline future<tsu_msg_status_t> recv(uint32_t src, uint64_t tag, void* buf, std::size_t cap,
+                                     uint64_t mask = TSU_TAG_EXACT) {
+  return detail::make_future<tsu_msg_status_t>(
+      [&](tsu_cb_t cb, detail::shared_state<tsu_msg_status_t>* s) {
+        return tsu_try_recv(src, tag, mask, buf, cap, &s->value, cb, nullptr);
+      });
+}
+
+// ---- Collectives -------------------------------------------------------------
+namespace detail {
+template <typename T>
+constexpr tsu_dtype_t dtype() {
+  if constexpr (std::is_same_v<T, int8_t>) return TSU_DT_INT8;
+  else if constexpr (std::is_same_v<T, uint8_t>) return TSU_DT_UINT8;
+  else if constexpr (std::is_same_v<T, int16_t>) return TSU_DT_INT16;
+  else if constexpr (std::is_same_v<T, uint16_t>) return TSU_DT_UINT16;
+  else if constexpr (std::is_same_v<T, int32_t>) return TSU_DT_INT32;
+  else if constexpr (std::is_same_v<T, uint32_t>) return TSU_DT_UINT32;
+  else if constexpr (std::is_same_v<T, int64_t>) return TSU_DT_INT64;
+  else if constexpr (std::is_same_v<T, uint64_t>) return TSU_DT_UINT64;
+  else if constexpr (std::is_same_v<T, float>) return TSU_DT_FLOAT;
+  else if constexpr (std::is_same_v<T, double>) return TSU_DT_DOUBLE;
+  else static_assert(!sizeof(T), "reductions exist for fixed-width integers, float, double");
+}
+}  // namespace detail
+
+inline future<void> barrier(tsu_team_t team = TSU_TEAM_WORLD) {
+  return detail::make_future<void>(
+      [&](tsu_cb_t cb, detail::shared_state<void>*) { return tsu_try_barrier(team, cb); });
+}
+inline future<void> broadcast(void* buf, std::size_t bytes, uint32_t root,
+                              tsu_team_t team = TSU_TEAM_WORLD) {
+  return detail::make_future<void>([&](tsu_cb_t cb, detail::shared_state<void>*) {
+    return tsu_try_broadcast(team, buf, bytes, root, cb);
+  });
+}
+template <typename T>
+future<void> allreduce(const T* src, T* dst, std::size_t count, tsu_op_t op,
+                       tsu_team_t team = TSU_TEAM_WORLD) {
+  return detail::make_future<void>([&](tsu_cb_t cb, detail::shared_state<void>*) {
+    return tsu_try_allreduce(team, src, dst, count, detail::dtype<T>(), op, cb);
+  });
+}
+// One value: the future holds the result.
+template <typename T>
+future<T> allreduce(T value, tsu_op_t op, tsu_team_t team = TSU_TEAM_WORLD) {
+  auto in = std::make_shared<T>(value);
+  return detail::make_future<T>([&](tsu_cb_t cb, detail::shared_state<T>* s) {
+    // `in` must outlive the collective: the state keeps the result, and the
+    // input is copied into the first message before any callback can run.
+    return tsu_try_allreduce(team, in.get(), &s->value, 1, detail::dtype<T>(), op, cb);
+  });
+}
+template <typename T>
+future<void> reduce(const T* src, T* dst, std::size_t count, tsu_op_t op, uint32_t root,
+                    tsu_team_t team = TSU_TEAM_WORLD) {
+  return detail::make_future<void>([&](tsu_cb_t cb, detail::shared_state<void>*) {
+    return tsu_try_reduce(team, src, dst, count, detail::dtype<T>(), op, root, cb);
+  });
+}
+inline future<void> gather(const void* src, void* dst, std::size_t bytes, uint32_t root,
+                           tsu_team_t team = TSU_TEAM_WORLD) {
+  return detail::make_future<void>([&](tsu_cb_t cb, detail::shared_state<void>*) {
+    return tsu_try_gather(team, src, dst, bytes, root, cb);
+  });
+}
+inline future<void> allgather(const void* src, void* dst, std::size_t bytes,
+                              tsu_team_t team = TSU_TEAM_WORLD) {
+  return detail::make_future<void>([&](tsu_cb_t cb, detail::shared_state<void>*) {
+    return tsu_try_allgather(team, src, dst, bytes, cb);
+  });
+}
+inline future<void> alltoall(const void* src, void* dst, std::size_t bytes,
+                             tsu_team_t team = TSU_TEAM_WORLD) {
+  return detail::make_future<void>([&](tsu_cb_t cb, detail::shared_state<void>*) {
+    return tsu_try_alltoall(team, src, dst, bytes, cb);
+  });
+}
 
 }  // namespace tsu
 

@@ -2,6 +2,7 @@
 #include <mutex>
 
 #include "api/api_common.hpp"
+#include "api/layers.hpp"
 
 using namespace tsu;
 using tsu::api::runtime;
@@ -19,7 +20,7 @@ tsu_status_t tsu_init(const tsu_config_t* config) {
     return core::fail(TSU_ERR_ALREADY_INITIALIZED, "tsu_init: tsunagi is already initialized");
   std::unique_ptr<core::Runtime> rt;
   std::string error;
-  const tsu_status_t st = core::Runtime::create(config, ++g_epoch, rt, error);
+  const tsu_status_t st = core::Runtime::create(config, ++g_epoch, rt, error, api::make_layers);
   if (st != TSU_OK) {
     TSU_LOG_ERROR("tsu_init failed: %s", error.c_str());
     return core::fail(st, "tsu_init: %s", error.c_str());

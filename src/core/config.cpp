@@ -76,6 +76,13 @@ const std::vector<ConfigVar>& config_vars() {
       {"TSU_LOG", "warn", "log level: off, error, warn, info, debug, trace"},
       {"TSU_STATS", "0", "1: print per-rank counters to stderr at finalize"},
       {"TSU_NODE_ID", "(host name)", "node identity; ranks with equal ids share memory"},
+      {"TSU_SHM_RING_SLOTS", "256", "slots in each rank's shared-memory message ring (power of two)"},
+      {"TSU_SHM_SLOT_SIZE", "8256", "bytes per message-ring slot: 64 B header + payload (multiple of 64)"},
+      {"TSU_AM_MEDIUM_MAX", "8192", "largest medium active-message payload (clamped to the slot payload)"},
+      {"TSU_EAGER_MAX", "8192", "tagged messages up to this size go eager, larger ones rendezvous"},
+      {"TSU_SCEAGER_MIN", "2048", "single-copy eager is tried from this size up (measured crossover here; paper: 256)"},
+      {"TSU_SCEAGER", "1", "1: senders copy straight into an already posted receive (seed 004)"},
+      {"TSU_POSTED_SLOTS", "64", "posted receives per rank visible to node peers (single-copy eager)"},
   };
   return vars;
 }
@@ -121,6 +128,39 @@ tsu_status_t config_from_env(Config& cfg, const GetEnv& getenv_fn, std::string& 
     if (!*v || std::strlen(v) > 200) return bad("TSU_NODE_ID", v, "1 to 200 characters");
     cfg.node_id = v;
   }
+  if (const char* v = getenv_fn("TSU_SHM_RING_SLOTS")) {
+    uint64_t n;
+    if (!parse_u64(v, n) || n < 2 || n > (1u << 20) || (n & (n - 1)))
+      return bad("TSU_SHM_RING_SLOTS", v, "a power of two between 2 and 1048576");
+    cfg.shm_ring_slots = static_cast<uint32_t>(n);
+  }
+  if (const char* v = getenv_fn("TSU_SHM_SLOT_SIZE")) {
+    std::size_t n;
+    if (!parse_size(v, n) || n < 128 || n > (1u << 24) || n % 64)
+      return bad("TSU_SHM_SLOT_SIZE", v, "a multiple of 64 between 128 and 16M");
+    cfg.shm_slot_size = static_cast<uint32_t>(n);
+  }
+  if (const char* v = getenv_fn("TSU_AM_MEDIUM_MAX")) {
+    if (!parse_size(v, cfg.am_medium_max)) return bad("TSU_AM_MEDIUM_MAX", v, "a size");
+  }
+  if (const char* v = getenv_fn("TSU_EAGER_MAX")) {
+    if (!parse_size(v, cfg.eager_max)) return bad("TSU_EAGER_MAX", v, "a size");
+  }
+  if (const char* v = getenv_fn("TSU_SCEAGER_MIN")) {
+    if (!parse_size(v, cfg.sceager_min)) return bad("TSU_SCEAGER_MIN", v, "a size");
+  }
+  if (const char* v = getenv_fn("TSU_SCEAGER")) {
+    if (!parse_bool(v, cfg.sceager)) return bad("TSU_SCEAGER", v, "0 or 1");
+  }
+  if (const char* v = getenv_fn("TSU_POSTED_SLOTS")) {
+    uint64_t n;
+    if (!parse_u64(v, n) || n < 1 || n > 4096) return bad("TSU_POSTED_SLOTS", v, "1..4096");
+    cfg.posted_slots = static_cast<uint32_t>(n);
+  }
+  // The ring slot bounds what one message carries.
+  const std::size_t slot_payload = cfg.shm_slot_size - 64;
+  if (cfg.am_medium_max > slot_payload) cfg.am_medium_max = slot_payload;
+  if (cfg.eager_max > slot_payload) cfg.eager_max = slot_payload;
   return TSU_OK;
 }
 
@@ -189,6 +229,13 @@ std::vector<std::pair<std::string, std::string>> config_describe(const Config& c
       {"TSU_LOG", levels[cfg.log_level]},
       {"TSU_STATS", cfg.stats ? "1" : "0"},
       {"TSU_NODE_ID", cfg.node_id.empty() ? "(host name)" : cfg.node_id},
+      {"TSU_SHM_RING_SLOTS", std::to_string(cfg.shm_ring_slots)},
+      {"TSU_SHM_SLOT_SIZE", std::to_string(cfg.shm_slot_size)},
+      {"TSU_AM_MEDIUM_MAX", std::to_string(cfg.am_medium_max)},
+      {"TSU_EAGER_MAX", std::to_string(cfg.eager_max)},
+      {"TSU_SCEAGER_MIN", std::to_string(cfg.sceager_min)},
+      {"TSU_SCEAGER", cfg.sceager ? "1" : "0"},
+      {"TSU_POSTED_SLOTS", std::to_string(cfg.posted_slots)},
   };
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -38,11 +39,23 @@ struct ControlBlock {
   int32_t wake_eventfd;  // the engine's eventfd (node peers duplicate it)
   uint32_t reserved;
   alignas(64) DoorbellShared doorbell;  // wakes this rank's progress engine
+  // Messaging (written by the owner before it publishes its bootstrap record,
+  // read by node peers when they connect): the receive ring node peers push
+  // messages into, and the area the layers above core share with node peers
+  // (the tagged layer's posted-receive queue).
+  alignas(64) int32_t msg_ring_fd;
+  uint32_t reserved2;
+  uint64_t msg_ring_size;
+  int32_t layer_area_fd;
+  uint32_t reserved3;
+  uint64_t layer_area_size;
   alignas(64) SegmentSlot slots[kMaxSegments];
 };
 
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "atomics must be address-free");
 static_assert(std::is_standard_layout_v<ControlBlock>);
 static_assert(sizeof(SegmentSlot) == 64, "one cache line per slot");
+static_assert(offsetof(ControlBlock, msg_ring_fd) % 64 == 0);
+static_assert(offsetof(ControlBlock, slots) % 64 == 0);
 
 }  // namespace tsu::core

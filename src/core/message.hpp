@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -45,26 +46,34 @@ using MessageHandlerFn = void (*)(void* ctx, uint32_t src_rank, const MessageHea
                                   const std::byte* payload) noexcept;
 
 // Dispatch table: an array index per message.  Entries are set during init or
-// collective registration, before any message for them can arrive.
+// collective registration, before any message for them can arrive.  `set` may
+// run in a user thread while the progress thread dispatches other ids: ctx is
+// written first and fn published with release (an acquire load in dispatch is a
+// plain load on x86).
 class MessageHandlerTable {
  public:
   void set(uint32_t id, MessageHandlerFn fn, void* ctx) noexcept {
-    if (id < kMaxHandlers) entries_[id] = Entry{fn, ctx};
+    if (id >= kMaxHandlers) return;
+    entries_[id].ctx.store(ctx, std::memory_order_relaxed);
+    entries_[id].fn.store(fn, std::memory_order_release);
   }
-  bool has(uint32_t id) const noexcept { return id < kMaxHandlers && entries_[id].fn; }
+  bool has(uint32_t id) const noexcept {
+    return id < kMaxHandlers && entries_[id].fn.load(std::memory_order_acquire);
+  }
   // False when nobody handles `header.handler` (the caller counts and drops it).
   bool dispatch(uint32_t src_rank, const MessageHeader& header,
                 const std::byte* payload) const noexcept {
     const Entry& e = entries_[header.handler];
-    if (!e.fn) return false;
-    e.fn(e.ctx, src_rank, header, payload);
+    const MessageHandlerFn fn = e.fn.load(std::memory_order_acquire);
+    if (!fn) return false;
+    fn(e.ctx.load(std::memory_order_relaxed), src_rank, header, payload);
     return true;
   }
 
  private:
   struct Entry {
-    MessageHandlerFn fn = nullptr;
-    void* ctx = nullptr;
+    std::atomic<MessageHandlerFn> fn{nullptr};
+    std::atomic<void*> ctx{nullptr};
   };
   std::array<Entry, kMaxHandlers> entries_{};
 };

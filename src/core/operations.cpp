@@ -76,6 +76,11 @@ tsu_status_t Runtime::execute_copy(const tsu_gaddr_t& dst, const tsu_gaddr_t& sr
   return copy_between(a_dst, a_src, len);
 }
 
+tsu_status_t Runtime::copy_access(const Access& dst, const Access& src,
+                                  std::size_t len) noexcept {
+  return len ? copy_between(dst, src, len) : TSU_OK;
+}
+
 tsu_status_t Runtime::execute_atomic(const tsu_gaddr_t& target, tsu_aop_t op, tsu_atype_t type,
                                      uint64_t operand, uint64_t compare, void* result) noexcept {
   transport::Transport* t = routes_[target.rank];

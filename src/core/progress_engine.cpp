@@ -122,13 +122,17 @@ std::size_t ProgressEngine::pass() noexcept {
     }
     work += n;
   }
-  // Transports: arrived messages, acknowledgements, timers.
+  // Transports: arrived messages, acknowledgements, timers.  Message handlers
+  // and layer work run in progress context (they must not block), also when
+  // tsu_progress() runs them in a user thread.
+  ProgressContextScope in_progress;
   if (handlers_) {
     std::size_t msgs = 0;
     for (auto* t : transports_) msgs += t->poll(*handlers_);
     if (msgs) bump(stats_.messages, msgs);
     work += msgs;
   }
+  for (auto* p : pollers_) work += p->poll();
   // Completer.
   // Completions are counted per issuing thread in runs: one atomic add per run
   // instead of one per request (the issuer polls that cache line in quiet).
@@ -162,6 +166,8 @@ void ProgressEngine::idle_sleep() noexcept {
   // Re-check after publishing "asleep" (doorbell.hpp, step 3).
   if (may_sleep && (ring_.has_claimed() || stop_.load(std::memory_order_seq_cst)))
     may_sleep = false;
+  for (auto* p : pollers_)
+    if (may_sleep && !p->idle()) may_sleep = false;
   unlock();
   if (may_sleep && timeout > 0) {
     bump(stats_.sleeps);

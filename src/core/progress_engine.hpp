@@ -58,6 +58,17 @@ bool in_progress_context() noexcept;
 // Runs a completion callback, marking the thread as in progress context.
 void run_callback(const tsu_cb_t& cb, tsu_status_t status) noexcept;
 
+// Work of the layers above core (active messages, tagged messages,
+// collectives) that is not a message arrival: sends queued behind a full ring.
+// Polled after the transports by whoever holds the consumer role.
+class Poller {
+ public:
+  virtual ~Poller() = default;
+  virtual std::size_t poll() noexcept = 0;
+  // False while work is pending (the engine then does not sleep).
+  virtual bool idle() const noexcept { return true; }
+};
+
 class ProgressEngine {
  public:
   static constexpr std::size_t kBatch = 32;
@@ -70,6 +81,7 @@ class ProgressEngine {
   // Before start(): transports to poll, and where their messages go.
   void add_transport(transport::Transport* t) { transports_.push_back(t); }
   void set_handlers(const MessageHandlerTable* handlers) { handlers_ = handlers; }
+  void add_poller(Poller* p) { pollers_.push_back(p); }
 
   tsu_status_t start(std::string& error);
   void stop();
@@ -110,6 +122,7 @@ class ProgressEngine {
   CommandRing<Command> ring_;
   CompletionTable completions_;
   std::vector<transport::Transport*> transports_;
+  std::vector<Poller*> pollers_;
   const MessageHandlerTable* handlers_ = nullptr;
   int epoll_fd_ = -1;
   EngineStats stats_;

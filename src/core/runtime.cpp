@@ -27,6 +27,13 @@ struct RankRecord {
 static_assert(sizeof(RankRecord) == 240);
 
 std::string rank_key(uint32_t r) { return "tsu.rank." + std::to_string(r); }
+
+// The layer area holds the tagged layer's posted-receive queue (one 256-byte
+// entry per TSU_POSTED_SLOTS) and one cache line per rank of the job for
+// per-sender counters (msg/posted_queue.hpp checks that it fits).
+std::size_t layer_area_bytes(const Config& cfg, uint32_t size) {
+  return 4096 + std::size_t{cfg.posted_slots} * 256 + std::size_t{size} * 64;
+}
 }  // namespace
 
 Runtime::Runtime(const Config& cfg, uint64_t epoch)
@@ -39,7 +46,8 @@ Runtime::~Runtime() {
 }
 
 tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
-                             std::unique_ptr<Runtime>& out, std::string& error) {
+                             std::unique_ptr<Runtime>& out, std::string& error,
+                             ExtensionFactory extension) {
   Config cfg;
   tsu_status_t st = config_from_env(cfg, [](const char* n) { return std::getenv(n); }, error);
   if (st == TSU_OK) st = config_apply_user(cfg, user_config, error);
@@ -59,9 +67,8 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
 
   st = rt->segments_.init(rt->rank_, cfg.segment_size, error);
   if (st != TSU_OK) return st;
-  st = rt->connect_peers(error);
-  if (st != TSU_OK) return st;
-
+  // The eventfd exists before the bootstrap record is published: node peers
+  // duplicate it when they connect (shm transport).
   rt->wake_eventfd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (rt->wake_eventfd_ < 0) {
     error = std::string("eventfd: ") + std::strerror(errno);
@@ -69,9 +76,21 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
   }
   ControlBlock* cb = rt->segments_.control_block();
   cb->wake_eventfd = rt->wake_eventfd_;
+  st = rt->connect_peers(error);
+  if (st != TSU_OK) return st;
+
   rt->engine_ = std::make_unique<ProgressEngine>(rt->cfg_, *rt,
                                                  Doorbell(&cb->doorbell, rt->wake_eventfd_));
   rt->engine_->set_handlers(&rt->handlers_);
+  // Message-capable transports are polled by the engine (self first).
+  for (transport::Transport* t : {static_cast<transport::Transport*>(&rt->self_),
+                                  static_cast<transport::Transport*>(&rt->shm_)})
+    if (t->capabilities() & transport::kCapMessages) rt->engine_->add_transport(t);
+  if (extension) {
+    rt->extension_ = extension(*rt, error);
+    if (!rt->extension_) return TSU_ERR_SYSTEM;
+    rt->engine_->add_poller(rt->extension_.get());
+  }
   st = rt->engine_->start(error);
   if (st != TSU_OK) return st;
   // Nobody touches a peer's memory before every rank has mapped everything.
@@ -98,7 +117,20 @@ tsu_status_t Runtime::connect_peers(std::string& error) {
     node = host;
   }
   std::snprintf(mine.node, sizeof mine.node, "%s", node.c_str());
-  tsu_status_t st = boot_->put(rank_key(rank_), std::as_bytes(std::span(&mine, 1)));
+  // This rank's receive ring and layer area (and the self transport's queue)
+  // exist before peers can learn about them from the bootstrap record.
+  ControlBlock* cb = segments_.control_block();
+  tsu_status_t st = shm_.init(size_, rank_, cb, cfg_.shm_ring_slots, cfg_.shm_slot_size,
+                              layer_area_bytes(cfg_, size_), error);
+  if (st != TSU_OK) return st;
+  std::size_t area_size = 0;
+  std::byte* area = shm_.local_layer_area(area_size);
+  if (!self_.init_messages(rank_, cfg_.shm_ring_slots, cfg_.shm_slot_size,
+                           Doorbell(&cb->doorbell, wake_eventfd_), area, area_size)) {
+    error = "cannot allocate the self message queue";
+    return TSU_ERR_NO_MEMORY;
+  }
+  st = boot_->put(rank_key(rank_), std::as_bytes(std::span(&mine, 1)));
   if (st != TSU_OK) {
     error = "bootstrap put failed";
     return st;
@@ -128,14 +160,16 @@ tsu_status_t Runtime::connect_peers(std::string& error) {
   }
   node_count_ = static_cast<uint32_t>(node_ids.size());
 
-  shm_.init(size_);
   routes_.assign(size_, nullptr);
+  msg_routes_.assign(size_, nullptr);
   routes_[rank_] = &self_;
+  msg_routes_[rank_] = &self_;
   for (uint32_t r = 0; r < size_; ++r) {
     if (r == rank_ || node_of_[r] != node_of_[rank_]) continue;
     st = shm_.add_peer(r, all[r].pid, all[r].control_fd, error);
     if (st != TSU_OK) return st;
     routes_[r] = &shm_;
+    msg_routes_[r] = &shm_;
   }
   return TSU_OK;
 }
@@ -161,6 +195,9 @@ tsu_status_t Runtime::finalize(std::string& error) {
     if (!pending) break;
     if (!engine_->progress()) backoff.pause();
   }
+  // The layers' queued sends leave before we tell peers we are done.
+  while (extension_ && !extension_->quiescent())
+    if (!engine_->progress()) backoff.pause();
   // Peers may still be reading or writing our memory until they get here.
   tsu_status_t st = boot_->barrier();
   if (st != TSU_OK) error = "bootstrap barrier at finalize failed";

@@ -21,11 +21,25 @@
 
 namespace tsu::core {
 
+class Runtime;
+
+// The layers above core (am, msg, coll) as one object the runtime owns: made
+// by a factory during init (after the transports, before the progress engine
+// starts and before the init barrier, so their handlers are registered before
+// any peer can send), polled by the engine, destroyed after it stops.
+class Extension : public Poller {
+ public:
+  // False while the layers still have work to finish before finalize.
+  virtual bool quiescent() const noexcept { return idle(); }
+};
+using ExtensionFactory = std::unique_ptr<Extension> (*)(Runtime& rt, std::string& error);
+
 class Runtime final : public CommandExecutor {
  public:
   // Collective.  On failure returns an error with the reason in `error`.
   static tsu_status_t create(const tsu_config_t* user_config, uint64_t epoch,
-                             std::unique_ptr<Runtime>& out, std::string& error);
+                             std::unique_ptr<Runtime>& out, std::string& error,
+                             ExtensionFactory extension = nullptr);
   ~Runtime() override;
 
   // Collective: completes everything in flight, waits for all ranks, tears down.
@@ -35,11 +49,21 @@ class Runtime final : public CommandExecutor {
   tsu_status_t execute(const Command& cmd, uint32_t completion_id) noexcept override;
   tsu_status_t execute_copy(const tsu_gaddr_t& dst, const tsu_gaddr_t& src,
                             std::size_t len) noexcept;
+  // Copies between two resolved ranges (plain memcpy or Cross Memory Attach).
+  tsu_status_t copy_access(const transport::Access& dst, const transport::Access& src,
+                           std::size_t len) noexcept;
   tsu_status_t execute_atomic(const tsu_gaddr_t& target, tsu_aop_t op, tsu_atype_t type,
                               uint64_t operand, uint64_t compare, void* result) noexcept;
 
   // The transport for `rank`, or nullptr when none reaches it.
   transport::Transport* route(uint32_t rank) const noexcept { return routes_[rank]; }
+  // The transport that carries messages to `rank` (kCapMessages), or nullptr.
+  transport::Transport* message_route(uint32_t rank) const noexcept {
+    return msg_routes_[rank];
+  }
+  // This rank's layer area (see Transport::peer_layer_area).
+  std::byte* layer_area(std::size_t& size) const noexcept { return shm_.local_layer_area(size); }
+  Extension* extension() const noexcept { return extension_.get(); }
 
   // Blocks until the calling thread has no request in flight.
   tsu_status_t quiet(ThreadContext& tc) noexcept;
@@ -73,9 +97,11 @@ class Runtime final : public CommandExecutor {
   transport::SelfTransport self_;
   transport::ShmTransport shm_;
   std::vector<transport::Transport*> routes_;
+  std::vector<transport::Transport*> msg_routes_;
   ThreadRegistry threads_;
   MessageHandlerTable handlers_;
   int wake_eventfd_ = -1;
+  std::unique_ptr<Extension> extension_;  // destroyed after engine_ (declared before it)
   std::unique_ptr<ProgressEngine> engine_;
 };
 

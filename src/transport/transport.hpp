@@ -50,6 +50,24 @@ class Transport {
     return TSU_ERR_UNSUPPORTED;
   }
 
+  // Any memory of `rank`'s process by its address there (the tagged layer's
+  // rendezvous reads a sender's buffer by pointer).  Memory transports answer
+  // with Cross Memory Attach (or kDirect for the caller itself); others say
+  // TSU_ERR_UNSUPPORTED and the layer above falls back to a message protocol.
+  virtual tsu_status_t resolve_process_memory(uint32_t rank, uint64_t addr, std::size_t len,
+                                              Access& out) noexcept {
+    (void)rank, (void)addr, (void)len, (void)out;
+    return TSU_ERR_UNSUPPORTED;
+  }
+
+  // The layer area of `rank` (a shared region each rank creates at init for
+  // the layers above core: the tagged layer's posted-receive queue) mapped in
+  // this process, or nullptr where the transport cannot map it (network).
+  virtual std::byte* peer_layer_area(uint32_t rank, std::size_t& size) noexcept {
+    (void)rank, (void)size;
+    return nullptr;
+  }
+
   // ---- Messages (kCapMessages) ----------------------------------------------
   // Largest payload send_message accepts (larger ones are the caller's to split).
   virtual std::size_t max_message_payload() const noexcept { return 0; }

@@ -115,7 +115,9 @@ TEST(ShmTransport, ResolvesPeerSegmentsAgainstOwnerTable) {
   ASSERT_EQ(owner.register_memory(user.data(), user.size(), reg, error), TSU_OK);
 
   tsu::transport::ShmTransport shm;
-  shm.init(2);
+  // Publishes the transport's own receive ring and layer area in the owner's
+  // control block, so add_peer maps them back through /proc/self/fd.
+  ASSERT_EQ(shm.init(2, 0, owner.control_block(), 8, 128, 4096, error), TSU_OK) << error;
   ASSERT_EQ(shm.add_peer(1, getpid(), owner.control_block_fd(), error), TSU_OK) << error;
   EXPECT_TRUE(shm.reaches(1));
   EXPECT_FALSE(shm.reaches(0));

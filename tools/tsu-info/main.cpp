@@ -37,11 +37,23 @@ int main(int argc, char** argv) {
   std::string error;
   const tsu_status_t st =
       tsu::core::config_from_env(cfg, [](const char* n) { return std::getenv(n); }, error);
+  std::printf("messaging limits (with this configuration):\n");
+  std::printf("  AM handler ids             0..%u; %u arguments of 64 bits\n", TSU_AM_MAX_HANDLER,
+              TSU_AM_MAX_ARGS);
+  std::printf("  max medium AM payload      %zu B (TSU_AM_MEDIUM_MAX, at most TSU_SHM_SLOT_SIZE-64)\n",
+              cfg.am_medium_max);
+  std::printf("  long AM / rendezvous       any length (RMA into shared segments, or CMA)\n");
+  std::printf("  tagged eager up to         %zu B (TSU_EAGER_MAX); rendezvous above\n",
+              cfg.eager_max);
+  std::printf("  single-copy eager          %s, from %zu B (TSU_SCEAGER, TSU_SCEAGER_MIN)\n",
+              cfg.sceager ? "on" : "off", cfg.sceager_min);
+  std::printf("  message ring per rank      %u slots x %u B (TSU_SHM_RING_SLOTS, TSU_SHM_SLOT_SIZE)\n\n",
+              cfg.shm_ring_slots, cfg.shm_slot_size);
   std::printf("configuration (effective value, default, meaning):\n");
   const auto values = tsu::core::config_describe(cfg);
   const auto& vars = tsu::core::config_vars();
   for (std::size_t i = 0; i < vars.size(); ++i)
-    std::printf("  %-17s %-12s [default %s] %s\n", vars[i].env, values[i].second.c_str(),
+    std::printf("  %-18s %-12s [default %s] %s\n", vars[i].env, values[i].second.c_str(),
                 vars[i].default_value, vars[i].help);
   if (st != TSU_OK) {
     std::fprintf(stderr, "\ntsu-info: %s\n", error.c_str());

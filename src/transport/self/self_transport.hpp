@@ -1,8 +1,15 @@
-// The calling rank itself: its own segment table, plain pointers.
+// The calling rank itself: its own segment table, plain pointers, and a local
+// message queue so that a message to oneself runs its handler in progress
+// context like any other (never inline in the sender).
 // The smallest transport; the reference for writing a new one.
 #pragma once
 
+#include <cstdlib>
+#include <new>
+
+#include "core/doorbell.hpp"
 #include "core/segment_table.hpp"
+#include "transport/shm/msg_ring.hpp"
 #include "transport/transport.hpp"
 
 namespace tsu::transport {
@@ -10,17 +17,73 @@ namespace tsu::transport {
 class SelfTransport final : public Transport {
  public:
   explicit SelfTransport(const core::SegmentTable& segments) : segments_(segments) {}
+  ~SelfTransport() override { std::free(ring_mem_); }
+  SelfTransport(const SelfTransport&) = delete;
+  SelfTransport& operator=(const SelfTransport&) = delete;
+
   const char* name() const noexcept override { return "self"; }
-  uint32_t capabilities() const noexcept override { return kCapMemoryAccess; }
+  uint32_t capabilities() const noexcept override {
+    return kCapMemoryAccess | (ring_.valid() ? kCapMessages : 0u);
+  }
   tsu_status_t resolve(const tsu_gaddr_t& addr, std::size_t len, Access& out) noexcept override {
     std::byte* p;
     const tsu_status_t st = segments_.translate(addr.seg, addr.offset, len, p);
     if (st == TSU_OK) out = Access{Access::kDirect, p, 0, 0};
     return st;
   }
+  tsu_status_t resolve_process_memory(uint32_t, uint64_t addr, std::size_t,
+                                      Access& out) noexcept override {
+    out = Access{Access::kDirect, reinterpret_cast<std::byte*>(addr), 0, 0};
+    return TSU_OK;
+  }
+  std::byte* peer_layer_area(uint32_t, std::size_t& size) noexcept override {
+    size = area_size_;
+    return area_;
+  }
+
+  // Messages: a private ring (same code as the shared one) and the rank's own
+  // doorbell, rung when the engine sleeps.  `area` is the rank's layer area.
+  bool init_messages(uint32_t my_rank, uint32_t slots, uint32_t slot_size, core::Doorbell doorbell,
+                     std::byte* area, std::size_t area_size) noexcept {
+    ring_mem_ = std::aligned_alloc(MsgRing::kAlign, MsgRing::bytes_for(slots, slot_size));
+    if (!ring_mem_) return false;
+    ring_ = MsgRing::format(ring_mem_, slots, slot_size);
+    my_rank_ = my_rank;
+    doorbell_ = doorbell;
+    area_ = area;
+    area_size_ = area_size;
+    return true;
+  }
+  std::size_t max_message_payload() const noexcept override { return ring_.max_payload(); }
+  tsu_status_t send_message(uint32_t, const core::MessageHeader& header,
+                            const void* payload) noexcept override {
+    if (header.payload_len > ring_.max_payload()) return TSU_ERR_INVALID_ARG;
+    switch (ring_.try_push(my_rank_, header, payload)) {
+      case MsgRing::Push::kFull: return TSU_EAGAIN;
+      case MsgRing::Push::kPushedAsleep: doorbell_.ring(); return TSU_OK;
+      case MsgRing::Push::kPushed: break;
+    }
+    return TSU_OK;
+  }
+  std::size_t poll(const core::MessageHandlerTable& handlers) noexcept override {
+    if (!ring_.valid()) return 0;
+    return ring_.drain(32, [&](uint32_t src, const core::MessageHeader& h, const std::byte* p) {
+      handlers.dispatch(src, h, p);
+    });
+  }
+  bool prepare_sleep() noexcept override { return !ring_.valid() || ring_.prepare_sleep(); }
+  void end_sleep() noexcept override {
+    if (ring_.valid()) ring_.end_sleep();
+  }
 
  private:
   const core::SegmentTable& segments_;
+  void* ring_mem_ = nullptr;
+  MsgRing ring_;
+  uint32_t my_rank_ = 0;
+  core::Doorbell doorbell_;
+  std::byte* area_ = nullptr;
+  std::size_t area_size_ = 0;
 };
 
 }  // namespace tsu::transport

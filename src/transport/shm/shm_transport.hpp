@@ -1,6 +1,13 @@
 // Node peers: every rank's control block and main segment are mapped at init;
 // other shared segments are mapped on first use; registered (non-shared) user
 // memory is reached with Cross Memory Attach (process_vm_readv/writev).
+//
+// Messages (kCapMessages): each rank creates ONE receive ring in shared memory
+// (per receiver, not per pair: docs/messaging.md says why) and publishes it in
+// its control block; node peers map it at connect time and push into it
+// (msg_ring.hpp).  A sender that finds the receiver asleep rings the
+// receiver's doorbell, built from the receiver's control block and a duplicate
+// of its wake eventfd (pidfd_open + pidfd_getfd).
 #pragma once
 
 #include <sys/types.h>
@@ -12,6 +19,9 @@
 #include <vector>
 
 #include "core/control_block.hpp"
+#include "core/doorbell.hpp"
+#include "core/shared_memory.hpp"
+#include "transport/shm/msg_ring.hpp"
 #include "transport/transport.hpp"
 
 namespace tsu::transport {
@@ -22,13 +32,16 @@ class ShmTransport final : public Transport {
   ~ShmTransport() override;
 
   const char* name() const noexcept override { return "shm"; }
-  uint32_t capabilities() const noexcept override { return kCapMemoryAccess; }
+  uint32_t capabilities() const noexcept override { return kCapMemoryAccess | kCapMessages; }
 
   // Sizes the peer table for a job of `size` ranks (entries stay empty until
-  // add_peer; only node peers get one).
-  void init(uint32_t size);
+  // add_peer; only node peers get one), creates this rank's receive ring and
+  // layer area and publishes them in `cb`.  Before the bootstrap record is put.
+  tsu_status_t init(uint32_t size, uint32_t my_rank, core::ControlBlock* cb, uint32_t ring_slots,
+                    uint32_t slot_size, std::size_t layer_area_bytes, std::string& error);
 
-  // Maps a node peer's control block and main segment.
+  // Maps a node peer's control block, main segment, receive ring and layer
+  // area, and duplicates its wake eventfd.
   tsu_status_t add_peer(uint32_t rank, pid_t pid, int control_fd, std::string& error);
 
   bool reaches(uint32_t rank) const noexcept {
@@ -36,18 +49,50 @@ class ShmTransport final : public Transport {
   }
 
   tsu_status_t resolve(const tsu_gaddr_t& addr, std::size_t len, Access& out) noexcept override;
+  tsu_status_t resolve_process_memory(uint32_t rank, uint64_t addr, std::size_t len,
+                                      Access& out) noexcept override;
+  std::byte* peer_layer_area(uint32_t rank, std::size_t& size) noexcept override;
+
+  std::size_t max_message_payload() const noexcept override { return max_payload_; }
+  tsu_status_t send_message(uint32_t dst, const core::MessageHeader& header,
+                            const void* payload) noexcept override;
+  std::size_t poll(const core::MessageHandlerTable& handlers) noexcept override;
+  bool prepare_sleep() noexcept override { return my_ring_.prepare_sleep(); }
+  void end_sleep() noexcept override { my_ring_.end_sleep(); }
+
+  // This rank's own layer area (the owner's view of what peers map).
+  std::byte* local_layer_area(std::size_t& size) const noexcept {
+    size = area_region_.size;
+    return static_cast<std::byte*>(area_region_.base);
+  }
+
+  // Messages dropped because no handler was registered (should stay 0).
+  uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
 
  private:
   struct Peer {
     pid_t pid = 0;
-    const core::ControlBlock* cb = nullptr;
+    core::ControlBlock* cb = nullptr;
     std::atomic<std::byte*> bases[core::kMaxSegments] = {};
     std::size_t mapped_size[core::kMaxSegments] = {};  // guarded by map_mu
     std::mutex map_mu;  // first-use mapping of a segment
+    void* ring_mem = nullptr;
+    std::size_t ring_size = 0;
+    MsgRing ring;       // the peer's receive ring (we are one of its producers)
+    std::byte* area = nullptr;
+    std::size_t area_size = 0;
+    int eventfd = -1;   // duplicate of the peer's wake eventfd (or -1)
+    core::Doorbell doorbell;
   };
   std::byte* map_segment(Peer& peer, uint32_t seg, const core::SegmentSlot& slot) noexcept;
 
   std::vector<std::unique_ptr<Peer>> peers_;
+  uint32_t my_rank_ = 0;
+  std::size_t max_payload_ = 0;
+  core::SharedRegion ring_region_;
+  core::SharedRegion area_region_;
+  MsgRing my_ring_;
+  std::atomic<uint64_t> dropped_{0};
 };
 
 }  // namespace tsu::transport

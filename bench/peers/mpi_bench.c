@@ -1,0 +1,120 @@
+/* Open MPI peer benchmark for docs/benchmarks-messaging.md: the same
+ * pingpong (plain and with the next receive pre-posted, as in seed 004's
+ * modified osu_latency) and collective latencies as tsu-bench-msg.
+ *   mpirun --allow-run-as-root --oversubscribe -np 2 tsu-peers-mpi pingpong [--prepost]
+ *   mpirun ... -np N tsu-peers-mpi coll */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int iters_for(size_t size) { return size <= 4096 ? 4000 : size <= 65536 ? 1000 : 200; }
+
+static void pin(int rank, const char *cpus) {
+  if (!cpus) return;
+  int a = -1, b = -1;
+  if (sscanf(cpus, "%d,%d", &a, &b) < 1) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(rank == 0 || b < 0 ? a : b, &set);
+  sched_setaffinity(0, sizeof set, &set);
+}
+
+static void pingpong(int me, int prepost, size_t maxb) {
+  char *s = malloc(maxb + 1), *r = malloc(maxb + 1);
+  memset(s, 1, maxb + 1);
+  if (me == 0) printf("# Open MPI pingpong %s (half round trip, us; median and best of 5)\n%10s %10s %10s\n", prepost ? "pre-posted" : "plain", "bytes", "median", "best");
+  for (size_t size = 1; size <= maxb; size *= 2) {
+    int reps = 5, iters = iters_for(size) / reps, warm = iters / 5 + 10, peer = me ^ 1;
+    if (iters < 20) iters = 20;
+    int total = warm + reps * iters;
+    double t0 = 0, rl[5];
+    int nr = 0;
+    MPI_Request req;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (prepost) MPI_Irecv(r, (int)size, MPI_CHAR, peer, 1, MPI_COMM_WORLD, &req);
+    for (int i = 0; i < total; ++i) {
+      if (i >= warm && (i - warm) % iters == 0) t0 = MPI_Wtime();
+      if (!prepost) {
+        if (me == 0) {
+          MPI_Send(s, (int)size, MPI_CHAR, peer, 1, MPI_COMM_WORLD);
+          MPI_Recv(r, (int)size, MPI_CHAR, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+          MPI_Recv(r, (int)size, MPI_CHAR, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+          MPI_Send(s, (int)size, MPI_CHAR, peer, 1, MPI_COMM_WORLD);
+        }
+      } else {
+        if (me == 0) {
+          MPI_Send(s, (int)size, MPI_CHAR, peer, 1, MPI_COMM_WORLD);
+          MPI_Wait(&req, MPI_STATUS_IGNORE);
+          if (i + 1 < total) MPI_Irecv(r, (int)size, MPI_CHAR, peer, 1, MPI_COMM_WORLD, &req);
+        } else {
+          MPI_Wait(&req, MPI_STATUS_IGNORE);
+          if (i + 1 < total) MPI_Irecv(r, (int)size, MPI_CHAR, peer, 1, MPI_COMM_WORLD, &req);
+          MPI_Send(s, (int)size, MPI_CHAR, peer, 1, MPI_COMM_WORLD);
+        }
+      }
+      if (i >= warm && (i - warm) % iters == iters - 1) rl[nr++] = (MPI_Wtime() - t0) * 1e6 / iters / 2;
+    }
+    for (int a = 0; a < nr; ++a)
+      for (int b = a + 1; b < nr; ++b)
+        if (rl[b] < rl[a]) { double t = rl[a]; rl[a] = rl[b]; rl[b] = t; }
+    double lat = rl[nr / 2], best = rl[0];
+    if (me == 0) printf("%10zu %10.3f %10.3f\n", size, lat, best);
+    fflush(stdout);
+  }
+  free(s);
+  free(r);
+}
+
+static void coll(int me, int n, size_t maxb) {
+  double *a = malloc(maxb + 8), *b = malloc(maxb + 8);
+  char *g = malloc(maxb * (size_t)n + 1);
+  for (size_t i = 0; i < maxb / 8 + 1; ++i) a[i] = 1.0;
+  for (int kind = 0; kind < 4; ++kind) {
+    for (size_t bytes = kind == 0 ? 0 : 8; bytes <= (kind == 0 ? 0 : maxb); bytes = kind == 0 ? 1 : bytes * 8) {
+      int iters = bytes <= 4096 ? 2000 : bytes <= 65536 ? 300 : 50;
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = 0;
+      for (int i = 0; i < iters + 20; ++i) {
+        if (i == 20) t0 = MPI_Wtime();
+        if (kind == 0) MPI_Barrier(MPI_COMM_WORLD);
+        if (kind == 1) MPI_Allreduce(a, b, (int)(bytes / 8), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        if (kind == 2) MPI_Bcast(a, (int)bytes, MPI_CHAR, 0, MPI_COMM_WORLD);
+        if (kind == 3) MPI_Allgather(a, (int)bytes, MPI_CHAR, g, (int)bytes, MPI_CHAR, MPI_COMM_WORLD);
+      }
+      double us = (MPI_Wtime() - t0) * 1e6 / iters, worst;
+      MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      static const char *names[] = {"barrier", "allreduce", "broadcast", "allgather"};
+      if (me == 0) printf("%-10s %3d ranks %10zu B %10.3f us (Open MPI)\n", names[kind], n, bytes, worst);
+      fflush(stdout);
+      if (kind == 0) break;
+    }
+  }
+  free(a);
+  free(b);
+  free(g);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int me, n;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const char *cmd = argc > 1 ? argv[1] : "pingpong";
+  int prepost = 0;
+  size_t maxb = 1u << 20;
+  const char *cpus = NULL;
+  for (int i = 2; i < argc; ++i) {
+    if (!strcmp(argv[i], "--prepost")) prepost = 1;
+    else if (!strcmp(argv[i], "--max") && i + 1 < argc) maxb = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--cpus") && i + 1 < argc) cpus = argv[++i];
+  }
+  pin(me, cpus);
+  if (!strcmp(cmd, "pingpong") && n >= 2) pingpong(me, prepost, maxb);
+  else if (!strcmp(cmd, "coll")) coll(me, n, maxb);
+  MPI_Finalize();
+  return 0;
+}

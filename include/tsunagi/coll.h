@@ -1,0 +1,77 @@
+/*
+ * tsunagi collectives and teams (C11).  Included by tsunagi.h; compiles alone.
+ *
+ * Collectives are non-blocking: tsu_try_* starts one and returns; its callback
+ * runs exactly once when this rank's part is done (results written).  They
+ * never say TSU_EAGAIN (messages wait in the layer when queues are full).
+ * Every member of a team starts the team's collectives in the same order, one
+ * thread at a time per team (as in MPI); several may be in flight at once.
+ * Buffers must stay valid until the callback.  Algorithms are logarithmic in
+ * the team size: dissemination barrier, binomial broadcast/reduce/gather,
+ * recursive doubling allreduce, Bruck allgather; alltoall is direct.
+ * A team of one completes inside the call.
+ */
+#ifndef TSUNAGI_COLL_H
+#define TSUNAGI_COLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tsunagi/tsunagi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef uint32_t tsu_team_t;
+#define TSU_TEAM_WORLD ((tsu_team_t)0)       /* every rank of the job          */
+#define TSU_TEAM_NULL ((tsu_team_t)UINT32_MAX) /* "not a member" (split color<0) */
+
+typedef enum {
+  TSU_DT_INT8 = 0, TSU_DT_UINT8 = 1, TSU_DT_INT16 = 2, TSU_DT_UINT16 = 3,
+  TSU_DT_INT32 = 4, TSU_DT_UINT32 = 5, TSU_DT_INT64 = 6, TSU_DT_UINT64 = 7,
+  TSU_DT_FLOAT = 8, TSU_DT_DOUBLE = 9
+} tsu_dtype_t;
+
+typedef enum {
+  TSU_OP_SUM = 0, TSU_OP_PROD = 1, TSU_OP_MIN = 2, TSU_OP_MAX = 3,
+  TSU_OP_BAND = 4, /* integer types only */
+  TSU_OP_BOR = 5   /* integer types only */
+} tsu_op_t;
+
+/* Collective over `parent`, blocking (drives progress; not from a handler or
+ * callback): members with the same color >= 0 form a new team, ordered by
+ * key, then by parent rank.  color < 0: *out = TSU_TEAM_NULL. */
+TSU_API tsu_status_t tsu_team_split(tsu_team_t parent, int32_t color, uint32_t key,
+                                    tsu_team_t *out);
+/* Local: forgets a team (no collective of it may be in flight). */
+TSU_API tsu_status_t tsu_team_free(tsu_team_t team);
+TSU_API tsu_status_t tsu_team_rank(tsu_team_t team, uint32_t *rank);
+TSU_API tsu_status_t tsu_team_size(tsu_team_t team, uint32_t *size);
+/* The job rank of the team's member `team_rank`. */
+TSU_API tsu_status_t tsu_team_job_rank(tsu_team_t team, uint32_t team_rank, uint32_t *rank);
+
+TSU_API tsu_status_t tsu_try_barrier(tsu_team_t team, tsu_cb_t cb);
+/* root's buf[0, bytes) to every member's buf. */
+TSU_API tsu_status_t tsu_try_broadcast(tsu_team_t team, void *buf, size_t bytes, uint32_t root,
+                                       tsu_cb_t cb);
+/* dst (root only; may equal src) = op over all members' src[0, count). */
+TSU_API tsu_status_t tsu_try_reduce(tsu_team_t team, const void *src, void *dst, size_t count,
+                                    tsu_dtype_t type, tsu_op_t op, uint32_t root, tsu_cb_t cb);
+/* Every member's dst = op over all members' src (bit-identical everywhere). */
+TSU_API tsu_status_t tsu_try_allreduce(tsu_team_t team, const void *src, void *dst, size_t count,
+                                       tsu_dtype_t type, tsu_op_t op, tsu_cb_t cb);
+/* root's dst[i*bytes, +bytes) = member i's src[0, bytes). */
+TSU_API tsu_status_t tsu_try_gather(tsu_team_t team, const void *src, void *dst, size_t bytes,
+                                    uint32_t root, tsu_cb_t cb);
+TSU_API tsu_status_t tsu_try_allgather(tsu_team_t team, const void *src, void *dst, size_t bytes,
+                                       tsu_cb_t cb);
+/* dst[i*bytes, +bytes) on member j = src[j*bytes, +bytes) of member i. */
+TSU_API tsu_status_t tsu_try_alltoall(tsu_team_t team, const void *src, void *dst, size_t bytes,
+                                      tsu_cb_t cb);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TSUNAGI_COLL_H */

@@ -1,0 +1,504 @@
+#include "coll/coll_layer.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <type_traits>
+
+#include "am/am_layer.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "core/progress_engine.hpp"
+#include "core/runtime.hpp"
+#include "util/backoff.hpp"
+
+namespace tsu::coll {
+
+using core::MessageHeader;
+
+// Wire format of kHandlerCollData: args[0] team context, [1] op sequence,
+// [2] round << 32 | sender's team rank, [3] byte offset; payload = fragment.
+namespace {
+
+constexpr uint64_t kWorldContext = 1;
+// Rounds of the allreduce fold-in/out (recursive doubling uses the mask).
+constexpr uint32_t kFoldIn = 1u << 30;
+constexpr uint32_t kFoldOut = (1u << 30) + 1;
+
+uint64_t mix(uint64_t x) noexcept {  // splitmix64 finalizer
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+std::size_t dtype_size(tsu_dtype_t t) noexcept {
+  switch (t) {
+    case TSU_DT_INT8: case TSU_DT_UINT8: return 1;
+    case TSU_DT_INT16: case TSU_DT_UINT16: return 2;
+    case TSU_DT_INT32: case TSU_DT_UINT32: case TSU_DT_FLOAT: return 4;
+    case TSU_DT_INT64: case TSU_DT_UINT64: case TSU_DT_DOUBLE: return 8;
+  }
+  return 0;
+}
+
+template <typename T>
+void combine_typed(tsu_op_t op, std::byte* acc, const std::byte* other, std::size_t count) noexcept {
+  for (std::size_t i = 0; i < count; ++i) {
+    T a, b;
+    std::memcpy(&a, acc + i * sizeof(T), sizeof(T));
+    std::memcpy(&b, other + i * sizeof(T), sizeof(T));
+    T r = a;
+    switch (op) {
+      case TSU_OP_SUM: r = static_cast<T>(a + b); break;
+      case TSU_OP_PROD: r = static_cast<T>(a * b); break;
+      case TSU_OP_MIN: r = b < a ? b : a; break;
+      case TSU_OP_MAX: r = a < b ? b : a; break;
+      case TSU_OP_BAND:
+        if constexpr (std::is_integral_v<T>) r = static_cast<T>(a & b);
+        break;
+      case TSU_OP_BOR:
+        if constexpr (std::is_integral_v<T>) r = static_cast<T>(a | b);
+        break;
+    }
+    std::memcpy(acc + i * sizeof(T), &r, sizeof(T));
+  }
+}
+
+// acc = acc op other, element-wise.
+void combine(tsu_dtype_t t, tsu_op_t op, std::byte* acc, const std::byte* other,
+             std::size_t count) noexcept {
+  switch (t) {
+    case TSU_DT_INT8: combine_typed<int8_t>(op, acc, other, count); break;
+    case TSU_DT_UINT8: combine_typed<uint8_t>(op, acc, other, count); break;
+    case TSU_DT_INT16: combine_typed<int16_t>(op, acc, other, count); break;
+    case TSU_DT_UINT16: combine_typed<uint16_t>(op, acc, other, count); break;
+    case TSU_DT_INT32: combine_typed<int32_t>(op, acc, other, count); break;
+    case TSU_DT_UINT32: combine_typed<uint32_t>(op, acc, other, count); break;
+    case TSU_DT_INT64: combine_typed<int64_t>(op, acc, other, count); break;
+    case TSU_DT_UINT64: combine_typed<uint64_t>(op, acc, other, count); break;
+    case TSU_DT_FLOAT: combine_typed<float>(op, acc, other, count); break;
+    case TSU_DT_DOUBLE: combine_typed<double>(op, acc, other, count); break;
+  }
+}
+
+}  // namespace
+
+CollLayer::CollLayer(core::Runtime& rt, am::AmLayer& am) : rt_(rt), am_(am) {
+  auto world = std::make_unique<Team>();
+  world->ctx = kWorldContext;
+  world->members.resize(rt.size());
+  for (uint32_t r = 0; r < rt.size(); ++r) world->members[r] = r;
+  world->me = rt.rank();
+  teams_.push_back(std::move(world));
+  rt.handlers().set(kHandlerCollData, on_data, this);
+}
+
+CollLayer::~CollLayer() = default;
+
+CollLayer::Team* CollLayer::team(tsu_team_t t) noexcept {
+  return t < teams_.size() ? teams_[t].get() : nullptr;
+}
+
+// ---- Engine ---------------------------------------------------------------------
+
+void CollLayer::send_data(Op& op, const Send& s) noexcept {
+  const uint32_t dst = op.team->members[s.dst];
+  const std::size_t max = std::max<std::size_t>(am_.max_payload(dst), 1);
+  MessageHeader h{};
+  h.handler = kHandlerCollData;
+  h.args[0] = op.team->ctx;
+  h.args[1] = op.seq;
+  h.args[2] = (uint64_t{s.round} << 32) | op.team->me;
+  std::size_t off = 0;
+  do {
+    const std::size_t n = std::min(max, s.len - off);
+    h.args[3] = off;
+    h.payload_len = static_cast<uint32_t>(n);
+    const tsu_status_t st = am_.send_or_queue(dst, h, s.data + off);
+    if (st != TSU_OK) TSU_LOG_ERROR("collective message to rank %u failed: %s", dst, tsu_strerror(st));
+    off += n;
+  } while (off < s.len);
+}
+
+bool CollLayer::advance(Op& op) noexcept {
+  while (op.cur < op.steps.size()) {
+    Step& s = op.steps[op.cur];
+    if (!op.started) {
+      op.started = true;
+      for (const Send& snd : s.sends) send_data(op, snd);
+      for (Recv& r : s.recvs) {
+        auto it = stash_.find(StashKey{op.team->ctx, op.seq, r.round, r.src});
+        if (it == stash_.end()) continue;
+        const std::size_t n = std::min(it->second.data.size(), r.len);
+        if (n) std::memcpy(r.buf, it->second.data.data(), n);
+        r.got += it->second.got;
+        r.any = true;
+        stash_.erase(it);
+      }
+    }
+    for (const Recv& r : s.recvs)
+      if (!r.any || r.got < r.len) return false;
+    if (s.post) s.post();
+    ++op.cur;
+    op.started = false;
+  }
+  if (op.finish) op.finish();
+  return true;
+}
+
+void CollLayer::on_data(void* ctx, uint32_t, const MessageHeader& h,
+                        const std::byte* payload) noexcept {
+  auto* self = static_cast<CollLayer*>(ctx);
+  const uint64_t tctx = h.args[0], seq = h.args[1];
+  const auto round = static_cast<uint32_t>(h.args[2] >> 32);
+  const auto src = static_cast<uint32_t>(h.args[2] & 0xffffffffu);
+  const std::size_t off = h.args[3], n = h.payload_len;
+  tsu_cb_t done{};
+  bool finished = false;
+  {
+    std::lock_guard lock(self->mu_);
+    auto it = self->active_.find(OpKey{tctx, seq});
+    Recv* target = nullptr;
+    if (it != self->active_.end() && it->second->started)
+      for (Recv& r : it->second->steps[it->second->cur].recvs)
+        if (r.src == src && r.round == round) target = &r;
+    if (target) {
+      if (off < target->len && n) std::memcpy(target->buf + off, payload, std::min(n, target->len - off));
+      target->got += n;
+      target->any = true;
+      if (self->advance(*it->second)) {
+        done = it->second->cb;
+        finished = true;
+        self->active_.erase(it);
+      }
+    } else {
+      Stash& s = self->stash_[StashKey{tctx, seq, round, src}];
+      if (s.data.size() < off + n) s.data.resize(off + n);
+      if (n) std::memcpy(s.data.data() + off, payload, n);
+      s.got += n;
+    }
+  }
+  if (finished) core::run_callback(done, TSU_OK);
+}
+
+tsu_status_t CollLayer::start(std::unique_ptr<Op> op) noexcept {
+  tsu_cb_t cb{};
+  bool finished = false;
+  {
+    std::lock_guard lock(mu_);
+    op->seq = op->team->next_seq++;
+    Op& ref = *op;
+    if (advance(ref)) {
+      cb = ref.cb;
+      finished = true;
+    } else {
+      active_.emplace(OpKey{ref.team->ctx, ref.seq}, std::move(op));
+    }
+  }
+  if (finished) core::run_callback(cb, TSU_OK);
+  return TSU_OK;
+}
+
+// ---- Teams ----------------------------------------------------------------------
+
+tsu_status_t CollLayer::wait_blocking(const std::function<tsu_status_t(tsu_cb_t)>& start_fn) noexcept {
+  std::atomic<bool> done{false};
+  const tsu_status_t st = start_fn(tsu_cb(
+      [](tsu_status_t, void* a) { static_cast<std::atomic<bool>*>(a)->store(true, std::memory_order_release); },
+      &done));
+  if (st != TSU_OK) return st;
+  util::Backoff backoff;
+  while (!done.load(std::memory_order_acquire)) {
+    if (rt_.engine().progress()) {
+      backoff.reset();
+    } else {
+      backoff.pause();
+    }
+  }
+  return TSU_OK;
+}
+
+tsu_status_t CollLayer::split(tsu_team_t parent, int32_t color, uint32_t key,
+                              tsu_team_t& out) noexcept {
+  uint32_t n = 0, me = 0;
+  uint64_t ctx = 0;
+  {
+    std::lock_guard lock(mu_);
+    Team* p = team(parent);
+    if (!p) return core::fail(TSU_ERR_INVALID_ARG, "tsu_team_split: team %u is not valid", parent);
+    n = static_cast<uint32_t>(p->members.size());
+    me = p->me;
+    ctx = mix(p->ctx ^ mix(++p->splits));
+  }
+  struct Entry {
+    int32_t color;
+    uint32_t key;
+  };
+  const Entry mine{color, key};
+  std::vector<Entry> all(n);
+  tsu_status_t st = wait_blocking([&](tsu_cb_t cb) {
+    return gather("tsu_team_split", parent, &mine, all.data(), sizeof(Entry), -1, cb);
+  });
+  if (st != TSU_OK) return st;
+  (void)me;
+  if (color < 0) {
+    out = TSU_TEAM_NULL;
+    return TSU_OK;
+  }
+  std::vector<std::pair<uint32_t, uint32_t>> order;  // (key, parent rank)
+  for (uint32_t r = 0; r < n; ++r)
+    if (all[r].color == color) order.emplace_back(all[r].key, r);
+  std::sort(order.begin(), order.end());
+  auto t = std::make_unique<Team>();
+  t->ctx = mix(ctx ^ static_cast<uint32_t>(color));
+  std::lock_guard lock(mu_);
+  Team* p = team(parent);
+  for (const auto& [k, r] : order) {
+    if (r == p->me) t->me = static_cast<uint32_t>(t->members.size());
+    t->members.push_back(p->members[r]);
+  }
+  teams_.push_back(std::move(t));
+  out = static_cast<tsu_team_t>(teams_.size() - 1);
+  return TSU_OK;
+}
+
+tsu_status_t CollLayer::free_team(tsu_team_t t) noexcept {
+  std::lock_guard lock(mu_);
+  if (t == TSU_TEAM_WORLD || !team(t))
+    return core::fail(TSU_ERR_INVALID_ARG, "tsu_team_free: team %u cannot be freed", t);
+  teams_[t].reset();
+  return TSU_OK;
+}
+
+tsu_status_t CollLayer::team_info(tsu_team_t t, uint32_t* rank, uint32_t* size) noexcept {
+  std::lock_guard lock(mu_);
+  Team* tm = team(t);
+  if (!tm) return core::fail(TSU_ERR_INVALID_ARG, "team %u is not valid", t);
+  if (rank) *rank = tm->me;
+  if (size) *size = static_cast<uint32_t>(tm->members.size());
+  return TSU_OK;
+}
+
+tsu_status_t CollLayer::team_job_rank(tsu_team_t t, uint32_t team_rank, uint32_t& out) noexcept {
+  std::lock_guard lock(mu_);
+  Team* tm = team(t);
+  if (!tm) return core::fail(TSU_ERR_INVALID_ARG, "tsu_team_job_rank: team %u is not valid", t);
+  if (team_rank >= tm->members.size())
+    return core::fail(TSU_ERR_BAD_RANK, "tsu_team_job_rank: rank %u >= team size %zu", team_rank,
+                      tm->members.size());
+  out = tm->members[team_rank];
+  return TSU_OK;
+}
+
+// ---- Collectives ------------------------------------------------------------------
+
+#define TSU_COLL_TEAM(fn)                                                                \
+  Team* tm;                                                                              \
+  {                                                                                      \
+    std::lock_guard lock(mu_);                                                           \
+    tm = team(team_id);                                                                  \
+  }                                                                                      \
+  if (!tm) return core::fail(TSU_ERR_INVALID_ARG, "%s: team %u is not valid", fn, team_id); \
+  const uint32_t n = static_cast<uint32_t>(tm->members.size()), me = tm->me;             \
+  auto op = std::make_unique<Op>();                                                      \
+  op->team = tm;                                                                         \
+  op->cb = cb
+
+tsu_status_t CollLayer::barrier(tsu_team_t team_id, const tsu_cb_t& cb) noexcept {
+  TSU_COLL_TEAM("tsu_try_barrier");
+  // Dissemination: round k talks to +-2^k.
+  for (uint32_t dist = 1, round = 0; dist < n; dist <<= 1, ++round) {
+    Step s;
+    s.sends.push_back(Send{(me + dist) % n, nullptr, 0, round});
+    s.recvs.push_back(Recv{(me + n - dist) % n, nullptr, 0, round});
+    op->steps.push_back(std::move(s));
+  }
+  return start(std::move(op));
+}
+
+tsu_status_t CollLayer::broadcast(tsu_team_t team_id, void* buf, std::size_t bytes, uint32_t root,
+                                  const tsu_cb_t& cb) noexcept {
+  if (bytes && !buf) return core::fail(TSU_ERR_NULL_POINTER, "tsu_try_broadcast: buf is NULL");
+  TSU_COLL_TEAM("tsu_try_broadcast");
+  if (root >= n) return core::fail(TSU_ERR_BAD_RANK, "tsu_try_broadcast: root %u >= team size %u", root, n);
+  auto* p = static_cast<std::byte*>(buf);
+  const uint32_t vr = (me + n - root) % n;
+  auto abs = [&](uint32_t v) { return (v + root) % n; };
+  uint32_t mask = 1;
+  while (mask < n) {  // binomial tree: receive from the parent
+    if (vr & mask) {
+      Step s;
+      s.recvs.push_back(Recv{abs(vr - mask), p, bytes, 0});
+      op->steps.push_back(std::move(s));
+      break;
+    }
+    mask <<= 1;
+  }
+  Step fwd;
+  for (mask >>= 1; mask > 0; mask >>= 1)
+    if (vr + mask < n) fwd.sends.push_back(Send{abs(vr + mask), p, bytes, 0});
+  op->steps.push_back(std::move(fwd));
+  return start(std::move(op));
+}
+
+tsu_status_t CollLayer::reduce(const char* fn, tsu_team_t team_id, const void* src, void* dst,
+                               std::size_t count, tsu_dtype_t type, tsu_op_t rop, int64_t root,
+                               const tsu_cb_t& cb) noexcept {
+  const std::size_t es = dtype_size(type);
+  if (!es) return core::fail(TSU_ERR_INVALID_ARG, "%s: unknown type %d", fn, static_cast<int>(type));
+  if (rop < TSU_OP_SUM || rop > TSU_OP_BOR)
+    return core::fail(TSU_ERR_INVALID_ARG, "%s: unknown op %d", fn, static_cast<int>(rop));
+  if ((rop == TSU_OP_BAND || rop == TSU_OP_BOR) && (type == TSU_DT_FLOAT || type == TSU_DT_DOUBLE))
+    return core::fail(TSU_ERR_INVALID_ARG, "%s: bitwise ops need an integer type", fn);
+  TSU_COLL_TEAM(fn);
+  const bool all = root < 0;
+  if (!all && root >= n) return core::fail(TSU_ERR_BAD_RANK, "%s: root %lld >= team size %u", fn, static_cast<long long>(root), n);
+  const bool is_root = all || static_cast<uint32_t>(root) == me;
+  if (count && (!src || (is_root && !dst)))
+    return core::fail(TSU_ERR_NULL_POINTER, "%s: src or dst is NULL", fn);
+  const std::size_t bytes = count * es;
+  Op* o = op.get();
+  // The accumulator: dst where this rank gets the result, else op-owned.
+  o->tmp.resize(bytes);
+  o->tmp2.resize(bytes);
+  std::byte* acc = is_root ? static_cast<std::byte*>(dst) : o->tmp.data();
+  std::byte* in = o->tmp2.data();
+  if (bytes && acc != src) std::memmove(acc, src, bytes);
+  auto fold = [=] { combine(type, rop, acc, in, count); };
+  if (!all) {
+    // Binomial tree towards the root.
+    const auto r = static_cast<uint32_t>(root);
+    const uint32_t vr = (me + n - r) % n;
+    auto abs = [&](uint32_t v) { return (v + r) % n; };
+    for (uint32_t mask = 1; mask < n; mask <<= 1) {
+      Step s;
+      if (vr & mask) {
+        s.sends.push_back(Send{abs(vr - mask), acc, bytes, mask});
+        op->steps.push_back(std::move(s));
+        break;
+      }
+      if (vr + mask < n) {
+        s.recvs.push_back(Recv{abs(vr + mask), in, bytes, mask});
+        s.post = fold;
+        op->steps.push_back(std::move(s));
+      }
+    }
+    return start(std::move(op));
+  }
+  // Allreduce: recursive doubling; the ranks beyond the largest power of two
+  // fold into a partner first and get the result from it at the end.
+  uint32_t p2 = 1;
+  while (p2 * 2 <= n) p2 *= 2;
+  const uint32_t rem = n - p2;
+  int64_t newr;
+  if (me < 2 * rem) {
+    Step s;
+    if (me % 2 == 0) {
+      s.sends.push_back(Send{me + 1, acc, bytes, kFoldIn});
+      newr = -1;
+    } else {
+      s.recvs.push_back(Recv{me - 1, in, bytes, kFoldIn});
+      s.post = fold;
+      newr = me / 2;
+    }
+    op->steps.push_back(std::move(s));
+  } else {
+    newr = me - rem;
+  }
+  if (newr >= 0) {
+    for (uint32_t mask = 1; mask < p2; mask <<= 1) {
+      const uint32_t pn = static_cast<uint32_t>(newr) ^ mask;
+      const uint32_t partner = pn < rem ? pn * 2 + 1 : pn + rem;
+      Step s;
+      s.sends.push_back(Send{partner, acc, bytes, mask});
+      s.recvs.push_back(Recv{partner, in, bytes, mask});
+      s.post = fold;
+      op->steps.push_back(std::move(s));
+    }
+  }
+  if (me < 2 * rem) {
+    Step s;
+    if (me % 2 == 1) s.sends.push_back(Send{me - 1, acc, bytes, kFoldOut});
+    else s.recvs.push_back(Recv{me + 1, acc, bytes, kFoldOut});
+    op->steps.push_back(std::move(s));
+  }
+  return start(std::move(op));
+}
+
+tsu_status_t CollLayer::gather(const char* fn, tsu_team_t team_id, const void* src, void* dst,
+                               std::size_t bytes, int64_t root, const tsu_cb_t& cb) noexcept {
+  TSU_COLL_TEAM(fn);
+  const bool all = root < 0;
+  if (!all && root >= n) return core::fail(TSU_ERR_BAD_RANK, "%s: root %lld >= team size %u", fn, static_cast<long long>(root), n);
+  const bool is_root = all || static_cast<uint32_t>(root) == me;
+  if (bytes && (!src || (is_root && !dst)))
+    return core::fail(TSU_ERR_NULL_POINTER, "%s: src or dst is NULL", fn);
+  Op* o = op.get();
+  o->tmp.resize(std::size_t{n} * bytes);
+  std::byte* tmp = o->tmp.data();
+  if (bytes) std::memcpy(tmp, src, bytes);
+  auto* out = static_cast<std::byte*>(dst);
+  if (all) {
+    // Bruck: after the round with distance d, tmp holds blocks me .. me+2d-1.
+    for (uint32_t dist = 1; dist < n; dist <<= 1) {
+      const uint32_t cnt = std::min(dist, n - dist);
+      Step s;
+      s.sends.push_back(Send{(me + n - dist) % n, tmp, cnt * bytes, dist});
+      s.recvs.push_back(Recv{(me + dist) % n, tmp + std::size_t{dist} * bytes, cnt * bytes, dist});
+      op->steps.push_back(std::move(s));
+    }
+    o->finish = [=] {
+      for (uint32_t i = 0; i < n; ++i)
+        if (bytes) std::memcpy(out + std::size_t{(me + i) % n} * bytes, tmp + std::size_t{i} * bytes, bytes);
+    };
+    return start(std::move(op));
+  }
+  // Binomial gather: a subtree's blocks travel together, in relative order.
+  const auto r = static_cast<uint32_t>(root);
+  const uint32_t vr = (me + n - r) % n;
+  auto abs = [&](uint32_t v) { return (v + r) % n; };
+  std::size_t have = 1;
+  for (uint32_t mask = 1; mask < n; mask <<= 1) {
+    Step s;
+    if (vr & mask) {
+      s.sends.push_back(Send{abs(vr - mask), tmp, have * bytes, mask});
+      op->steps.push_back(std::move(s));
+      break;
+    }
+    if (vr + mask < n) {
+      const uint32_t cnt = std::min(mask, n - vr - mask);
+      s.recvs.push_back(Recv{abs(vr + mask), tmp + std::size_t{mask} * bytes, cnt * bytes, mask});
+      have += cnt;
+      op->steps.push_back(std::move(s));
+    }
+  }
+  if (is_root)
+    o->finish = [=] {
+      for (uint32_t i = 0; i < n; ++i)
+        if (bytes) std::memcpy(out + std::size_t{(i + r) % n} * bytes, tmp + std::size_t{i} * bytes, bytes);
+    };
+  return start(std::move(op));
+}
+
+tsu_status_t CollLayer::alltoall(tsu_team_t team_id, const void* src, void* dst, std::size_t bytes,
+                                 const tsu_cb_t& cb) noexcept {
+  if (bytes && (!src || !dst))
+    return core::fail(TSU_ERR_NULL_POINTER, "tsu_try_alltoall: src or dst is NULL");
+  TSU_COLL_TEAM("tsu_try_alltoall");
+  const auto* in = static_cast<const std::byte*>(src);
+  auto* out = static_cast<std::byte*>(dst);
+  Step s;
+  for (uint32_t k = 1; k < n; ++k) {  // staggered so not everyone hits rank 0 first
+    const uint32_t to = (me + k) % n, from = (me + n - k) % n;
+    s.sends.push_back(Send{to, in + std::size_t{to} * bytes, bytes, 0});
+    s.recvs.push_back(Recv{from, out + std::size_t{from} * bytes, bytes, 0});
+  }
+  if (bytes) std::memmove(out + std::size_t{me} * bytes, in + std::size_t{me} * bytes, bytes);
+  op->steps.push_back(std::move(s));
+  return start(std::move(op));
+}
+
+#undef TSU_COLL_TEAM
+
+}  // namespace tsu::coll

@@ -1,0 +1,120 @@
+// Collectives and teams over the AM layer's send path.  Every collective is a
+// schedule: a list of steps, each with sends (issued when the step starts),
+// receives (filled as fragments arrive) and a local action (combine, copy)
+// run when its receives are complete.  Messages name (team context, op
+// sequence, round, source); messages that arrive before their op or step has
+// started wait in a stash.  One mutex guards the layer's state (collectives
+// are not the small-message fast path); callbacks run outside it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "core/message.hpp"
+#include "tsunagi/tsunagi.h"
+
+namespace tsu::core {
+class Runtime;
+}
+namespace tsu::am {
+class AmLayer;
+}
+
+namespace tsu::coll {
+
+inline constexpr uint16_t kHandlerCollData = core::kHandlerCollFirst + 0;
+
+class CollLayer {
+ public:
+  CollLayer(core::Runtime& rt, am::AmLayer& am);
+  ~CollLayer();
+  CollLayer(const CollLayer&) = delete;
+  CollLayer& operator=(const CollLayer&) = delete;
+
+  tsu_status_t split(tsu_team_t parent, int32_t color, uint32_t key, tsu_team_t& out) noexcept;
+  tsu_status_t free_team(tsu_team_t team) noexcept;
+  tsu_status_t team_info(tsu_team_t team, uint32_t* rank, uint32_t* size) noexcept;
+  tsu_status_t team_job_rank(tsu_team_t team, uint32_t team_rank, uint32_t& out) noexcept;
+
+  tsu_status_t barrier(tsu_team_t team, const tsu_cb_t& cb) noexcept;
+  tsu_status_t broadcast(tsu_team_t team, void* buf, std::size_t bytes, uint32_t root,
+                         const tsu_cb_t& cb) noexcept;
+  tsu_status_t reduce(const char* fn, tsu_team_t team, const void* src, void* dst,
+                      std::size_t count, tsu_dtype_t type, tsu_op_t op, int64_t root,
+                      const tsu_cb_t& cb) noexcept;  // root -1: allreduce
+  tsu_status_t gather(const char* fn, tsu_team_t team, const void* src, void* dst,
+                      std::size_t bytes, int64_t root, const tsu_cb_t& cb) noexcept;  // -1: all
+  tsu_status_t alltoall(tsu_team_t team, const void* src, void* dst, std::size_t bytes,
+                        const tsu_cb_t& cb) noexcept;
+
+ private:
+  struct Team {
+    uint64_t ctx;                  // same on every member
+    std::vector<uint32_t> members;  // job ranks by team rank
+    uint32_t me;                   // my team rank
+    uint64_t next_seq = 0;         // collectives started on this team
+    uint64_t splits = 0;           // splits of this team (context derivation)
+  };
+  // Messages are matched by (source, round): the round is chosen by the
+  // algorithm so that sender and receiver agree on it (their step indices
+  // may differ, e.g. ranks that fold in before recursive doubling).
+  struct Send {
+    uint32_t dst;  // team rank
+    const std::byte* data;
+    std::size_t len;
+    uint32_t round;
+  };
+  struct Recv {
+    uint32_t src;  // team rank
+    std::byte* buf;
+    std::size_t len;
+    uint32_t round;
+    std::size_t got = 0;
+    bool any = false;  // a message arrived (zero-length receives)
+  };
+  struct Step {
+    std::vector<Send> sends;
+    std::vector<Recv> recvs;
+    std::function<void()> post;
+  };
+  struct Op {
+    Team* team = nullptr;
+    uint64_t seq = 0;
+    std::vector<Step> steps;
+    std::size_t cur = 0;
+    bool started = false;
+    tsu_cb_t cb{};
+    std::vector<std::byte> tmp, tmp2;  // op-owned buffers (sized before steps are built)
+    std::function<void()> finish;      // after the last step
+  };
+  using OpKey = std::pair<uint64_t, uint64_t>;                    // ctx, seq
+  using StashKey = std::tuple<uint64_t, uint64_t, uint32_t, uint32_t>;  // ctx, seq, round, src
+  struct Stash {
+    std::vector<std::byte> data;
+    std::size_t got = 0;
+  };
+
+  static void on_data(void* ctx, uint32_t src, const core::MessageHeader& h,
+                      const std::byte* payload) noexcept;
+  Team* team(tsu_team_t t) noexcept;  // mu_ held or setup
+  // Starts `op` (assigns its sequence number); runs callbacks of what completed.
+  tsu_status_t start(std::unique_ptr<Op> op) noexcept;
+  // mu_ held: runs steps while their receives are complete; true when done.
+  bool advance(Op& op) noexcept;
+  void send_data(Op& op, const Send& s) noexcept;
+  tsu_status_t wait_blocking(const std::function<tsu_status_t(tsu_cb_t)>& start_fn) noexcept;
+
+  core::Runtime& rt_;
+  am::AmLayer& am_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Team>> teams_;      // handle = index; null when freed
+  std::map<OpKey, std::unique_ptr<Op>> active_;   // mu_
+  std::map<StashKey, Stash> stash_;               // mu_
+};
+
+}  // namespace tsu::coll

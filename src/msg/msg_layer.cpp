@@ -1,0 +1,468 @@
+#include "msg/msg_layer.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "am/am_layer.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "core/progress_engine.hpp"
+#include "core/runtime.hpp"
+#include "transport/transport.hpp"
+
+namespace tsu::msg {
+
+using core::MessageHeader;
+using transport::Access;
+
+// Wire formats (MessageHeader):
+//   eager   args[0] tag; payload = data
+//   rts     args[0] tag, [1] length, [2] sender address, [3] sender cookie;
+//           flags bit 0: the address is an offset in the sender's shared
+//           segment flags>>8 (else a pointer in the sender's process)
+//   fin     args[0] cookie, [1] status (receiver -> sender, rendezvous done)
+//   scdone  args[0] entry, [1] generation (sender -> receiver: single-copy
+//           eager filled that posted receive)
+namespace {
+constexpr uint16_t kRtsShared = 1;
+}
+
+struct MsgLayer::Local {
+  uint64_t id;
+  uint32_t src;
+  uint64_t tag, mask;
+  void* buf;
+  std::size_t cap;
+  tsu_msg_status_t* status;
+  tsu_cb_t cb;
+  int32_t seg;
+  uint64_t offset;
+};
+
+struct MsgLayer::Unexpected {
+  uint32_t src;
+  uint64_t tag;
+  std::size_t len;
+  bool rndv;
+  uint16_t flags;
+  uint64_t addr, cookie;
+  std::vector<std::byte> data;
+};
+
+// Travels as a cookie through the receiver and back in its FIN.  The
+// happens-before from the sending thread to the thread that runs the FIN goes
+// through another process, which ThreadSanitizer cannot see: `armed` states it
+// (a release store by the sender, an acquire load by the FIN handler).
+struct MsgLayer::SendReq {
+  tsu_cb_t cb;
+  std::atomic<uint32_t> armed{0};
+};
+
+MsgLayer::MsgLayer(core::Runtime& rt, am::AmLayer& am)
+    : rt_(rt),
+      am_(am),
+      eager_max_(rt.config().eager_max),
+      sceager_min_(rt.config().sceager_min),
+      sceager_(rt.config().sceager),
+      sent_(new std::atomic<uint64_t>[rt.size()]) {
+  for (uint32_t r = 0; r < rt.size(); ++r) sent_[r].store(0, std::memory_order_relaxed);
+  std::size_t area_size = 0;
+  std::byte* area = rt.layer_area(area_size);
+  uint32_t capacity = rt.config().posted_slots;
+  while (capacity && PostedQueue::bytes_for(capacity, rt.size()) > area_size) capacity /= 2;
+  if (area && capacity) {
+    mine_ = PostedQueue(area, capacity, rt.size());
+    mine_.format(capacity);
+    slots_.resize(capacity);
+    for (uint32_t i = capacity; i-- > 0;) free_slots_.push_back(static_cast<uint16_t>(i));
+  }
+  rt.handlers().set(kHandlerMsgEager, on_eager, this);
+  rt.handlers().set(kHandlerMsgRts, on_rts, this);
+  rt.handlers().set(kHandlerMsgFin, on_fin, this);
+  rt.handlers().set(kHandlerMsgScDone, on_sc_done, this);
+}
+
+MsgLayer::~MsgLayer() = default;
+
+// ---- Sender -------------------------------------------------------------------
+
+bool MsgLayer::try_single_copy(uint32_t dst, uint64_t tag, const void* buf, std::size_t len,
+                               bool& busy) noexcept {
+  transport::Transport* mem = rt_.route(dst);
+  std::size_t area_size = 0;
+  std::byte* area = mem ? mem->peer_layer_area(dst, area_size) : nullptr;
+  if (!area) return false;
+  const uint32_t capacity = reinterpret_cast<const PostedHeader*>(area)->capacity;
+  if (!capacity || PostedQueue::bytes_for(capacity, rt_.size()) > area_size) return false;
+  PostedQueue q(area, capacity, rt_.size());
+  if (!q.valid()) return false;
+  if (!q.try_lock()) {
+    busy = true;
+    return false;
+  }
+  const uint32_t me = rt_.rank();
+  bool done = false;
+  uint32_t slot = 0, gen = 0;
+  // Only when none of our earlier messages to dst is still in flight.
+  if (q.processed(me).load(std::memory_order_acquire) ==
+      sent_[dst].load(std::memory_order_seq_cst)) {
+    for (uint32_t i = 0; i < q.count(); ++i) {
+      PostedEntry& e = q.entry(q.order(i));
+      if (!tag_matches(e.src, e.tag, e.mask, me, tag)) continue;
+      // The earliest match decides: usable or not, nothing later may take it.
+      Access a;
+      if (e.seg >= 0 && len <= e.cap &&
+          mem->resolve(tsu_gaddr(dst, static_cast<uint32_t>(e.seg), e.offset), len, a) ==
+              TSU_OK &&
+          a.kind == Access::kDirect) {
+        if (len) std::memcpy(a.ptr, buf, len);
+        e.r_src = me;
+        e.r_status = TSU_OK;
+        e.r_tag = tag;
+        e.r_len = len;
+        e.state = kEntryDone;
+        slot = q.order(i);
+        gen = e.gen;
+        q.remove_at(i);
+        done = true;
+      }
+      break;
+    }
+  }
+  q.unlock();
+  if (!done) return false;
+  MessageHeader h{};
+  h.handler = kHandlerMsgScDone;
+  h.args[0] = slot;
+  h.args[1] = gen;
+  const tsu_status_t st = am_.send_or_queue(dst, h, nullptr);
+  if (st != TSU_OK) TSU_LOG_ERROR("single-copy notice to rank %u failed: %s", dst, tsu_strerror(st));
+  return true;
+}
+
+tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::size_t len,
+                            const tsu_cb_t& cb) noexcept {
+  if (dst >= rt_.size())
+    return core::fail(TSU_ERR_BAD_RANK, "tsu_try_send: rank %u >= job size %u", dst, rt_.size());
+  if (len && !buf) return core::fail(TSU_ERR_NULL_POINTER, "tsu_try_send: buf is NULL");
+  if (!rt_.message_route(dst))
+    return core::fail(TSU_ERR_UNREACHABLE, "tsu_try_send: no transport reaches rank %u", dst);
+  const std::size_t eager_limit = std::min(eager_max_, am_.max_payload(dst));
+  if (len <= eager_limit) {
+    if (sceager_ && len >= sceager_min_) {
+      bool busy = false;
+      if (try_single_copy(dst, tag, buf, len, busy)) {
+        counters_.sceager.fetch_add(1, std::memory_order_relaxed);
+        core::run_callback(cb, TSU_OK);
+        return TSU_OK;
+      }
+      (busy ? counters_.busy : counters_.miss).fetch_add(1, std::memory_order_relaxed);
+    }
+    MessageHeader h{};
+    h.handler = kHandlerMsgEager;
+    h.args[0] = tag;
+    h.payload_len = static_cast<uint32_t>(len);
+    // Counted before the push (and uncounted if refused): processed[me] at
+    // the receiver never exceeds sent_[dst], so equality means nothing of
+    // ours to dst is in flight (try_single_copy), whatever other threads do.
+    sent_[dst].fetch_add(1, std::memory_order_seq_cst);
+    const tsu_status_t st = am_.try_send(dst, h, buf);
+    if (st != TSU_OK) {
+      sent_[dst].fetch_sub(1, std::memory_order_relaxed);
+      return st;
+    }
+    counters_.eager.fetch_add(1, std::memory_order_relaxed);
+    core::run_callback(cb, TSU_OK);
+    return TSU_OK;
+  }
+  // Rendezvous: the receiver copies from our buffer, then says FIN.
+  auto* req = new (std::nothrow) SendReq{cb};
+  if (!req) return core::fail(TSU_ERR_NO_MEMORY, "tsu_try_send: out of memory");
+  req->armed.store(1, std::memory_order_release);
+  MessageHeader h{};
+  h.handler = kHandlerMsgRts;
+  h.args[0] = tag;
+  h.args[1] = len;
+  h.args[2] = reinterpret_cast<uint64_t>(buf);
+  h.args[3] = reinterpret_cast<uint64_t>(req);
+  tsu_seg_t seg;
+  uint64_t offset;
+  std::byte* p;
+  uint32_t state = 0;
+  if (rt_.segments().find(buf, seg, offset) &&
+      rt_.segments().translate(seg, offset, len, p, &state) == TSU_OK &&
+      state == core::kSegmentShared && seg < 256) {
+    h.flags = static_cast<uint16_t>(kRtsShared | (seg << 8));
+    h.args[2] = offset;
+  }
+  sent_[dst].fetch_add(1, std::memory_order_seq_cst);  // before the push, as for eager
+  const tsu_status_t st = am_.try_send(dst, h, nullptr);
+  if (st != TSU_OK) {
+    sent_[dst].fetch_sub(1, std::memory_order_relaxed);
+    delete req;
+    return st;
+  }
+  counters_.rndv.fetch_add(1, std::memory_order_relaxed);
+  return TSU_OK;
+}
+
+void MsgLayer::on_fin(void*, uint32_t, const MessageHeader& h, const std::byte*) noexcept {
+  std::unique_ptr<SendReq> req(reinterpret_cast<SendReq*>(h.args[0]));
+  if (req->armed.load(std::memory_order_acquire) != 1)
+    TSU_LOG_ERROR("rendezvous FIN for a request that is not armed");
+  core::run_callback(req->cb, static_cast<tsu_status_t>(static_cast<int64_t>(h.args[1])));
+}
+
+// ---- Receiver -----------------------------------------------------------------
+
+void MsgLayer::free_entry(uint32_t slot) noexcept {
+  mine_.entry(slot).state = kEntryFree;
+  slots_[slot].reset();
+  free_slots_.push_back(static_cast<uint16_t>(slot));
+  // Keep "every shared entry was posted before every overflow one".
+  while (!overflow_.empty() && !free_slots_.empty()) {
+    const uint16_t s = free_slots_.back();
+    free_slots_.pop_back();
+    std::unique_ptr<Local> l = std::move(overflow_.front());
+    overflow_.pop_front();
+    PostedEntry& e = mine_.entry(s);
+    e.state = kEntryPosted;
+    e.src = l->src;
+    e.tag = l->tag;
+    e.mask = l->mask;
+    e.cap = l->cap;
+    e.seg = l->seg;
+    e.offset = l->offset;
+    ++e.gen;
+    slots_[s] = std::move(l);
+    mine_.append(s);
+  }
+}
+
+std::unique_ptr<MsgLayer::Local> MsgLayer::take_posted(uint32_t src, uint64_t tag) noexcept {
+  if (mine_.valid()) {
+    for (uint32_t i = 0; i < mine_.count(); ++i) {
+      const uint16_t s = mine_.order(i);
+      PostedEntry& e = mine_.entry(s);
+      if (!tag_matches(e.src, e.tag, e.mask, src, tag)) continue;
+      mine_.remove_at(i);
+      std::unique_ptr<Local> l = std::move(slots_[s]);
+      free_entry(s);
+      return l;
+    }
+  }
+  for (auto it = overflow_.begin(); it != overflow_.end(); ++it)
+    if (tag_matches((*it)->src, (*it)->tag, (*it)->mask, src, tag)) {
+      std::unique_ptr<Local> l = std::move(*it);
+      overflow_.erase(it);
+      return l;
+    }
+  return nullptr;
+}
+
+void MsgLayer::complete(Local& l, uint32_t src, uint64_t tag, std::size_t len,
+                        tsu_status_t st) noexcept {
+  if (l.status) *l.status = tsu_msg_status_t{src, st, tag, len};
+  core::run_callback(l.cb, st);
+}
+
+void MsgLayer::pull(Local& l, uint32_t src, uint64_t tag, std::size_t len, uint16_t flags,
+                    uint64_t addr, uint64_t cookie) noexcept {
+  const std::size_t n = std::min(len, l.cap);
+  transport::Transport* mem = rt_.route(src);
+  Access from;
+  tsu_status_t st = TSU_ERR_UNSUPPORTED;
+  if (mem)
+    st = (flags & kRtsShared)
+             ? mem->resolve(tsu_gaddr(src, static_cast<uint32_t>(flags >> 8), addr), n, from)
+             : mem->resolve_process_memory(src, addr, n, from);
+  if (st == TSU_OK && n)
+    st = rt_.copy_access(Access{Access::kDirect, static_cast<std::byte*>(l.buf), 0, 0}, from, n);
+  MessageHeader fin{};
+  fin.handler = kHandlerMsgFin;
+  fin.args[0] = cookie;
+  fin.args[1] = static_cast<uint64_t>(static_cast<int64_t>(st));
+  const tsu_status_t fst = am_.send_or_queue(src, fin, nullptr);
+  if (fst != TSU_OK) TSU_LOG_ERROR("rendezvous FIN to rank %u failed: %s", src, tsu_strerror(fst));
+  if (st != TSU_OK)
+    TSU_LOG_WARN("rendezvous copy from rank %u failed: %s", src, tsu_strerror(st));
+  complete(l, src, tag, len, st != TSU_OK ? st : (len > l.cap ? TSU_ERR_TRUNCATED : TSU_OK));
+}
+
+void MsgLayer::on_eager(void* ctx, uint32_t src, const MessageHeader& h,
+                        const std::byte* payload) noexcept {
+  auto* self = static_cast<MsgLayer*>(ctx);
+  const uint64_t tag = h.args[0];
+  const std::size_t len = h.payload_len;
+  self->mine_.lock();
+  std::unique_ptr<Local> l = self->take_posted(src, tag);
+  if (!l) {
+    auto u = std::unique_ptr<Unexpected>(new Unexpected{src, tag, len, false, 0, 0, 0, {}});
+    u->data.assign(payload, payload + len);
+    self->unexpected_.push_back(std::move(u));
+    self->counters_.unexpected.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (self->mine_.valid()) self->mine_.processed(src).fetch_add(1, std::memory_order_release);
+  self->mine_.unlock();
+  if (!l) return;
+  const std::size_t n = std::min(len, l->cap);
+  if (n) std::memcpy(l->buf, payload, n);
+  self->complete(*l, src, tag, len, len > l->cap ? TSU_ERR_TRUNCATED : TSU_OK);
+}
+
+void MsgLayer::on_rts(void* ctx, uint32_t src, const MessageHeader& h, const std::byte*) noexcept {
+  auto* self = static_cast<MsgLayer*>(ctx);
+  const uint64_t tag = h.args[0];
+  self->mine_.lock();
+  std::unique_ptr<Local> l = self->take_posted(src, tag);
+  if (!l) {
+    self->unexpected_.push_back(std::unique_ptr<Unexpected>(
+        new Unexpected{src, tag, h.args[1], true, h.flags, h.args[2], h.args[3], {}}));
+    self->counters_.unexpected.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (self->mine_.valid()) self->mine_.processed(src).fetch_add(1, std::memory_order_release);
+  self->mine_.unlock();
+  if (l) self->pull(*l, src, tag, h.args[1], h.flags, h.args[2], h.args[3]);
+}
+
+void MsgLayer::on_sc_done(void* ctx, uint32_t, const MessageHeader& h, const std::byte*) noexcept {
+  auto* self = static_cast<MsgLayer*>(ctx);
+  const auto slot = static_cast<uint32_t>(h.args[0]);
+  self->mine_.lock();
+  PostedEntry& e = self->mine_.entry(slot);
+  if (e.state != kEntryDone || e.gen != static_cast<uint32_t>(h.args[1])) {
+    self->mine_.unlock();
+    TSU_LOG_ERROR("single-copy notice for entry %u does not match", slot);
+    return;
+  }
+  const uint32_t src = e.r_src;
+  const tsu_status_t st = e.r_status;
+  const uint64_t tag = e.r_tag, len = e.r_len;
+  std::unique_ptr<Local> l = std::move(self->slots_[slot]);
+  self->free_entry(slot);
+  self->mine_.unlock();
+  if (l) self->complete(*l, src, tag, len, st);
+}
+
+tsu_status_t MsgLayer::recv(uint32_t src, uint64_t tag, uint64_t mask, void* buf, std::size_t cap,
+                            tsu_msg_status_t* status, const tsu_cb_t& cb,
+                            tsu_recv_t* handle) noexcept {
+  if (cap && !buf) return core::fail(TSU_ERR_NULL_POINTER, "tsu_try_recv: buf is NULL");
+  if (src != TSU_ANY_SOURCE && src >= rt_.size())
+    return core::fail(TSU_ERR_BAD_RANK, "tsu_try_recv: rank %u >= job size %u", src, rt_.size());
+  auto l = std::unique_ptr<Local>(
+      new (std::nothrow) Local{0, src, tag, mask, buf, cap, status, cb, -1, 0});
+  if (!l) return core::fail(TSU_ERR_NO_MEMORY, "tsu_try_recv: out of memory");
+  // A buffer in one of our shared segments can be filled by a node peer
+  // directly (single-copy eager).
+  tsu_seg_t seg;
+  uint64_t offset;
+  std::byte* p;
+  uint32_t state = 0;
+  if (cap && rt_.segments().find(buf, seg, offset) &&
+      rt_.segments().translate(seg, offset, cap, p, &state) == TSU_OK &&
+      state == core::kSegmentShared) {
+    l->seg = static_cast<int32_t>(seg);
+    l->offset = offset;
+  }
+  mine_.lock();
+  l->id = next_id_++;
+  if (handle) *handle = l->id;
+  for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
+    if (!tag_matches(src, tag, mask, (*it)->src, (*it)->tag)) continue;
+    std::unique_ptr<Unexpected> u = std::move(*it);
+    unexpected_.erase(it);
+    mine_.unlock();
+    if (u->rndv) {
+      pull(*l, u->src, u->tag, u->len, u->flags, u->addr, u->cookie);
+    } else {
+      const std::size_t n = std::min(u->len, cap);
+      if (n) std::memcpy(buf, u->data.data(), n);
+      complete(*l, u->src, u->tag, u->len, u->len > cap ? TSU_ERR_TRUNCATED : TSU_OK);
+    }
+    return TSU_OK;
+  }
+  if (mine_.valid() && !free_slots_.empty() && overflow_.empty()) {
+    const uint16_t s = free_slots_.back();
+    free_slots_.pop_back();
+    PostedEntry& e = mine_.entry(s);
+    e.state = kEntryPosted;
+    e.src = src;
+    e.tag = tag;
+    e.mask = mask;
+    e.cap = cap;
+    e.seg = l->seg;
+    e.offset = l->offset;
+    ++e.gen;
+    slots_[s] = std::move(l);
+    mine_.append(s);
+  } else {
+    overflow_.push_back(std::move(l));
+  }
+  mine_.unlock();
+  return TSU_OK;
+}
+
+tsu_status_t MsgLayer::probe(uint32_t src, uint64_t tag, uint64_t mask,
+                             tsu_msg_status_t* status) noexcept {
+  if (!status) return core::fail(TSU_ERR_NULL_POINTER, "tsu_msg_probe: status is NULL");
+  if (src != TSU_ANY_SOURCE && src >= rt_.size())
+    return core::fail(TSU_ERR_BAD_RANK, "tsu_msg_probe: rank %u >= job size %u", src, rt_.size());
+  if (!core::in_progress_context()) rt_.engine().progress();
+  mine_.lock();
+  for (const auto& u : unexpected_)
+    if (tag_matches(src, tag, mask, u->src, u->tag)) {
+      *status = tsu_msg_status_t{u->src, TSU_OK, u->tag, u->len};
+      mine_.unlock();
+      return TSU_OK;
+    }
+  mine_.unlock();
+  return TSU_EAGAIN;
+}
+
+tsu_status_t MsgLayer::cancel(tsu_recv_t handle) noexcept {
+  std::unique_ptr<Local> l;
+  mine_.lock();
+  for (uint32_t i = 0; mine_.valid() && i < mine_.count(); ++i) {
+    const uint16_t s = mine_.order(i);
+    if (slots_[s] && slots_[s]->id == handle) {
+      mine_.remove_at(i);
+      l = std::move(slots_[s]);
+      free_entry(s);
+      break;
+    }
+  }
+  if (!l)
+    for (auto it = overflow_.begin(); it != overflow_.end(); ++it)
+      if ((*it)->id == handle) {
+        l = std::move(*it);
+        overflow_.erase(it);
+        break;
+      }
+  mine_.unlock();
+  if (!l)
+    return core::fail(TSU_ERR_INVALID_ARG,
+                      "tsu_recv_cancel: receive %llu is not pending (matched, done or unknown)",
+                      static_cast<unsigned long long>(handle));
+  complete(*l, l->src, l->tag, 0, TSU_ERR_CANCELED);
+  return TSU_OK;
+}
+
+void MsgLayer::counters(tsu_msg_counters_t& out) const noexcept {
+  out.eager = counters_.eager.load(std::memory_order_relaxed);
+  out.sceager = counters_.sceager.load(std::memory_order_relaxed);
+  out.sceager_busy = counters_.busy.load(std::memory_order_relaxed);
+  out.sceager_miss = counters_.miss.load(std::memory_order_relaxed);
+  out.rendezvous = counters_.rndv.load(std::memory_order_relaxed);
+  out.unexpected = counters_.unexpected.load(std::memory_order_relaxed);
+}
+
+void MsgLayer::test_hold_lock(bool hold) noexcept {
+  if (hold) {
+    mine_.lock();
+  } else {
+    mine_.unlock();
+  }
+}
+
+}  // namespace tsu::msg

@@ -1,0 +1,120 @@
+// The posted-receive queue a rank shares with its node peers (seed 004), in
+// the rank's layer area (Transport::peer_layer_area).  Everything here is
+// accessed only under `lock`, by the owner (posting, matching arrivals,
+// cancel, freeing) and by senders (single-copy eager), so plain fields are
+// fine; the lock's acquire/release orders them.  Senders only try the lock and
+// fall back to eager when it is busy: a sender never waits for a receiver.
+//
+// Layout: Header | Entry[capacity] | uint16_t order[capacity] |
+//         SourceCounter[job size]
+//  - order[0..count) lists the posted entries in posting order (matching
+//    takes the first match); a sender that completes an entry removes it from
+//    the list and marks it kDone; the owner frees it after the sender's notice.
+//  - processed[s] counts the tagged messages from rank s (eager and
+//    rendezvous requests) the owner has matched or queued as unexpected.  A
+//    sender counts a message in sent[dst] BEFORE pushing it (and uncounts it
+//    if the push is refused), so processed[me] <= sent[dst] always, and a
+//    sender may bypass the queue only when they are equal, i.e. none of its
+//    process's earlier messages is still in flight: otherwise a later message
+//    could overtake an earlier one that matches the same receive.  (Counting
+//    after the push races between threads: found by the non-overtaking test.)
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "util/backoff.hpp"
+
+namespace tsu::msg {
+
+struct alignas(64) PostedHeader {
+  std::atomic<uint32_t> lock;
+  uint32_t capacity;
+  uint32_t count;  // entries in order[]
+  uint32_t magic;
+};
+
+enum EntryState : uint32_t { kEntryFree = 0, kEntryPosted = 1, kEntryDone = 2 };
+
+struct alignas(64) PostedEntry {
+  uint32_t state;
+  uint32_t src;        // TSU_ANY_SOURCE or a rank
+  uint64_t tag;
+  uint64_t mask;
+  uint64_t cap;        // buffer bytes
+  int32_t seg;         // owner's shared segment holding the buffer, or -1
+  uint32_t gen;        // bumped on each use of the entry
+  uint64_t offset;     // buffer offset in seg
+  // Written by the sender that completed it:
+  uint32_t r_src;
+  int32_t r_status;
+  uint64_t r_tag;
+  uint64_t r_len;
+};
+static_assert(sizeof(PostedEntry) == 128);
+
+struct alignas(64) SourceCounter {
+  std::atomic<uint64_t> processed;
+};
+
+class PostedQueue {
+ public:
+  static constexpr uint32_t kMagic = 0x70717531;  // "pqu1"
+  static std::size_t bytes_for(uint32_t capacity, uint32_t ranks) noexcept {
+    return sizeof(PostedHeader) + std::size_t{capacity} * sizeof(PostedEntry) +
+           ((std::size_t{capacity} * 2 + 63) / 64) * 64 + std::size_t{ranks} * sizeof(SourceCounter);
+  }
+  PostedQueue() = default;
+  PostedQueue(std::byte* area, uint32_t capacity, uint32_t ranks) noexcept
+      : hdr_(reinterpret_cast<PostedHeader*>(area)),
+        entries_(reinterpret_cast<PostedEntry*>(area + sizeof(PostedHeader))),
+        order_(reinterpret_cast<uint16_t*>(area + sizeof(PostedHeader) +
+                                           std::size_t{capacity} * sizeof(PostedEntry))),
+        counters_(reinterpret_cast<SourceCounter*>(
+            area + sizeof(PostedHeader) + std::size_t{capacity} * sizeof(PostedEntry) +
+            ((std::size_t{capacity} * 2 + 63) / 64) * 64)) {
+    (void)ranks;
+  }
+  // Owner, at init (the area is zero-filled memory).
+  void format(uint32_t capacity) noexcept {
+    hdr_->capacity = capacity;
+    hdr_->count = 0;
+    hdr_->magic = kMagic;
+  }
+  bool valid() const noexcept { return hdr_ && hdr_->magic == kMagic; }
+
+  bool try_lock() noexcept {
+    return hdr_->lock.load(std::memory_order_relaxed) == 0 &&
+           hdr_->lock.exchange(1, std::memory_order_acquire) == 0;
+  }
+  void lock() noexcept {
+    util::Backoff b;
+    while (!try_lock()) b.pause();
+  }
+  void unlock() noexcept { hdr_->lock.store(0, std::memory_order_release); }
+
+  uint32_t capacity() const noexcept { return hdr_->capacity; }
+  uint32_t count() const noexcept { return hdr_->count; }
+  PostedEntry& entry(uint32_t i) noexcept { return entries_[i]; }
+  uint16_t order(uint32_t i) const noexcept { return order_[i]; }
+  void append(uint16_t slot) noexcept { order_[hdr_->count++] = slot; }
+  void remove_at(uint32_t pos) noexcept {
+    for (uint32_t i = pos + 1; i < hdr_->count; ++i) order_[i - 1] = order_[i];
+    --hdr_->count;
+  }
+  std::atomic<uint64_t>& processed(uint32_t src) noexcept { return counters_[src].processed; }
+
+ private:
+  PostedHeader* hdr_ = nullptr;
+  PostedEntry* entries_ = nullptr;
+  uint16_t* order_ = nullptr;
+  SourceCounter* counters_ = nullptr;
+};
+
+inline bool tag_matches(uint32_t rsrc, uint64_t rtag, uint64_t rmask, uint32_t src,
+                        uint64_t tag) noexcept {
+  return (rsrc == UINT32_MAX || rsrc == src) && ((tag ^ rtag) & rmask) == 0;
+}
+
+}  // namespace tsu::msg

@@ -1,0 +1,382 @@
+// Tagged messages: matching (exact, wildcard source/tag, mask), non-overtaking
+// order from many threads across all protocols, unexpected messages, probe,
+// cancel, truncation, zero-length messages, and each protocol forced by the
+// thresholds (eager, rendezvous, single-copy eager hit and miss, try-lock
+// fallback).  The ctest entries run it under several TSU_* settings.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "api/layers.hpp"
+#include "core/runtime.hpp"
+#include "msg_util.hpp"
+#include "tsunagi/tsunagi.h"
+
+namespace {
+
+size_t env_size(const char* var, size_t dflt) {
+  const char* v = std::getenv(var);
+  return v ? std::strtoull(v, nullptr, 10) : dflt;
+}
+size_t eager_max() { return env_size("TSU_EAGER_MAX", 8192); }
+size_t sc_min() { return env_size("TSU_SCEAGER_MIN", 2048); }
+bool sc_on() { return env_size("TSU_SCEAGER", 1) != 0; }
+
+tsu_msg_counters_t counters() {
+  tsu_msg_counters_t c{};
+  EXPECT_EQ(tsu_msg_counters(&c), TSU_OK);
+  return c;
+}
+
+unsigned char* main_seg(uint64_t offset) {
+  void* base;
+  size_t size;
+  EXPECT_EQ(tsu_segment_info(TSU_SEG_MAIN, &base, &size), TSU_OK);
+  return static_cast<unsigned char*>(base) + offset;
+}
+
+struct Done {
+  std::atomic<int> calls{0};
+  std::atomic<tsu_status_t> st{1};
+  tsu_cb_t cb() {
+    return tsu_cb(
+        [](tsu_status_t s, void* a) {
+          auto* d = static_cast<Done*>(a);
+          d->st.store(s);
+          d->calls.fetch_add(1);
+        },
+        this);
+  }
+  bool wait() { return mp::wait_until([&] { return calls.load() > 0; }, "completion"); }
+};
+
+void fill(unsigned char* p, size_t len, uint64_t seed) {
+  for (size_t i = 0; i < len; ++i) p[i] = static_cast<unsigned char>(seed * 7 + i);
+}
+bool check(const unsigned char* p, size_t len, uint64_t seed) {
+  for (size_t i = 0; i < len; ++i)
+    if (p[i] != static_cast<unsigned char>(seed * 7 + i)) return false;
+  return true;
+}
+
+TEST(Tagged, PairExchangeAllSizesIncludingZero) {
+  const uint32_t me = mp::rank(), n = mp::size();
+  const uint32_t peer = me ^ 1u;
+  if (peer >= n) {
+    mp::sync();  // collective: stay in step with the others
+    GTEST_SKIP() << "needs a partner";
+  }
+  const size_t sizes[] = {0, 1, 255, 256, 4096, 8192, 8193, 65536, 1u << 20};
+  std::vector<unsigned char> out(1u << 20), in(1u << 20);
+  for (size_t len : sizes) {
+    fill(out.data(), len, len + me);
+    Done r, s;
+    tsu_msg_status_t st{};
+    ASSERT_EQ(tsu_try_recv(peer, len, TSU_TAG_EXACT, in.data(), in.size(), &st, r.cb(), nullptr),
+              TSU_OK);
+    ASSERT_EQ(mp::issue([&] { return tsu_try_send(peer, len, out.data(), len, s.cb()); }), TSU_OK);
+    ASSERT_TRUE(s.wait());
+    ASSERT_TRUE(r.wait());
+    EXPECT_EQ(r.calls.load(), 1);
+    EXPECT_EQ(s.calls.load(), 1);
+    EXPECT_EQ(r.st.load(), TSU_OK);
+    EXPECT_EQ(s.st.load(), TSU_OK);
+    EXPECT_EQ(st.source, peer);
+    EXPECT_EQ(st.tag, len);
+    EXPECT_EQ(st.length, len);
+    EXPECT_EQ(st.error, TSU_OK);
+    EXPECT_TRUE(check(in.data(), len, len + peer)) << len;
+  }
+  mp::sync();
+}
+
+TEST(Tagged, WildcardsAndMask) {
+  const uint32_t me = mp::rank(), n = mp::size();
+  // Every rank sends 3 messages to rank 0: tags (class << 32 | rank) for class 1, 2, 3.
+  std::vector<uint64_t> payload(3);
+  for (uint64_t c = 1; c <= 3; ++c) {
+    payload[c - 1] = c * 1000 + me;
+    ASSERT_EQ(mp::issue([&] {
+                return tsu_try_send(0, (c << 32) | me, &payload[c - 1], 8, tsu_cb_none());
+              }),
+              TSU_OK);
+  }
+  if (me == 0) {
+    // class 2 from any source, by mask on the class bits
+    std::vector<uint64_t> got(n);
+    std::vector<tsu_msg_status_t> st(n);
+    std::atomic<int> done{0};
+    auto cb = tsu_cb([](tsu_status_t, void* a) { static_cast<std::atomic<int>*>(a)->fetch_add(1); },
+                     &done);
+    for (uint32_t i = 0; i < n; ++i)
+      ASSERT_EQ(tsu_try_recv(TSU_ANY_SOURCE, uint64_t{2} << 32, 0xffffffff00000000ull, &got[i], 8,
+                             &st[i], cb, nullptr),
+                TSU_OK);
+    ASSERT_TRUE(mp::wait_until([&] { return done.load() == static_cast<int>(n); }));
+    std::vector<int> seen(n, 0);
+    for (uint32_t i = 0; i < n; ++i) {
+      EXPECT_EQ(st[i].tag >> 32, 2u);
+      EXPECT_EQ(st[i].tag & 0xffffffffu, st[i].source);
+      EXPECT_EQ(got[i], 2000 + st[i].source);
+      seen[st[i].source]++;
+    }
+    for (uint32_t r = 0; r < n; ++r) EXPECT_EQ(seen[r], 1);
+    // From a given source with any tag: its class 1 then class 3 (arrival order).
+    for (uint32_t r = 0; r < n; ++r) {
+      uint64_t a = 0, b = 0;
+      tsu_msg_status_t sa{}, sb{};
+      Done da, db;
+      ASSERT_EQ(tsu_try_recv(r, 0, TSU_TAG_ANY, &a, 8, &sa, da.cb(), nullptr), TSU_OK);
+      ASSERT_EQ(tsu_try_recv(r, 0, TSU_TAG_ANY, &b, 8, &sb, db.cb(), nullptr), TSU_OK);
+      ASSERT_TRUE(da.wait() && db.wait());
+      EXPECT_EQ(a, 1000 + r);
+      EXPECT_EQ(b, 3000 + r);
+      EXPECT_EQ(sa.source, r);
+    }
+  }
+  mp::sync();
+}
+
+// T threads per rank send to every other rank, sizes cycling through every
+// protocol; receivers check the order per (source, thread).  Half of the
+// receives are pre-posted into shared memory (single-copy eager candidates).
+TEST(Tagged, NonOvertakingFromManyThreadsAcrossProtocols) {
+  const uint32_t me = mp::rank(), n = mp::size();
+  constexpr int kThreads = 3;
+  constexpr uint64_t kPer = 60;
+  const size_t sizes[] = {8, 1024, 8192, 20000};
+  auto size_of = [&](uint64_t i) { return sizes[i % 4]; };
+  // Receiver: one thread per (source) posting in order, tag = thread.
+  std::atomic<uint64_t> errors{0}, received{0};
+  std::vector<std::thread> threads;
+  for (uint32_t src = 0; src < n; ++src)
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, src, t] {
+        // Posted receive buffers in the main segment (shared): 32 KiB each.
+        unsigned char* buf = main_seg((1u << 20) + (src * kThreads + t) * 32768);
+        for (uint64_t i = 0; i < kPer; ++i) {
+          Done d;
+          tsu_msg_status_t st{};
+          if (mp::issue([&] {
+                return tsu_try_recv(src, static_cast<uint64_t>(t), TSU_TAG_EXACT, buf, 32768, &st,
+                                    d.cb(), nullptr);
+              }) != TSU_OK ||
+              !d.wait() || st.length != size_of(i) || !check(buf, st.length, i * 31 + src)) {
+            ADD_FAILURE() << "from " << src << " thread " << t << " message " << i << ": length "
+                          << st.length << " status " << st.error;
+            errors.fetch_add(1);
+          }
+          received.fetch_add(1);
+        }
+      });
+  for (uint32_t dst = 0; dst < n; ++dst)
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, dst, t] {
+        std::vector<unsigned char> out(20000);
+        for (uint64_t i = 0; i < kPer; ++i) {
+          fill(out.data(), size_of(i), i * 31 + me);
+          Done d;
+          if (mp::issue([&] {
+                return tsu_try_send(dst, static_cast<uint64_t>(t), out.data(), size_of(i), d.cb());
+              }) != TSU_OK ||
+              !d.wait() || d.st.load() != TSU_OK)
+            errors.fetch_add(1);
+        }
+      });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(errors.load(), 0u);
+  EXPECT_EQ(received.load(), uint64_t{n} * kThreads * kPer);
+  mp::sync();
+}
+
+TEST(Tagged, UnexpectedProbeCancelTruncate) {
+  const uint32_t me = mp::rank(), n = mp::size();
+  const uint32_t to = (me + 1) % n, from = (me + n - 1) % n;
+  const tsu_msg_counters_t before = counters();
+  mp::sync();  // nobody sends before every rank took `before`
+  std::vector<unsigned char> out(30000);
+  fill(out.data(), out.size(), 5);
+  // Unexpected: sent before any receive is posted.
+  ASSERT_EQ(mp::issue([&] { return tsu_try_send(to, 77, out.data(), 100, tsu_cb_none()); }), TSU_OK);
+  Done big_sent;
+  ASSERT_EQ(mp::issue([&] { return tsu_try_send(to, 78, out.data(), 30000, big_sent.cb()); }),
+            TSU_OK);
+  mp::sync();
+  tsu_msg_status_t ps{};
+  ASSERT_TRUE(mp::wait_until([&] { return tsu_msg_probe(from, 78, TSU_TAG_EXACT, &ps) == TSU_OK; }));
+  EXPECT_EQ(ps.length, 30000u);
+  EXPECT_EQ(ps.source, from);
+  ASSERT_EQ(tsu_msg_probe(TSU_ANY_SOURCE, 77, TSU_TAG_EXACT, &ps), TSU_OK);
+  EXPECT_EQ(ps.length, 100u);
+  EXPECT_EQ(tsu_msg_probe(from, 79, TSU_TAG_EXACT, &ps), TSU_EAGAIN);
+  EXPECT_GE(counters().unexpected - before.unexpected, 2u);
+  // Truncation (eager): 100 B into 50 B; the guard after the buffer survives.
+  std::vector<unsigned char> in(30000 + 16, 0xEE);
+  Done r1;
+  tsu_msg_status_t s1{};
+  ASSERT_EQ(tsu_try_recv(from, 77, TSU_TAG_EXACT, in.data(), 50, &s1, r1.cb(), nullptr), TSU_OK);
+  EXPECT_EQ(r1.calls.load(), 1) << "matched an arrived message: completes inside the call";
+  EXPECT_EQ(r1.st.load(), TSU_ERR_TRUNCATED);
+  EXPECT_EQ(s1.error, TSU_ERR_TRUNCATED);
+  EXPECT_EQ(s1.length, 100u);
+  EXPECT_TRUE(check(in.data(), 50, 5));
+  EXPECT_EQ(in[50], 0xEE);
+  // Truncation (rendezvous): 30000 B into 10000 B.
+  std::fill(in.begin(), in.end(), 0xEE);
+  Done r2;
+  tsu_msg_status_t s2{};
+  ASSERT_EQ(tsu_try_recv(from, 78, TSU_TAG_EXACT, in.data(), 10000, &s2, r2.cb(), nullptr), TSU_OK);
+  ASSERT_TRUE(r2.wait());
+  EXPECT_EQ(r2.st.load(), TSU_ERR_TRUNCATED);
+  EXPECT_EQ(s2.length, 30000u);
+  EXPECT_TRUE(check(in.data(), 10000, 5));
+  EXPECT_EQ(in[10000], 0xEE);
+  ASSERT_TRUE(big_sent.wait());
+  EXPECT_EQ(big_sent.st.load(), TSU_OK);
+  // Cancel: a receive nobody sends to.
+  Done rc;
+  tsu_recv_t h = 0;
+  ASSERT_EQ(tsu_try_recv(TSU_ANY_SOURCE, 999, TSU_TAG_EXACT, in.data(), 8, nullptr, rc.cb(), &h),
+            TSU_OK);
+  EXPECT_EQ(tsu_recv_cancel(h), TSU_OK);
+  EXPECT_EQ(rc.calls.load(), 1);
+  EXPECT_EQ(rc.st.load(), TSU_ERR_CANCELED);
+  EXPECT_EQ(tsu_recv_cancel(h), TSU_ERR_INVALID_ARG);
+  // Argument errors.
+  EXPECT_EQ(tsu_try_send(n, 1, out.data(), 1, tsu_cb_none()), TSU_ERR_BAD_RANK);
+  EXPECT_EQ(tsu_try_send(0, 1, nullptr, 1, tsu_cb_none()), TSU_ERR_NULL_POINTER);
+  EXPECT_EQ(tsu_try_recv(n, 1, 0, in.data(), 1, nullptr, tsu_cb_none(), nullptr), TSU_ERR_BAD_RANK);
+  EXPECT_EQ(tsu_msg_probe(0, 0, 0, nullptr), TSU_ERR_NULL_POINTER);
+  mp::sync();
+}
+
+// Each protocol, as the settings select it: the counters say which one ran.
+TEST(Tagged, ProtocolSelectionByThresholds) {
+  const uint32_t me = mp::rank(), n = mp::size();
+  if (n < 2) GTEST_SKIP();
+  const size_t mid = std::max<size_t>(sc_min(), 1024);  // an eager size >= the sc threshold
+  const bool mid_eager = mid <= eager_max();
+  unsigned char* rbuf = main_seg(3u << 20);  // shared: reachable for single-copy
+  std::vector<unsigned char> priv(mid);      // private heap: not reachable
+  std::vector<unsigned char> out(65536);
+  fill(out.data(), out.size(), 9);
+  // 1) Pre-posted receive in shared memory: single-copy eager hit.
+  Done r;
+  tsu_msg_status_t st{};
+  if (me == 1) {
+    ASSERT_EQ(tsu_try_recv(0, 1, TSU_TAG_EXACT, rbuf, mid, &st, r.cb(), nullptr), TSU_OK);
+  }
+  mp::sync();
+  tsu_msg_counters_t c0 = counters();
+  if (me == 0) {
+    ASSERT_EQ(mp::issue([&] { return tsu_try_send(1, 1, out.data(), mid, tsu_cb_none()); }), TSU_OK);
+    const tsu_msg_counters_t c1 = counters();
+    if (!mid_eager) {
+      EXPECT_EQ(c1.rendezvous - c0.rendezvous, 1u);
+    } else if (sc_on()) {
+      EXPECT_EQ(c1.sceager - c0.sceager, 1u) << "single-copy eager hit";
+    } else {
+      EXPECT_EQ(c1.eager - c0.eager, 1u);
+      EXPECT_EQ(c1.sceager + c1.sceager_miss + c1.sceager_busy, 0u);
+    }
+  }
+  if (me == 1) {
+    ASSERT_TRUE(r.wait());
+    EXPECT_EQ(st.length, mid);
+    EXPECT_TRUE(check(rbuf, mid, 9));
+  }
+  mp::sync();
+  // 2) Pre-posted into private memory: a miss, then eager.
+  Done r2;
+  if (me == 1) {
+    ASSERT_EQ(tsu_try_recv(0, 2, TSU_TAG_EXACT, priv.data(), mid, nullptr, r2.cb(), nullptr), TSU_OK);
+  }
+  mp::sync();
+  c0 = counters();
+  if (me == 0) {
+    ASSERT_EQ(mp::issue([&] { return tsu_try_send(1, 2, out.data(), mid, tsu_cb_none()); }), TSU_OK);
+    const tsu_msg_counters_t c1 = counters();
+    if (mid_eager && sc_on()) {
+      EXPECT_EQ(c1.sceager_miss - c0.sceager_miss, 1u);
+      EXPECT_EQ(c1.eager - c0.eager, 1u);
+    }
+  }
+  if (me == 1) {
+    ASSERT_TRUE(r2.wait());
+    EXPECT_TRUE(check(priv.data(), mid, 9));
+  }
+  mp::sync();
+  // 3) Small (below TSU_SCEAGER_MIN): plain eager.  Large: rendezvous.
+  c0 = counters();
+  if (me == 0) {
+    if (sc_min() > 1) {
+      ASSERT_EQ(mp::issue([&] { return tsu_try_send(1, 3, out.data(), sc_min() - 1, tsu_cb_none()); }),
+                TSU_OK);
+    }
+    Done big;
+    ASSERT_EQ(mp::issue([&] { return tsu_try_send(1, 4, out.data(), 65536, big.cb()); }), TSU_OK);
+    ASSERT_TRUE(big.wait());
+    const tsu_msg_counters_t c1 = counters();
+    const bool small_sent = sc_min() > 1, small_eager = small_sent && sc_min() - 1 <= eager_max();
+    if (small_eager) {
+      EXPECT_EQ(c1.eager - c0.eager, 1u);
+    }
+    EXPECT_EQ(c1.rendezvous - c0.rendezvous, (small_sent && !small_eager) ? 2u : 1u);
+  }
+  if (me == 1) {
+    std::vector<unsigned char> in(65536);
+    if (sc_min() > 1) {
+      Done a;
+      ASSERT_EQ(tsu_try_recv(0, 3, TSU_TAG_EXACT, in.data(), in.size(), nullptr, a.cb(), nullptr),
+                TSU_OK);
+      ASSERT_TRUE(a.wait());
+    }
+    Done b;
+    ASSERT_EQ(tsu_try_recv(0, 4, TSU_TAG_EXACT, in.data(), in.size(), nullptr, b.cb(), nullptr),
+              TSU_OK);
+    ASSERT_TRUE(b.wait());
+    EXPECT_TRUE(check(in.data(), 65536, 9));
+  }
+  mp::sync();
+}
+
+// Try-lock fallback: while rank 1 holds its posted-queue lock, rank 0's
+// sends to a pre-posted shared buffer cannot take it and go eager; they are
+// delivered once the lock is released.  (Bootstrap barriers here: a
+// progress-driving one would need the held lock.)
+TEST(Tagged, TryLockBusyFallsBackToEager) {
+  const uint32_t me = mp::rank(), n = mp::size();
+  if (n < 2 || !sc_on() || std::max<size_t>(sc_min(), 1024) > eager_max()) GTEST_SKIP();
+  const size_t len = std::max<size_t>(sc_min(), 1024);
+  auto& msg = tsu::api::layers(*tsu::core::g_runtime.load()).msg;
+  unsigned char* rbuf = main_seg(4u << 20);
+  Done r;
+  tsu_msg_status_t st{};
+  if (me == 1) {
+    ASSERT_EQ(tsu_try_recv(0, 5, TSU_TAG_EXACT, rbuf, len, &st, r.cb(), nullptr), TSU_OK);
+    msg.test_hold_lock(true);
+  }
+  mp::barrier();
+  if (me == 0) {
+    std::vector<unsigned char> out(len);
+    fill(out.data(), len, 11);
+    const tsu_msg_counters_t c0 = counters();
+    ASSERT_EQ(mp::issue([&] { return tsu_try_send(1, 5, out.data(), len, tsu_cb_none()); }), TSU_OK);
+    const tsu_msg_counters_t c1 = counters();
+    EXPECT_EQ(c1.sceager_busy - c0.sceager_busy, 1u) << "lock busy";
+    EXPECT_EQ(c1.eager - c0.eager, 1u) << "fell back to eager";
+  }
+  mp::barrier();
+  if (me == 1) {
+    msg.test_hold_lock(false);
+    ASSERT_TRUE(r.wait());
+    EXPECT_EQ(st.length, len);
+    EXPECT_TRUE(check(rbuf, len, 11));
+  }
+  mp::sync();
+}
+
+}  // namespace
