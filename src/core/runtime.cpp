@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <thread>
 #include <arpa/inet.h>
 #include <sys/random.h>
 
@@ -266,6 +267,27 @@ void Runtime::on_peer_lost(void* ctx, uint32_t rank) noexcept {
   rt->remote_.on_peer_lost(rank);
 }
 
+tsu_status_t Runtime::barrier() noexcept {
+  if (!udp_ || !manual_progress()) return boot_->barrier();
+  std::atomic<bool> done{false};
+  std::thread helper;
+  try {
+    helper = std::thread([&] {
+      util::Backoff backoff;
+      while (!done.load(std::memory_order_acquire)) {
+        if (engine_->progress()) backoff.reset();
+        else backoff.pause();
+      }
+    });
+  } catch (...) {
+    return boot_->barrier();
+  }
+  const tsu_status_t st = boot_->barrier();
+  done.store(true, std::memory_order_release);
+  helper.join();
+  return st;
+}
+
 tsu_status_t Runtime::quiet(ThreadContext& tc) noexcept {
   util::Backoff backoff;
   while (tc.outstanding() != 0) {
@@ -288,7 +310,7 @@ tsu_status_t Runtime::finalize(std::string& error) {
     if (!engine_->progress()) backoff.pause();
   }
   // Peers may still be reading or writing our memory until they get here.
-  tsu_status_t st = boot_->barrier();
+  tsu_status_t st = barrier();
   if (st != TSU_OK) error = "bootstrap barrier at finalize failed";
   engine_->stop();
   if (cfg_.stats) {

@@ -58,6 +58,11 @@ class Runtime final : public CommandExecutor {
   // The transport for `rank`, or nullptr when none reaches it.
   transport::Transport* route(uint32_t rank) const noexcept { return routes_[rank]; }
 
+  // The bootstrap barrier.  Ranks on other nodes may need this rank's
+  // progress to reach the barrier (their requests to us), so in manual mode a
+  // helper thread drives progress while it blocks.
+  tsu_status_t barrier() noexcept;
+
   // Blocks until the calling thread has no request in flight.
   tsu_status_t quiet(ThreadContext& tc) noexcept;
 

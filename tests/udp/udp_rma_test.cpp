@@ -19,16 +19,22 @@ uint32_t node_of(uint32_t r) {
   return n;
 }
 
-// A rank on another node than `me` (the next one round the ring that is).
+// A rank on another node than `me`: a shift by the node size (tsurun
+// places K consecutive ranks per node), so every rank has exactly one writer.
 uint32_t remote_peer(uint32_t me, uint32_t size) {
-  for (uint32_t d = 1; d < size; ++d) {
-    const uint32_t r = (me + d) % size;
-    if (node_of(r) != node_of(me)) return r;
-  }
-  return me;
+  uint32_t k = 0;
+  for (uint32_t r = 0; r < size; ++r) k += node_of(r) == node_of(me) ? 1 : 0;
+  return (me + k) % size;
 }
 
 constexpr uint64_t kArea = 8u << 20;  // per-rank test area in the main segment
+
+// UDP_TEST_LIGHT=1 (heavily impaired runs): fewer and smaller requests, so a
+// run through 10% loss and 2 ms delay stays well inside the test timeout.
+bool light() {
+  const char* v = std::getenv("UDP_TEST_LIGHT");
+  return v && *v == '1';
+}
 
 TEST(Udp, RanksSpanNodes) {
   uint32_t nodes = 0;
@@ -45,7 +51,8 @@ TEST(Udp, PutGetSizes) {
   mp::fill_pattern(base, kArea, me, 0, 1);
   std::memset(base + kArea, 0, kArea);
   mp::barrier();
-  const std::vector<std::size_t> sizes = {0, 1, 8, 100, 1400, 1500, 4096, 65536, 300000, 4u << 20};
+  std::vector<std::size_t> sizes = {0, 1, 8, 100, 1400, 1500, 4096, 65536, 300000, 4u << 20};
+  if (light()) sizes.back() = 600000;
   mp::Tracker puts(sizes.size());
   uint64_t off = 0;
   for (std::size_t s : sizes) {
@@ -110,7 +117,7 @@ TEST(Udp, AtomicsExactUnderContention) {
   uint8_t* base = mp::main_base();
   if (me == 0) std::memset(base + word, 0, 64);
   mp::barrier();
-  constexpr int kOps = 2000;
+  const int kOps = light() ? 300 : 2000;
   std::vector<uint64_t> fetched(kOps, ~0ull);
   mp::Tracker t(kOps + 1);
   for (int i = 0; i < kOps; ++i) {
@@ -129,12 +136,12 @@ TEST(Udp, AtomicsExactUnderContention) {
   // Fetched values are distinct (no add applied twice or lost).
   std::sort(fetched.begin(), fetched.end());
   EXPECT_TRUE(std::adjacent_find(fetched.begin(), fetched.end()) == fetched.end());
-  EXPECT_LT(fetched.back(), uint64_t{kOps} * n);
+  EXPECT_LT(fetched.back(), static_cast<uint64_t>(kOps) * n);
   mp::barrier();
   if (me == 0) {
     uint64_t v;
     std::memcpy(&v, base + word, 8);
-    EXPECT_EQ(v, uint64_t{kOps} * n);
+    EXPECT_EQ(v, static_cast<uint64_t>(kOps) * n);
     uint32_t v32;
     std::memcpy(&v32, base + word + 8, 4);
     EXPECT_EQ(v32, n);
@@ -192,7 +199,8 @@ TEST(Udp, TargetErrorsAreCompletionStatus) {
 TEST(Udp, ManyThreadsManyPuts) {
   const uint32_t me = mp::rank(), n = mp::size();
   const uint32_t peer = remote_peer(me, n);
-  constexpr int kThreads = 3, kPer = 300;
+  constexpr int kThreads = 3;
+  const int kPer = light() ? 60 : 300;
   uint8_t* base = mp::main_base();
   const uint64_t area = 6 * kArea;
   mp::fill_pattern(base + area, kThreads * kPer * 8, me, 0, 3);
