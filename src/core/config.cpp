@@ -100,7 +100,7 @@ const std::vector<ConfigVar>& config_vars() {
       {"TSU_UDP_QUEUE", "4096", "udp: most datagrams queued per peer (power of two >= window)"},
       {"TSU_UDP_MAX_MESSAGE", "256K", "udp: largest message; RMA is split into pieces this big"},
       {"TSU_UDP_RTO_INIT", "20ms", "udp: retransmission timeout before an RTT is measured"},
-      {"TSU_UDP_RTO_MIN", "2ms", "udp: lower bound of the retransmission timeout"},
+      {"TSU_UDP_RTO_MIN", "10ms", "udp: lower bound of the retransmission timeout (scheduling delays on busy hosts exceed RTTs)"},
       {"TSU_UDP_KEEPALIVE", "500ms", "udp: ping a peer silent for this long"},
       {"TSU_UDP_PEER_TIMEOUT", "10s", "udp: a peer silent this long is lost (TSU_ERR_PEER_LOST)"},
       {"TSU_UDP_SOCKBUF", "4M", "udp: kernel send/receive buffer of the socket"},

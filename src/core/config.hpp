@@ -30,7 +30,7 @@ struct Config {
   uint32_t udp_queue = 4096;
   std::size_t udp_max_message = 256u << 10;
   uint64_t udp_rto_init_ns = 20'000'000;
-  uint64_t udp_rto_min_ns = 2'000'000;
+  uint64_t udp_rto_min_ns = 10'000'000;
   uint64_t udp_keepalive_ns = 500'000'000;
   uint64_t udp_peer_timeout_ns = 10'000'000'000;
   std::size_t udp_sockbuf = 4u << 20;

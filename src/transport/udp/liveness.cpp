@@ -33,6 +33,7 @@ void UdpTransport::check_retransmit(Peer& p, uint64_t now) {
   const uint32_t qmask = cfg_.queue - 1;
   const uint64_t rto = p.rtt.rto();
   bool fired = false;
+  uint32_t budget = 0;
   uint64_t deadline = UINT64_MAX;
   for (uint32_t seq = p.una; seq != p.snd_max; ++seq) {
     TxSlot& s = p.tx[seq & qmask];
@@ -43,12 +44,20 @@ void UdpTransport::check_retransmit(Peer& p, uint64_t now) {
         ++st_.timeouts;
         p.cc.on_timeout(p.snd_max);
         p.rtt.backoff();
+        budget = std::max(p.cc.window(), 1u);
         trace(p, now, 'T');
       }
       s.fast_rtx = false;
-      ++st_.retransmits;
-      p.rto_deadline = UINT64_MAX;  // recomputed below
-      stage_data(p, seq, now);
+      if (budget) {
+        // Oldest first, as many as the collapsed window allows; the rest
+        // restart their timers (selective acks of these repair them sooner).
+        --budget;
+        ++st_.retransmits;
+        p.rto_deadline = UINT64_MAX;  // recomputed below
+        stage_data(p, seq, now);
+      } else {
+        s.sent_ns = now;
+      }
     }
     deadline = std::min(deadline, s.sent_ns + p.rtt.rto());
   }
@@ -64,7 +73,7 @@ void UdpTransport::send_ping(Peer& p, uint64_t now) {
   h.ack = p.rcv_nxt;
   h.sack = p.sack64();
   h.ts = now;
-  h.echo_ts = p.echo_ts;
+  h.echo_ts = p.echo_for(now);
   h.payload_crc = crc32c(nullptr, 0);
   seal_header(h, secret_);
   std::memcpy(p.ping_buf, &h, kHeaderSize);

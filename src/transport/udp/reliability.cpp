@@ -39,6 +39,7 @@ void UdpTransport::handle_datagram(UdpSocket::RxBuf& rb, uint64_t now) {
       p.ack_now = true;
       p.pong = true;
       p.echo_ts = d.h.ts;
+      p.echo_rx_ns = now;
       schedule_ack(p);
       break;
     case kAck:
@@ -123,6 +124,7 @@ void UdpTransport::on_data(Peer& p, const ParsedDatagram& d, std::byte*& buf, ui
     return;
   }
   p.echo_ts = d.h.ts;
+  p.echo_rx_ns = now;
   if (seq != p.rcv_nxt) {
     RxSlot& r = p.rx[seq & wmask];
     if (r.buf) {
@@ -149,7 +151,6 @@ void UdpTransport::on_data(Peer& p, const ParsedDatagram& d, std::byte*& buf, ui
     pool_.put(taken.buf);
     ++p.rcv_nxt;
   }
-  (void)now;
 }
 
 void UdpTransport::deliver(Peer& p, std::span<const std::byte> frag, uint8_t flags) {
@@ -201,7 +202,7 @@ void UdpTransport::stage_data(Peer& p, uint32_t seq, uint64_t now) {
   h.ack = p.rcv_nxt;
   h.sack = p.sack64();
   h.ts = now;
-  h.echo_ts = p.echo_ts;
+  h.echo_ts = p.echo_for(now);
   seal_header(h, secret_);
   std::memcpy(s.buf, &h, kHeaderSize);
   s.sent_ns = now;
@@ -223,7 +224,7 @@ void UdpTransport::stage_ack(Peer& p, uint64_t now) {
   h.ack = p.rcv_nxt;
   h.sack = p.sack64();
   h.ts = now;
-  h.echo_ts = p.echo_ts;
+  h.echo_ts = p.echo_for(now);
   // Extended selective acks beyond the first 64 (only as far as needed).
   std::byte* ext = p.ack_buf + kHeaderSize;
   std::size_t ext_len = 0;

@@ -66,7 +66,8 @@ struct Peer {
   bool ack_pending = false;  // something arrived that we have not acknowledged
   bool ack_now = false;      // acknowledge at the end of this poll (gap, ping)
   bool pong = false;
-  uint64_t echo_ts = 0;
+  uint64_t echo_ts = 0;     // ts of the newest datagram to acknowledge
+  uint64_t echo_rx_ns = 0;  // when it arrived (our clock)
   Reassembler reasm;
 
   // Liveness.
@@ -82,6 +83,12 @@ struct Peer {
   bool in_ack_list = false;
 
   uint32_t queued() const noexcept { return nxt - una; }
+  // The echoed timestamp moved forward by how long we held it, so the
+  // sender's RTT sample excludes our delay before answering (as QUIC's
+  // ack_delay): a reply sent long after the request does not inflate RTT.
+  uint64_t echo_for(uint64_t now) const noexcept {
+    return echo_ts ? echo_ts + (now - echo_rx_ns) : 0;
+  }
   bool all_acked() const noexcept { return una == nxt; }
   // 64-bit selective-ack map relative to rcv_nxt (bit i: rcv_nxt + 1 + i).
   uint64_t sack64() const noexcept {

@@ -40,7 +40,7 @@ struct UdpConfig {
   uint32_t queue = 4096;        // datagrams queued per peer (power of two, >= window)
   std::size_t max_message = 256u << 10;  // largest message payload
   uint64_t initial_rto_ns = 20'000'000;
-  uint64_t min_rto_ns = 2'000'000;
+  uint64_t min_rto_ns = 10'000'000;
   uint64_t max_rto_ns = 1'000'000'000;
   uint64_t keepalive_ns = 500'000'000;
   uint64_t peer_timeout_ns = 10'000'000'000;
