@@ -11,6 +11,7 @@ mkdir -p "$out"
 p=tsb$$ a=tsb$$a b=tsb$$b
 cleanup() { ip netns del "$a" 2>/dev/null; ip netns del "$b" 2>/dev/null; }
 trap cleanup EXIT
+trap "exit 143" INT TERM
 ip netns add "$a" && ip netns add "$b" || { echo "SKIPPED: cannot create namespaces"; exit 77; }
 ip -n "$a" link set lo up; ip -n "$b" link set lo up
 ip link add veth0 netns "$a" type veth peer name veth0 netns "$b"

@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,13 +39,20 @@ void flag_cb(tsu_status_t st, void* arg) {
   f->status.store(st);
   f->done.fetch_add(1, std::memory_order_release);
 }
+// In thread mode the progress thread does the work: waiters yield the core
+// (this machine has 2); in manual mode they drive progress themselves.
+bool g_manual = false;
+void idle() {
+  if (g_manual) tsu_progress();
+  else sched_yield();
+}
 void wait_flag(Flag& f, int n) {
-  while (f.done.load(std::memory_order_acquire) < n) tsu_progress();
+  while (f.done.load(std::memory_order_acquire) < n) idle();
 }
 
 template <typename F>
 void issue(F&& f) {
-  while (f() == TSU_EAGAIN) tsu_progress();
+  while (f() == TSU_EAGAIN) idle();
 }
 
 void latency(const char* op, uint32_t peer, int iters) {
@@ -77,7 +85,7 @@ void bandwidth(uint32_t peer, std::size_t size, std::size_t seg) {
   Flag f;
   const double t0 = now_us();
   for (int i = 0; i < n; ++i) {
-    while (i - f.done.load(std::memory_order_acquire) >= window) tsu_progress();
+    while (i - f.done.load(std::memory_order_acquire) >= window) idle();
     const uint64_t off = (static_cast<uint64_t>(i) * size) % (seg - size + 1);
     issue([&] { return tsu_try_put(tsu_gaddr(peer, TSU_SEG_MAIN, off), tsu_laddr(TSU_SEG_MAIN, 0), size, tsu_cb(flag_cb, &f)); });
   }
@@ -97,12 +105,12 @@ void rate(uint32_t peer, int threads) {
       Flag f;
       uint64_t issued = 0;
       while (!stop.load(std::memory_order_relaxed)) {
-        while (issued - static_cast<uint64_t>(f.done.load(std::memory_order_acquire)) >= 64) tsu_progress();
+        while (issued - static_cast<uint64_t>(f.done.load(std::memory_order_acquire)) >= 64) idle();
         if (tsu_try_put(tsu_gaddr(peer, TSU_SEG_MAIN, 4096 + 8 * static_cast<uint64_t>(t)), tsu_laddr(TSU_SEG_MAIN, 0), 8,
                         tsu_cb(flag_cb, &f)) == TSU_OK)
           ++issued;
         else
-          tsu_progress();
+          idle();
       }
       wait_flag(f, static_cast<int>(issued));
       total += issued;
@@ -119,6 +127,8 @@ void rate(uint32_t peer, int threads) {
 }
 
 int run_tsu(bool quick) {
+  const char* pm = std::getenv("TSU_PROGRESS");
+  g_manual = pm && !std::strcmp(pm, "manual");
   if (tsu_init(nullptr) != TSU_OK) {
     std::fprintf(stderr, "tsu_init: %s\n", tsu_last_error());
     return 1;

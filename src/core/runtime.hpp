@@ -40,7 +40,9 @@ class Runtime final : public CommandExecutor {
   tsu_status_t execute_atomic(const tsu_gaddr_t& target, tsu_aop_t op, tsu_atype_t type,
                               uint64_t operand, uint64_t compare, void* result) noexcept;
   std::size_t continue_pending() noexcept override { return remote_.pump(); }
-  bool may_sleep() noexcept override { return remote_.idle(); }
+  // Ops waiting in remote_ops' backlog wait for transport room, which only
+  // acknowledgements (a readable socket: the engine wakes) can make.
+  bool may_sleep() noexcept override { return true; }
 
   // Memory this process reaches (self or node peer), bounds-checked against
   // the owner's segment table.
