@@ -6,7 +6,7 @@
 // by the next valid sample.
 // Congestion: AIMD in datagrams, NewReno style.  Slow start to ssthresh, then
 // +1/cwnd per acknowledged datagram.  A loss found by selective acks (fast
-// retransmit) halves the window once per recovery epoch (the epoch ends when
+// retransmit) multiplies the window by 0.7 once per recovery epoch (the epoch ends when
 // everything sent before the loss is acknowledged); a timeout also halves
 // ssthresh and drops cwnd to the minimum.
 #pragma once
@@ -44,6 +44,9 @@ class RttEstimator {
 
 class CongestionControl {
  public:
+  // Multiplicative decrease on a selective-ack loss (CUBIC's 0.7 rather than
+  // Reno's 0.5: random loss on a fast link should not collapse the window).
+  static constexpr double kBeta = 0.7;
   CongestionControl(double initial, double min_cwnd, double max_cwnd)
       : cwnd_(std::clamp(initial, min_cwnd, max_cwnd)), ssthresh_(max_cwnd),
         min_(min_cwnd), max_(max_cwnd) {}
@@ -58,7 +61,7 @@ class CongestionControl {
   // the next new sequence number.  Reacts once per epoch.
   bool on_loss(uint32_t seq, uint32_t snd_max) noexcept {
     if (in_recovery_ && static_cast<int32_t>(seq - recovery_end_) < 0) return false;
-    ssthresh_ = std::max(cwnd_ / 2, min_);
+    ssthresh_ = std::max(cwnd_ * kBeta, min_);
     cwnd_ = ssthresh_;
     in_recovery_ = true;
     recovery_end_ = snd_max;

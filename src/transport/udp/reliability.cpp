@@ -56,9 +56,11 @@ void UdpTransport::on_ack_fields(Peer& p, const ParsedDatagram& d, uint64_t now)
   if (seq_lt(p.snd_max, ack) || seq_lt(ack, p.una - cfg_.queue)) return;
   const uint32_t qmask = cfg_.queue - 1;
   uint32_t newly = 0;
+  uint64_t rack = 0;  // newest transmission known delivered by this ack
   while (seq_lt(p.una, ack)) {
     TxSlot& s = p.tx[p.una & qmask];
     if (!s.sacked) ++newly;
+    rack = std::max(rack, s.sent_ns);
     pool_.put(s.buf);
     s = TxSlot{};
     ++p.una;
@@ -72,6 +74,7 @@ void UdpTransport::on_ack_fields(Peer& p, const ParsedDatagram& d, uint64_t now)
     if (!s.sacked) {
       s.sacked = true;
       ++newly;
+      rack = std::max(rack, s.sent_ns);
     }
     highest = seq;
     have_highest = true;
@@ -89,16 +92,23 @@ void UdpTransport::on_ack_fields(Peer& p, const ParsedDatagram& d, uint64_t now)
     if (d.h.echo_ts && d.h.echo_ts <= now) p.rtt.sample(now - d.h.echo_ts);
   }
   p.cc.on_una(p.una);
-  if (p.una == p.snd_max) p.rto_deadline = UINT64_MAX;
-  // Fast retransmit: a datagram with at least 3 selectively acknowledged
-  // ones above it, sent long enough ago that reordering is unlikely.
-  if (have_highest) {
-    const uint64_t age = std::max<uint64_t>(p.rtt.srtt() / 4, 50'000);
-    for (uint32_t seq = p.una; seq_lt(seq + 3, highest + 1); ++seq) {
+  if (newly) p.tlp_sent = false;
+  if (p.una == p.snd_max) p.rto_deadline = p.tlp_deadline = UINT64_MAX;
+  // Loss detection (RACK, RFC 8985, simplified): a datagram still missing
+  // that was (re)transmitted more than a reordering allowance (srtt/4) before
+  // one that has now been delivered is lost: resend it.  Being time based it
+  // works with small windows and also catches lost retransmissions.
+  p.rack_ns = std::max(p.rack_ns, rack);
+  if (have_highest || rack) {
+    const uint64_t srtt = p.rtt.srtt();
+    const uint64_t reo = std::max<uint64_t>(srtt / 4, 20'000);
+    for (uint32_t seq = p.una; seq != p.snd_max; ++seq) {
       TxSlot& s = p.tx[seq & qmask];
-      if (s.sacked || s.fast_rtx || s.tx == 0 || now - s.sent_ns < age) continue;
-      s.fast_rtx = true;
-      if (p.cc.on_loss(seq, p.snd_max)) trace(p, now, 'L');
+      if (s.sacked || s.tx == 0 || s.sent_ns + reo >= p.rack_ns) continue;
+      if (!s.fast_rtx) {
+        s.fast_rtx = true;
+        if (p.cc.on_loss(seq, p.snd_max)) trace(p, now, 'L');
+      }
       ++st_.fast_retransmits;
       ++st_.retransmits;
       stage_data(p, seq, now);
@@ -211,7 +221,11 @@ void UdpTransport::stage_data(Peer& p, uint32_t seq, uint64_t now) {
   p.ack_now = false;
   p.pong = false;
   p.rto_deadline = std::min(p.rto_deadline, now + p.rtt.rto());
-  next_timer_ns_ = std::min(next_timer_ns_, p.rto_deadline);
+  // Tail-loss probe: if nothing is acknowledged within ~2 RTT, resend the
+  // newest datagram so the ack it draws reveals the holes (long before RTO).
+  const uint64_t srtt = p.rtt.srtt() ? p.rtt.srtt() : cfg_.initial_rto_ns / 2;
+  p.tlp_deadline = now + std::max<uint64_t>(2 * srtt, 500'000);
+  next_timer_ns_ = std::min(next_timer_ns_, std::min(p.rto_deadline, p.tlp_deadline));
   sock_.stage(s.buf, s.len, p.addr);
 }
 

@@ -58,6 +58,9 @@ struct Peer {
   RttEstimator rtt;
   CongestionControl cc;
   uint64_t rto_deadline = UINT64_MAX;  // earliest unacked sent_ns + rto
+  uint64_t rack_ns = 0;  // newest transmission time known delivered (RACK)
+  uint64_t tlp_deadline = UINT64_MAX;  // tail-loss probe (RFC 8985, section 7)
+  bool tlp_sent = false;
 
   // Receiving side.
   uint32_t rcv_nxt = 0;

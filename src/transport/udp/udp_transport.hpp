@@ -53,7 +53,7 @@ struct UdpConfig {
 struct UdpStats {
   uint64_t msgs_sent = 0, msgs_delivered = 0, data_sent = 0, data_received = 0;
   uint64_t acks_sent = 0, acks_received = 0, pings_sent = 0;
-  uint64_t retransmits = 0, fast_retransmits = 0, timeouts = 0;
+  uint64_t retransmits = 0, fast_retransmits = 0, timeouts = 0, tail_probes = 0;
   uint64_t duplicates = 0, out_of_window = 0, reordered = 0;
   uint64_t drops[static_cast<int>(ParseStatus::kCount)] = {};
   uint64_t unknown_handler = 0, reassembly_errors = 0, from_lost_peer = 0;
