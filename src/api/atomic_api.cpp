@@ -33,7 +33,8 @@ extern "C" tsu_status_t tsu_try_atomic(tsu_gaddr_t target, tsu_aop_t op, tsu_aty
     return rejected(tc, core::fail(TSU_ERR_MISALIGNED,
                                    "tsu_try_atomic: offset %llu is not a multiple of %zu",
                                    static_cast<unsigned long long>(target.offset), width));
-  if (!memory_route(*rt, target.rank)) [[unlikely]]
+  const bool mem = memory_route(*rt, target.rank);
+  if (!rt->route(target.rank)) [[unlikely]]
     return rejected(tc, core::fail(TSU_ERR_UNREACHABLE,
                                    "tsu_try_atomic: no transport reaches rank %u", target.rank));
   if (!fence_allows(*rt, tc)) {
@@ -43,7 +44,7 @@ extern "C" tsu_status_t tsu_try_atomic(tsu_gaddr_t target, tsu_aop_t op, tsu_aty
   const uint64_t opnd = operand ? core::atomic_load_operand(operand, type) : 0;
   const uint64_t cmp = compare ? core::atomic_load_operand(compare, type) : 0;
   tc.stats.add(Counter::kAtomic);
-  if (rt->bypass())
+  if (rt->bypass() && mem)
     return complete_inline(tc, cb, rt->execute_atomic(target, op, type, opnd, cmp, result));
   core::Command cmd{};
   cmd.dst = target;

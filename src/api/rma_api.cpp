@@ -11,17 +11,19 @@ tsu_status_t issue_copy(Runtime& rt, ThreadContext& tc, const char* fn, const ts
                         const tsu_gaddr_t& src, std::size_t len, const tsu_cb_t& cb,
                         Counter op, Counter bytes) noexcept {
   const bool dst_mem = memory_route(rt, dst.rank), src_mem = memory_route(rt, src.rank);
-  if (!dst_mem || !src_mem)
+  if (!rt.route(dst.rank) || !rt.route(src.rank))
     return rejected(tc, core::fail(TSU_ERR_UNREACHABLE,
                                    "%s: no transport reaches rank %u from rank %u", fn,
-                                   dst_mem ? src.rank : dst.rank, rt.rank()));
+                                   rt.route(dst.rank) ? src.rank : dst.rank, rt.rank()));
   if (!fence_allows(rt, tc)) {
     tc.stats.add(Counter::kEagain);
     return TSU_EAGAIN;
   }
   tc.stats.add(op);
   tc.stats.add(bytes, len);
-  if (rt.bypass()) return complete_inline(tc, cb, rt.execute_copy(dst, src, len));
+  // Bypass only when this process reaches both sides' memory; requests to
+  // ranks reached by messages always go through the engine.
+  if (rt.bypass() && dst_mem && src_mem) return complete_inline(tc, cb, rt.execute_copy(dst, src, len));
   core::Command cmd{};
   cmd.dst = dst;
   cmd.src = src;

@@ -94,7 +94,7 @@ tsu_status_t tsu_barrier(void) {
   if (core::in_progress_context())
     return core::fail(TSU_ERR_UNSUPPORTED,
                       "tsu_barrier: cannot block inside a completion callback");
-  const tsu_status_t st = rt->boot().barrier();
+  const tsu_status_t st = rt->barrier();
   if (st != TSU_OK) return core::fail(st, "tsu_barrier: the bootstrap barrier failed");
   return TSU_OK;
 }

@@ -29,6 +29,10 @@ class Bootstrap {
   virtual tsu_status_t barrier() = 0;
   // Says this rank is leaving cleanly (after its last barrier).
   virtual tsu_status_t finalize() = 0;
+  // The local IPv4 address this rank reaches the bootstrap service from (a
+  // TCP bootstrap across hosts), or "" when that says nothing about the
+  // network (Unix socket, singleton).  Network transports bind to it.
+  virtual std::string reachable_address() const { return {}; }
 };
 
 // Chooses from the environment: TSU_BOOTSTRAP=unix:PATH (set by tsurun) gives

@@ -28,10 +28,30 @@ std::unique_ptr<Bootstrap> make_from_environment(tsu_status_t& status, std::stri
   }
 
   constexpr std::string_view kUnix = "unix:";
+  constexpr std::string_view kTcp = "tcp:";
   const std::string_view s(spec);
-  if (s.substr(0, kUnix.size()) != kUnix) {
+  const bool is_unix = s.substr(0, kUnix.size()) == kUnix;
+  const bool is_tcp = s.substr(0, kTcp.size()) == kTcp;
+  std::string tcp_host;
+  uint16_t tcp_port = 0;
+  if (is_tcp) {
+    // tcp:HOST:PORT (HOST an IPv4 address or a name)
+    const std::string_view rest = s.substr(kTcp.size());
+    const auto colon = rest.rfind(':');
+    uint32_t port = 0;
+    const std::string port_text = colon == std::string_view::npos ? "" : std::string(rest.substr(colon + 1));
+    if (colon == std::string_view::npos || colon == 0 || !parse_u32(port_text.c_str(), port) ||
+        port == 0 || port > 65535) {
+      status = TSU_ERR_CONFIG;
+      error = "TSU_BOOTSTRAP='" + std::string(s) + "' is not tcp:HOST:PORT";
+      return nullptr;
+    }
+    tcp_host = std::string(rest.substr(0, colon));
+    tcp_port = static_cast<uint16_t>(port);
+  }
+  if (!is_unix && !is_tcp) {
     status = TSU_ERR_CONFIG;
-    error = "TSU_BOOTSTRAP='" + std::string(s) + "' is not supported (expected unix:PATH)";
+    error = "TSU_BOOTSTRAP='" + std::string(s) + "' is not supported (expected unix:PATH or tcp:HOST:PORT)";
     return nullptr;
   }
 
@@ -47,6 +67,7 @@ std::unique_ptr<Bootstrap> make_from_environment(tsu_status_t& status, std::stri
     return nullptr;
   }
 
+  if (is_tcp) return LocalBootstrap::connect_tcp(tcp_host, tcp_port, rank, size, status, error);
   return LocalBootstrap::connect(std::string(s.substr(kUnix.size())), rank, size, status, error);
 }
 

@@ -66,6 +66,22 @@ bool parse_log_level(const char* text, int& out) {
   return false;
 }
 
+bool parse_duration(const char* text, uint64_t& ns) {
+  if (!text || !*text || text[0] == '-') return false;
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(text, &end);
+  if (errno || end == text || v < 0 || v > 1e12) return false;
+  double mult;
+  if (!*end || !strcmp(end, "ms")) mult = 1e6;
+  else if (!strcmp(end, "s")) mult = 1e9;
+  else if (!strcmp(end, "us")) mult = 1e3;
+  else if (!strcmp(end, "ns")) mult = 1;
+  else return false;
+  ns = static_cast<uint64_t>(v * mult);
+  return true;
+}
+
 const std::vector<ConfigVar>& config_vars() {
   static const std::vector<ConfigVar> vars = {
       {"TSU_SEGMENT_SIZE", "64M", "bytes of each rank's main shared segment (K/M/G suffixes)"},
@@ -83,6 +99,22 @@ const std::vector<ConfigVar>& config_vars() {
       {"TSU_SCEAGER_MIN", "2048", "single-copy eager is tried from this size up (measured crossover here; paper: 256)"},
       {"TSU_SCEAGER", "1", "1: senders copy straight into an already posted receive (seed 004)"},
       {"TSU_POSTED_SLOTS", "64", "posted receives per rank visible to node peers (single-copy eager)"},
+      {"TSU_UDP_ADDR", "(derived)", "udp: IPv4 address to bind and advertise (default: the "
+                                    "address reaching the tcp bootstrap, else 127.0.0.1)"},
+      {"TSU_UDP_PORT", "0", "udp: port to bind (0: any free port)"},
+      {"TSU_UDP_MTU", "1472", "udp: bytes per datagram (UDP payload; 1472 fits a 1500 MTU)"},
+      {"TSU_UDP_WINDOW", "1024", "udp: most datagrams in flight per peer (power of two)"},
+      {"TSU_UDP_QUEUE", "4096", "udp: most datagrams queued per peer (power of two >= window)"},
+      {"TSU_UDP_MAX_MESSAGE", "256K", "udp: largest message; RMA is split into pieces this big"},
+      {"TSU_UDP_RTO_INIT", "20ms", "udp: retransmission timeout before an RTT is measured"},
+      {"TSU_UDP_RTO_MIN", "10ms", "udp: lower bound of the retransmission timeout (scheduling delays on busy hosts exceed RTTs)"},
+      {"TSU_UDP_KEEPALIVE", "500ms", "udp: ping a peer silent for this long"},
+      {"TSU_UDP_PEER_TIMEOUT", "10s", "udp: a peer silent this long is lost (TSU_ERR_PEER_LOST)"},
+      {"TSU_UDP_SOCKBUF", "4M", "udp: kernel send/receive buffer of the socket"},
+      {"TSU_UDP_CWND_MIN", "4", "udp: congestion window floor in datagrams"},
+      {"TSU_UDP_IMPAIR", "(off)", "udp TEST FACILITY: impair sent datagrams, e.g. "
+                                  "loss=10,reorder=25,dup=5,corrupt=1,delay=2ms,jitter=1ms,seed=1"},
+      {"TSU_UDP_TRACE", "(off)", "udp: write cwnd/RTT/retransmission events to FILE.<rank>"},
   };
   return vars;
 }
@@ -161,6 +193,63 @@ tsu_status_t config_from_env(Config& cfg, const GetEnv& getenv_fn, std::string& 
   const std::size_t slot_payload = cfg.shm_slot_size - 64;
   if (cfg.am_medium_max > slot_payload) cfg.am_medium_max = slot_payload;
   if (cfg.eager_max > slot_payload) cfg.eager_max = slot_payload;
+  if (const char* v = getenv_fn("TSU_UDP_ADDR")) {
+    if (!*v || std::strlen(v) > 15) return bad("TSU_UDP_ADDR", v, "an IPv4 address");
+    cfg.udp_addr = v;
+  }
+  auto u32_in = [&](const char* var, uint32_t& out, uint64_t lo, uint64_t hi, bool pow2,
+                    const char* expected) {
+    const char* v = getenv_fn(var);
+    if (!v) return TSU_OK;
+    uint64_t n;
+    if (!parse_u64(v, n) || n < lo || n > hi || (pow2 && (n & (n - 1)))) return bad(var, v, expected);
+    out = static_cast<uint32_t>(n);
+    return TSU_OK;
+  };
+  auto dur = [&](const char* var, uint64_t& out, uint64_t lo) {
+    const char* v = getenv_fn(var);
+    if (!v) return TSU_OK;
+    uint64_t ns;
+    if (!parse_duration(v, ns) || ns < lo) return bad(var, v, "a duration such as 500ms or 2s");
+    out = ns;
+    return TSU_OK;
+  };
+  tsu_status_t st;
+  if ((st = u32_in("TSU_UDP_PORT", cfg.udp_port, 0, 65535, false, "0..65535")) != TSU_OK ||
+      (st = u32_in("TSU_UDP_MTU", cfg.udp_mtu, 256, 65507, false, "256..65507")) != TSU_OK ||
+      (st = u32_in("TSU_UDP_WINDOW", cfg.udp_window, 2, 4096, true,
+                   "a power of two between 2 and 4096")) != TSU_OK ||
+      (st = u32_in("TSU_UDP_QUEUE", cfg.udp_queue, 2, 1u << 20, true,
+                   "a power of two between 2 and 1048576")) != TSU_OK ||
+      (st = u32_in("TSU_UDP_CWND_MIN", cfg.udp_cwnd_min, 1, 4096, false, "1..4096")) != TSU_OK ||
+      (st = dur("TSU_UDP_RTO_INIT", cfg.udp_rto_init_ns, 10'000)) != TSU_OK ||
+      (st = dur("TSU_UDP_RTO_MIN", cfg.udp_rto_min_ns, 10'000)) != TSU_OK ||
+      (st = dur("TSU_UDP_KEEPALIVE", cfg.udp_keepalive_ns, 1'000'000)) != TSU_OK ||
+      (st = dur("TSU_UDP_PEER_TIMEOUT", cfg.udp_peer_timeout_ns, 10'000'000)) != TSU_OK)
+    return st;
+  if (const char* v = getenv_fn("TSU_UDP_MAX_MESSAGE")) {
+    std::size_t s;
+    if (!parse_size(v, s) || s < 1024 || s > (64u << 20))
+      return bad("TSU_UDP_MAX_MESSAGE", v, "a size between 1K and 64M");
+    cfg.udp_max_message = s;
+  }
+  if (const char* v = getenv_fn("TSU_UDP_SOCKBUF")) {
+    std::size_t s;
+    if (!parse_size(v, s) || s < 4096 || s > (1u << 30))
+      return bad("TSU_UDP_SOCKBUF", v, "a size between 4K and 1G");
+    cfg.udp_sockbuf = s;
+  }
+  if (cfg.udp_queue < cfg.udp_window) {
+    error = "TSU_UDP_QUEUE (" + std::to_string(cfg.udp_queue) + ") must be >= TSU_UDP_WINDOW (" +
+            std::to_string(cfg.udp_window) + ")";
+    return TSU_ERR_CONFIG;
+  }
+  if (cfg.udp_keepalive_ns >= cfg.udp_peer_timeout_ns) {
+    error = "TSU_UDP_KEEPALIVE must be shorter than TSU_UDP_PEER_TIMEOUT";
+    return TSU_ERR_CONFIG;
+  }
+  if (const char* v = getenv_fn("TSU_UDP_IMPAIR")) cfg.udp_impair = v;
+  if (const char* v = getenv_fn("TSU_UDP_TRACE")) cfg.udp_trace = v;
   return TSU_OK;
 }
 
@@ -218,6 +307,15 @@ tsu_status_t config_apply_user(Config& cfg, const tsu_config_t* user, std::strin
   return TSU_OK;
 }
 
+namespace {
+std::string ns_text(uint64_t ns) {
+  if (ns % 1'000'000'000 == 0) return std::to_string(ns / 1'000'000'000) + "s";
+  if (ns % 1'000'000 == 0) return std::to_string(ns / 1'000'000) + "ms";
+  if (ns % 1'000 == 0) return std::to_string(ns / 1'000) + "us";
+  return std::to_string(ns) + "ns";
+}
+}  // namespace
+
 std::vector<std::pair<std::string, std::string>> config_describe(const Config& cfg) {
   static const char* const levels[] = {"off", "error", "warn", "info", "debug", "trace"};
   return {
@@ -236,6 +334,20 @@ std::vector<std::pair<std::string, std::string>> config_describe(const Config& c
       {"TSU_SCEAGER_MIN", std::to_string(cfg.sceager_min)},
       {"TSU_SCEAGER", cfg.sceager ? "1" : "0"},
       {"TSU_POSTED_SLOTS", std::to_string(cfg.posted_slots)},
+      {"TSU_UDP_ADDR", cfg.udp_addr.empty() ? "(derived)" : cfg.udp_addr},
+      {"TSU_UDP_PORT", std::to_string(cfg.udp_port)},
+      {"TSU_UDP_MTU", std::to_string(cfg.udp_mtu)},
+      {"TSU_UDP_WINDOW", std::to_string(cfg.udp_window)},
+      {"TSU_UDP_QUEUE", std::to_string(cfg.udp_queue)},
+      {"TSU_UDP_MAX_MESSAGE", std::to_string(cfg.udp_max_message)},
+      {"TSU_UDP_RTO_INIT", ns_text(cfg.udp_rto_init_ns)},
+      {"TSU_UDP_RTO_MIN", ns_text(cfg.udp_rto_min_ns)},
+      {"TSU_UDP_KEEPALIVE", ns_text(cfg.udp_keepalive_ns)},
+      {"TSU_UDP_PEER_TIMEOUT", ns_text(cfg.udp_peer_timeout_ns)},
+      {"TSU_UDP_SOCKBUF", std::to_string(cfg.udp_sockbuf)},
+      {"TSU_UDP_CWND_MIN", std::to_string(cfg.udp_cwnd_min)},
+      {"TSU_UDP_IMPAIR", cfg.udp_impair.empty() ? "(off)" : cfg.udp_impair},
+      {"TSU_UDP_TRACE", cfg.udp_trace.empty() ? "(off)" : cfg.udp_trace},
   };
 }
 

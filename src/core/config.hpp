@@ -30,6 +30,21 @@ struct Config {
   std::size_t sceager_min = 2048;        // tagged: single-copy eager from this size up (measured)
   bool sceager = true;                   // tagged: single-copy eager on/off
   uint32_t posted_slots = 64;            // tagged: posted receives visible to senders
+  // udp transport (ranks on other nodes)
+  std::string udp_addr;                  // TSU_UDP_ADDR; empty = derived
+  uint32_t udp_port = 0;
+  uint32_t udp_mtu = 1472;
+  uint32_t udp_window = 1024;
+  uint32_t udp_queue = 4096;
+  std::size_t udp_max_message = 256u << 10;
+  uint64_t udp_rto_init_ns = 20'000'000;
+  uint64_t udp_rto_min_ns = 10'000'000;
+  uint64_t udp_keepalive_ns = 500'000'000;
+  uint64_t udp_peer_timeout_ns = 10'000'000'000;
+  std::size_t udp_sockbuf = 4u << 20;
+  uint32_t udp_cwnd_min = 4;
+  std::string udp_impair;                // TSU_UDP_IMPAIR (test facility)
+  std::string udp_trace;                 // TSU_UDP_TRACE file prefix
 };
 
 // Describes one configuration variable.
@@ -55,5 +70,6 @@ std::vector<std::pair<std::string, std::string>> config_describe(const Config& c
 bool parse_size(const char* text, std::size_t& out);  // 4096, 64K, 16M, 1G, 1GiB
 bool parse_bool(const char* text, bool& out);         // 1/0, yes/no, on/off, true/false
 bool parse_log_level(const char* text, int& out);     // off|error|warn|info|debug|trace|0-5
+bool parse_duration(const char* text, uint64_t& ns);  // 500ms, 2s, 100us, 10ns (bare: ms)
 
 }  // namespace tsu::core

@@ -98,8 +98,49 @@ tsu_status_t Runtime::execute_atomic(const tsu_gaddr_t& target, tsu_aop_t op, ts
   return TSU_OK;
 }
 
-tsu_status_t Runtime::execute(const Command& cmd, uint32_t /*completion_id*/) noexcept {
+tsu_status_t Runtime::resolve(const tsu_gaddr_t& addr, std::size_t len,
+                              Access& out) const noexcept {
+  transport::Transport* t = routes_[addr.rank];
+  if (!t || !(t->capabilities() & transport::kCapMemoryAccess)) return TSU_ERR_UNREACHABLE;
+  return t->resolve(addr, len, out);
+}
+
+tsu_status_t Runtime::read_memory(const tsu_gaddr_t& src, void* dst, std::size_t len) noexcept {
+  Access a;
+  const tsu_status_t st = resolve(src, len, a);
+  if (st != TSU_OK || len == 0) return st;
+  if (a.kind == Access::kDirect) {
+    std::memcpy(dst, a.ptr, len);
+    return TSU_OK;
+  }
+  return cross_memory(false, a.pid, static_cast<std::byte*>(dst), a.remote_addr, len);
+}
+
+tsu_status_t Runtime::write_memory(const tsu_gaddr_t& dst, const void* src,
+                                   std::size_t len) noexcept {
+  Access a;
+  const tsu_status_t st = resolve(dst, len, a);
+  if (st != TSU_OK || len == 0) return st;
+  if (a.kind == Access::kDirect) {
+    std::memcpy(a.ptr, src, len);
+    return TSU_OK;
+  }
+  return cross_memory(true, a.pid, const_cast<std::byte*>(static_cast<const std::byte*>(src)),
+                      a.remote_addr, len);
+}
+
+tsu_status_t Runtime::execute(const Command& cmd, uint32_t completion_id) noexcept {
   tsu_status_t st;
+  // A side reached only by messages: the remote protocol (remote_ops.hpp).
+  const bool remote = cmd.kind == CommandKind::kCopy
+                          ? !memory_route(cmd.dst.rank) || !memory_route(cmd.src.rank)
+                          : !memory_route(cmd.dst.rank);
+  if (remote) {
+    st = remote_.start(cmd, completion_id);
+    if (st != TSU_EAGAIN && st != TSU_OK)
+      TSU_LOG_DEBUG("remote request to rank %u failed: %s", cmd.dst.rank, tsu_strerror(st));
+    return st;
+  }
   if (cmd.kind == CommandKind::kCopy) {
     st = execute_copy(cmd.dst, cmd.src, cmd.len);
   } else {

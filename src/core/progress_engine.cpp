@@ -113,6 +113,7 @@ std::size_t ProgressEngine::pass() noexcept {
     bump(stats_.commands, n);
     if (n > stats_.max_batch.load(std::memory_order_relaxed))
       stats_.max_batch.store(n, std::memory_order_relaxed);
+    for (auto* t : transports_) t->batch_begin();
     for (std::size_t i = 0; i < n; ++i) {
       const uint32_t id = completions_.acquire(batch[i].cb, batch[i].issuer);
       const tsu_status_t st = executor_.execute(batch[i], id);
@@ -120,6 +121,7 @@ std::size_t ProgressEngine::pass() noexcept {
       completions_.finish(id, st);
       if (st != TSU_OK) bump(stats_.failed);
     }
+    for (auto* t : transports_) t->batch_end();
     work += n;
   }
   // Transports: arrived messages, acknowledgements, timers.  Message handlers
@@ -133,6 +135,7 @@ std::size_t ProgressEngine::pass() noexcept {
     work += msgs;
   }
   for (auto* p : pollers_) work += p->poll();
+  work += executor_.continue_pending();
   // Completer.
   // Completions are counted per issuing thread in runs: one atomic add per run
   // instead of one per request (the issuer polls that cache line in quiet).
@@ -155,7 +158,7 @@ std::size_t ProgressEngine::pass() noexcept {
 void ProgressEngine::idle_sleep() noexcept {
   // prepare_sleep / has_claimed touch the consumer side: hold the role.
   if (!try_lock()) return;
-  bool may_sleep = ring_.prepare_sleep();
+  bool may_sleep = ring_.prepare_sleep() && executor_.may_sleep();
   const uint32_t seen = doorbell_.value();
   uint64_t timeout = kMaxSleepNs;
   std::size_t prepared = 0;

@@ -39,6 +39,12 @@ class CommandExecutor {
  public:
   virtual ~CommandExecutor() = default;
   virtual tsu_status_t execute(const Command& cmd, uint32_t completion_id) noexcept = 0;
+  // Called once per engine pass after the transports were polled: continues
+  // started commands that wait for room (e.g. a large put being streamed).
+  // Returns work done.
+  virtual std::size_t continue_pending() noexcept { return 0; }
+  // False while continue_pending() has work it can do now (do not sleep).
+  virtual bool may_sleep() noexcept { return true; }
 };
 
 struct EngineStats {

@@ -9,6 +9,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <thread>
+#include <arpa/inet.h>
+#include <sys/random.h>
 
 #include "core/log.hpp"
 #include "util/backoff.hpp"
@@ -86,6 +89,11 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
   for (transport::Transport* t : {static_cast<transport::Transport*>(&rt->self_),
                                   static_cast<transport::Transport*>(&rt->shm_)})
     if (t->capabilities() & transport::kCapMessages) rt->engine_->add_transport(t);
+  if (rt->udp_) {
+    rt->remote_.register_handlers(rt->handlers_);
+    rt->udp_->set_peer_lost_handler(&Runtime::on_peer_lost, rt.get());
+    rt->engine_->add_transport(rt->udp_.get());
+  }
   if (extension) {
     rt->extension_ = extension(*rt, error);
     if (!rt->extension_) return TSU_ERR_SYSTEM;
@@ -171,7 +179,149 @@ tsu_status_t Runtime::connect_peers(std::string& error) {
     routes_[r] = &shm_;
     msg_routes_[r] = &shm_;
   }
+  // Ranks on other nodes: the udp transport.
+  std::vector<bool> remote(size_, false);
+  bool any_remote = false;
+  for (uint32_t r = 0; r < size_; ++r) {
+    remote[r] = node_of_[r] != node_of_[rank_];
+    any_remote = any_remote || remote[r];
+  }
+  if (any_remote) return connect_network(remote, error);
   return TSU_OK;
+}
+
+namespace {
+struct UdpRecord {  // "tsu.udp.<rank>"
+  uint32_t ip;      // network order
+  uint16_t port;    // network order
+  uint16_t reserved;
+};
+
+bool parse_secret(const char* text, transport::udp::Secret& out) {
+  if (!text || std::strlen(text) != 32) return false;
+  uint64_t v[2] = {0, 0};
+  for (int i = 0; i < 32; ++i) {
+    const char c = text[i];
+    int d;
+    if (c >= '0' && c <= '9') d = c - '0';
+    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
+    else return false;
+    v[i / 16] = (v[i / 16] << 4) | static_cast<uint64_t>(d);
+  }
+  out = transport::udp::Secret{v[0], v[1]};
+  return true;
+}
+}  // namespace
+
+tsu_status_t Runtime::connect_network(const std::vector<bool>& remote, std::string& error) {
+  namespace udp = transport::udp;
+  // The per-job secret: from tsurun (TSU_JOB_SECRET), else rank 0 draws one
+  // and publishes it through the bootstrap.
+  udp::Secret secret;
+  if (const char* s = std::getenv("TSU_JOB_SECRET")) {
+    if (!parse_secret(s, secret)) {
+      error = "TSU_JOB_SECRET must be 32 hexadecimal digits";
+      return TSU_ERR_CONFIG;
+    }
+  } else {
+    std::vector<std::byte> v;
+    if (rank_ == 0) {
+      uint64_t k[2];
+      if (getrandom(k, sizeof k, 0) != static_cast<ssize_t>(sizeof k)) {
+        error = std::string("getrandom: ") + std::strerror(errno);
+        return TSU_ERR_SYSTEM;
+      }
+      if (boot_->put("tsu.udp.secret", std::as_bytes(std::span(k, 2))) != TSU_OK) {
+        error = "bootstrap put of the udp secret failed";
+        return TSU_ERR_BOOTSTRAP;
+      }
+    }
+    if (boot_->get("tsu.udp.secret", v) != TSU_OK || v.size() != 16) {
+      error = "bootstrap get of the udp secret failed";
+      return TSU_ERR_BOOTSTRAP;
+    }
+    std::memcpy(&secret, v.data(), 16);
+  }
+  udp::UdpConfig uc;
+  uc.bind_ip = !cfg_.udp_addr.empty() ? cfg_.udp_addr : boot_->reachable_address();
+  if (uc.bind_ip.empty()) uc.bind_ip = "127.0.0.1";
+  uc.port = static_cast<uint16_t>(cfg_.udp_port);
+  uc.mtu = cfg_.udp_mtu;
+  uc.window = cfg_.udp_window;
+  uc.queue = cfg_.udp_queue;
+  uc.max_message = cfg_.udp_max_message;
+  uc.initial_rto_ns = cfg_.udp_rto_init_ns;
+  uc.min_rto_ns = cfg_.udp_rto_min_ns;
+  uc.keepalive_ns = cfg_.udp_keepalive_ns;
+  uc.peer_timeout_ns = cfg_.udp_peer_timeout_ns;
+  uc.sockbuf = cfg_.udp_sockbuf;
+  uc.cwnd_min = cfg_.udp_cwnd_min;
+  uc.impair = cfg_.udp_impair;
+  uc.trace_file = cfg_.udp_trace;
+  if ((uc.max_message + 40) / (uc.mtu - udp::kHeaderSize) + 1 > uc.queue) {
+    error = "TSU_UDP_MAX_MESSAGE needs more datagrams than TSU_UDP_QUEUE holds";
+    return TSU_ERR_CONFIG;
+  }
+  udp_ = std::make_unique<udp::UdpTransport>(rank_, size_, secret, uc);
+  tsu_status_t st = udp_->open(error);
+  if (st != TSU_OK) return st;
+  const sockaddr_in local = udp_->local_address();
+  UdpRecord mine{local.sin_addr.s_addr, local.sin_port, 0};
+  if (boot_->put("tsu.udp." + std::to_string(rank_), std::as_bytes(std::span(&mine, 1))) != TSU_OK) {
+    error = "bootstrap put of the udp address failed";
+    return TSU_ERR_BOOTSTRAP;
+  }
+  char ip[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &local.sin_addr, ip, sizeof ip);
+  TSU_LOG_INFO("udp: rank %u listens on %s:%u", rank_, ip, ntohs(local.sin_port));
+  // Addresses of the ranks on other nodes.  (At scale this becomes lazy; the
+  // per-peer protocol state already is.)
+  for (uint32_t r = 0; r < size_; ++r) {
+    if (!remote[r]) continue;
+    std::vector<std::byte> v;
+    if (boot_->get("tsu.udp." + std::to_string(r), v) != TSU_OK || v.size() != sizeof(UdpRecord)) {
+      error = "bootstrap get of rank " + std::to_string(r) + "'s udp address failed";
+      return TSU_ERR_BOOTSTRAP;
+    }
+    UdpRecord rec;
+    std::memcpy(&rec, v.data(), sizeof rec);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = rec.ip;
+    a.sin_port = rec.port;
+    udp_->set_peer_address(r, a);
+    routes_[r] = udp_.get();
+    // AM, tagged messages and collectives do not run over udp yet (they hang
+    // in tests across pseudo-nodes): no message route, so they fail cleanly.
+  }
+  return TSU_OK;
+}
+
+void Runtime::on_peer_lost(void* ctx, uint32_t rank) noexcept {
+  auto* rt = static_cast<Runtime*>(ctx);
+  rt->remote_.on_peer_lost(rank);
+}
+
+tsu_status_t Runtime::barrier() noexcept {
+  if (!udp_ || !manual_progress()) return boot_->barrier();
+  std::atomic<bool> done{false};
+  std::thread helper;
+  try {
+    helper = std::thread([&] {
+      util::Backoff backoff;
+      while (!done.load(std::memory_order_acquire)) {
+        if (engine_->progress()) backoff.reset();
+        else backoff.pause();
+      }
+    });
+  } catch (...) {
+    return boot_->barrier();
+  }
+  const tsu_status_t st = boot_->barrier();
+  done.store(true, std::memory_order_release);
+  helper.join();
+  return st;
 }
 
 tsu_status_t Runtime::quiet(ThreadContext& tc) noexcept {
@@ -199,10 +349,13 @@ tsu_status_t Runtime::finalize(std::string& error) {
   while (extension_ && !extension_->quiescent())
     if (!engine_->progress()) backoff.pause();
   // Peers may still be reading or writing our memory until they get here.
-  tsu_status_t st = boot_->barrier();
+  tsu_status_t st = barrier();
   if (st != TSU_OK) error = "bootstrap barrier at finalize failed";
   engine_->stop();
-  if (cfg_.stats) print_stats();
+  if (cfg_.stats) {
+    print_stats();
+    if (udp_) udp_->print_stats(stderr);
+  }
   const tsu_status_t st2 = boot_->finalize();
   if (st == TSU_OK && st2 != TSU_OK) {
     error = "bootstrap finalize failed";

@@ -14,10 +14,12 @@
 #include "core/config.hpp"
 #include "core/message.hpp"
 #include "core/progress_engine.hpp"
+#include "core/remote_ops.hpp"
 #include "core/segment_table.hpp"
 #include "core/thread_context.hpp"
 #include "transport/self/self_transport.hpp"
 #include "transport/shm/shm_transport.hpp"
+#include "transport/udp/udp_transport.hpp"
 
 namespace tsu::core {
 
@@ -54,6 +56,23 @@ class Runtime final : public CommandExecutor {
                            std::size_t len) noexcept;
   tsu_status_t execute_atomic(const tsu_gaddr_t& target, tsu_aop_t op, tsu_atype_t type,
                               uint64_t operand, uint64_t compare, void* result) noexcept;
+  std::size_t continue_pending() noexcept override { return remote_.pump(); }
+  // Ops waiting in remote_ops' backlog wait for transport room, which only
+  // acknowledgements (a readable socket: the engine wakes) can make.
+  bool may_sleep() noexcept override { return true; }
+
+  // Memory this process reaches (self or node peer), bounds-checked against
+  // the owner's segment table.
+  tsu_status_t resolve(const tsu_gaddr_t& addr, std::size_t len,
+                       transport::Access& out) const noexcept;
+  tsu_status_t read_memory(const tsu_gaddr_t& src, void* dst, std::size_t len) noexcept;
+  tsu_status_t write_memory(const tsu_gaddr_t& dst, const void* src, std::size_t len) noexcept;
+  // True when `rank`'s memory is reached from this process (self, shm);
+  // false for ranks reached only by messages (udp).
+  bool memory_route(uint32_t rank) const noexcept {
+    const transport::Transport* t = routes_[rank];
+    return t && (t->capabilities() & transport::kCapMemoryAccess);
+  }
 
   // The transport for `rank`, or nullptr when none reaches it.
   transport::Transport* route(uint32_t rank) const noexcept { return routes_[rank]; }
@@ -64,6 +83,11 @@ class Runtime final : public CommandExecutor {
   // This rank's layer area (see Transport::peer_layer_area).
   std::byte* layer_area(std::size_t& size) const noexcept { return shm_.local_layer_area(size); }
   Extension* extension() const noexcept { return extension_.get(); }
+
+  // The bootstrap barrier.  Ranks on other nodes may need this rank's
+  // progress to reach the barrier (their requests to us), so in manual mode a
+  // helper thread drives progress while it blocks.
+  tsu_status_t barrier() noexcept;
 
   // Blocks until the calling thread has no request in flight.
   tsu_status_t quiet(ThreadContext& tc) noexcept;
@@ -86,6 +110,8 @@ class Runtime final : public CommandExecutor {
  private:
   explicit Runtime(const Config& cfg, uint64_t epoch);
   tsu_status_t connect_peers(std::string& error);
+  tsu_status_t connect_network(const std::vector<bool>& remote, std::string& error);
+  static void on_peer_lost(void* ctx, uint32_t rank) noexcept;
 
   Config cfg_;
   uint32_t rank_ = 0;
@@ -96,6 +122,8 @@ class Runtime final : public CommandExecutor {
   SegmentTable segments_;
   transport::SelfTransport self_;
   transport::ShmTransport shm_;
+  std::unique_ptr<transport::udp::UdpTransport> udp_;
+  RemoteOps remote_{*this};
   std::vector<transport::Transport*> routes_;
   std::vector<transport::Transport*> msg_routes_;
   ThreadRegistry threads_;

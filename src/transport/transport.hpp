@@ -98,6 +98,24 @@ class Transport {
   // and how long the engine may sleep before poll() is needed again (timers).
   virtual int wait_fd() const noexcept { return -1; }
   virtual uint64_t max_sleep_ns() const noexcept { return UINT64_MAX; }
+
+  // ---- Batching (called by the engine holding the consumer role) ------------
+  // The executor brackets each batch of commands with these: a transport may
+  // stage the messages sent in between and hand them to the network in one
+  // go at batch_end() (sendmmsg).  Sends outside a batch go out at once.
+  virtual void batch_begin() noexcept {}
+  virtual void batch_end() noexcept {}
+
+  // ---- Peer loss (network transports) ---------------------------------------
+  // A transport that detects a dead peer calls `fn(ctx, rank)` once, from
+  // poll() (progress context), after which send_message to that rank returns
+  // TSU_ERR_PEER_LOST.  Set before the engine starts.
+  using PeerLostFn = void (*)(void* ctx, uint32_t rank) noexcept;
+  virtual void set_peer_lost_handler(PeerLostFn fn, void* ctx) noexcept { (void)fn, (void)ctx; }
+  virtual bool is_peer_lost(uint32_t rank) const noexcept {
+    (void)rank;
+    return false;
+  }
 };
 
 }  // namespace tsu::transport

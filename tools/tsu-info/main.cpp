@@ -25,8 +25,10 @@ int main(int argc, char** argv) {
   std::printf("  self   the rank itself: plain loads, stores and CPU atomics\n");
   std::printf("  shm    ranks of the same node: shared segments (memfd) mapped by every\n"
               "         node peer; registered memory through Cross Memory Attach\n");
-  std::printf("  (network transports udp and ofi are not built yet: ranks on other nodes\n"
-              "   are unreachable, TSU_ERR_UNREACHABLE)\n\n");
+  std::printf("  udp    ranks on other nodes: reliable datagrams (sequence numbers, selective\n"
+              "         acks, RTT-based retransmission, congestion control, fragmentation,\n"
+              "         per-job secret + checksum, keep-alives and peer loss); RMA and\n"
+              "         atomics executed by the target (see TSU_UDP_* below)\n\n");
   std::printf("limits:\n");
   std::printf("  segments per rank          %u (ids never reused)\n", tsu::core::kMaxSegments);
   std::printf("  atomic widths              4 and 8 bytes, naturally aligned\n");

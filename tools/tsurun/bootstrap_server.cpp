@@ -1,5 +1,8 @@
 #include "bootstrap_server.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -22,7 +25,53 @@ std::string quote_key(std::string_view k) {
 }  // namespace
 
 BootstrapServer::BootstrapServer(uint32_t nranks, bool verbose)
-    : nranks_(nranks), verbose_(verbose), rank_conn_(nranks, 0) {}
+    : nranks_(nranks), verbose_(verbose), rank_conn_(nranks, 0), lost_(nranks, false) {}
+
+bool BootstrapServer::listen_tcp(const std::string& ip, uint16_t port, uint16_t& bound,
+                                 std::string& error) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  if (::inet_pton(AF_INET, ip.c_str(), &addr.sin_addr) != 1) {
+    error = "bootstrap address '" + ip + "' is not an IPv4 address";
+    return false;
+  }
+  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  const int one = 1;
+  if (listen_fd_ >= 0) ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(listen_fd_, SOMAXCONN) != 0) {
+    error = "cannot listen on tcp " + ip + ":" + std::to_string(port) + ": " + std::strerror(errno);
+    return false;
+  }
+  socklen_t len = sizeof addr;
+  ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+  bound = ntohs(addr.sin_port);
+  return true;
+}
+
+void BootstrapServer::mark_lost(uint32_t rank) {
+  if (rank >= nranks_ || lost_[rank]) return;
+  lost_[rank] = true;
+  ++lost_count_;
+  log("rank " + std::to_string(rank) + " lost; barriers no longer wait for it");
+  maybe_release_barrier();
+}
+
+void BootstrapServer::maybe_release_barrier() {
+  if (barrier_arrived_ == 0 || barrier_arrived_ + lost_count_ < nranks_) return;
+  // Everyone (alive) is here: release them all and open the next epoch.
+  wire::Writer w;
+  w.u64(barrier_epoch_);
+  for (auto& [cid, other] : conns_) {
+    if (!other.in_barrier) continue;
+    other.in_barrier = false;
+    send(other, MsgType::kBarrierDone, w.data());
+  }
+  log("barrier " + std::to_string(barrier_epoch_) + " complete");
+  ++barrier_epoch_;
+  barrier_arrived_ = 0;
+}
 
 BootstrapServer::~BootstrapServer() {
   for (auto& [id, c] : conns_) ::close(c.fd);
@@ -106,6 +155,8 @@ void BootstrapServer::accept_all() {
       if (errno != EAGAIN && errno != EWOULDBLOCK) report(std::string("bootstrap: accept: ") + std::strerror(errno));
       return;
     }
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // fails harmlessly on Unix sockets
     Conn c;
     c.fd = fd;
     conns_.emplace(next_id_++, std::move(c));
@@ -200,19 +251,8 @@ void BootstrapServer::on_frame(uint64_t id, Conn& c, const wire::Frame& f) {
         return protocol_error(c, "entered barrier " + std::to_string(epoch) + " but the job is at barrier " +
                                      std::to_string(barrier_epoch_));
       c.in_barrier = true;
-      if (++barrier_arrived_ < nranks_) return;
-      // Everyone is here: release them all and open the next epoch.
-      wire::Writer w;
-      w.u64(barrier_epoch_);
-      for (auto& [cid, other] : conns_) {
-        if (!other.in_barrier) continue;
-        other.in_barrier = false;
-        send(other, MsgType::kBarrierDone, w.data());
-      }
-      log("barrier " + std::to_string(barrier_epoch_) + " complete");
-      ++barrier_epoch_;
-      barrier_arrived_ = 0;
-      return;
+      ++barrier_arrived_;
+      return maybe_release_barrier();
     }
     case MsgType::kFinalize:
       if (!f.payload.empty()) return protocol_error(c, "malformed Finalize");

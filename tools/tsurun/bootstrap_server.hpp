@@ -26,6 +26,10 @@ class BootstrapServer {
 
   // Creates the listening socket; the caller owns (and removes) the path.
   bool listen(const std::string& path, std::string& error);
+  // Creates a TCP listener on ip:port (port 0: any); `bound` gets the port.
+  bool listen_tcp(const std::string& ip, uint16_t port, uint16_t& bound, std::string& error);
+  // A rank died and the job goes on without it: barriers stop waiting for it.
+  void mark_lost(uint32_t rank);
   // Appends the pollfds to watch; handle() must get the same slice back.
   void add_pollfds(std::vector<pollfd>& fds);
   void handle(std::span<const pollfd> fds);
@@ -49,6 +53,7 @@ class BootstrapServer {
   };
 
   void accept_all();
+  void maybe_release_barrier();
   void on_readable(uint64_t id, Conn& c);
   void on_frame(uint64_t id, Conn& c, const tsu::bootstrap::wire::Frame& f);
   void protocol_error(Conn& c, const std::string& why);
@@ -69,6 +74,8 @@ class BootstrapServer {
   std::multimap<std::string, uint64_t, std::less<>> get_waiters_;  // key -> connection
   uint64_t barrier_epoch_ = 0;
   uint32_t barrier_arrived_ = 0;
+  std::vector<bool> lost_;
+  uint32_t lost_count_ = 0;
 };
 
 }  // namespace tsurun

@@ -3,7 +3,12 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -117,9 +122,9 @@ Launcher::Launcher(Options opts) : opts_(std::move(opts)), ranks_(opts_.nranks) 
 
 std::vector<std::string> Launcher::rank_environment(uint32_t rank) const {
   std::vector<std::string> owned = {"TSU_RANK=", "TSU_SIZE=", "TSU_BOOTSTRAP=", "TSU_JOBID=",
-                                    "TSU_LOCAL_RANK="};
-  // Without --ranks-per-node a TSU_NODE_ID from the user passes through.
-  if (opts_.ranks_per_node > 0) owned.push_back("TSU_NODE_ID=");
+                                    "TSU_LOCAL_RANK=", "TSU_JOB_SECRET="};
+  // Without --ranks-per-node or --hosts a TSU_NODE_ID from the user passes through.
+  if (opts_.ranks_per_node > 0 || !opts_.hosts.empty()) owned.push_back("TSU_NODE_ID=");
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string_view var(*e);
@@ -130,11 +135,76 @@ std::vector<std::string> Launcher::rank_environment(uint32_t rank) const {
   const uint32_t rpn = opts_.ranks_per_node;
   env.push_back("TSU_RANK=" + std::to_string(rank));
   env.push_back("TSU_SIZE=" + std::to_string(opts_.nranks));
-  env.push_back("TSU_BOOTSTRAP=unix:" + socket_path_);
+  env.push_back("TSU_BOOTSTRAP=" + bootstrap_spec_);
   env.push_back("TSU_JOBID=" + job_id_);
-  env.push_back("TSU_LOCAL_RANK=" + std::to_string(rpn > 0 ? rank % rpn : rank));
-  if (rpn > 0) env.push_back("TSU_NODE_ID=" + std::to_string(rank / rpn));
+  env.push_back("TSU_JOB_SECRET=" + secret_);
+  if (rpn > 0) {
+    env.push_back("TSU_LOCAL_RANK=" + std::to_string(rank % rpn));
+    env.push_back("TSU_NODE_ID=" + std::to_string(rank / rpn));
+  } else if (!opts_.hosts.empty()) {
+    env.push_back("TSU_LOCAL_RANK=" + std::to_string(local_rank(rank)));
+    env.push_back("TSU_NODE_ID=" + opts_.hosts[host_of(rank)]);
+  } else {
+    env.push_back("TSU_LOCAL_RANK=" + std::to_string(rank));
+  }
   return env;
+}
+
+uint32_t Launcher::host_of(uint32_t rank) const {
+  const auto h = static_cast<uint32_t>(opts_.hosts.size());
+  if (opts_.round_robin) return rank % h;
+  const uint32_t per = (opts_.nranks + h - 1) / h;
+  return rank / per;
+}
+
+uint32_t Launcher::local_rank(uint32_t rank) const {
+  uint32_t n = 0;
+  for (uint32_t r = 0; r < rank; ++r) n += host_of(r) == host_of(rank) ? 1 : 0;
+  return n;
+}
+
+namespace {
+// The local address that routes to `host` (no packet is sent: connect() on a
+// UDP socket only picks the route), or "" when the host does not resolve.
+std::string local_address_towards(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.c_str(), "9", &hints, &res) != 0 || !res) return "";
+  std::string out;
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd >= 0 && ::connect(fd, res->ai_addr, res->ai_addrlen) == 0) {
+    sockaddr_in local{};
+    socklen_t len = sizeof local;
+    char ip[INET_ADDRSTRLEN] = {};
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0 &&
+        ::inet_ntop(AF_INET, &local.sin_addr, ip, sizeof ip))
+      out = ip;
+  }
+  if (fd >= 0) ::close(fd);
+  ::freeaddrinfo(res);
+  return out;
+}
+}  // namespace
+
+bool Launcher::start_tcp_bootstrap(BootstrapServer& server, std::string& error) {
+  std::string ip = opts_.bootstrap_addr;
+  uint16_t port = 0;
+  if (const auto colon = ip.find(':'); colon != std::string::npos) {
+    port = static_cast<uint16_t>(std::strtoul(ip.c_str() + colon + 1, nullptr, 10));
+    ip.resize(colon);
+  }
+  if (ip.empty()) ip = local_address_towards(opts_.hosts.front());
+  if (ip.empty()) {
+    ip = "127.0.0.1";
+    report("cannot derive a bootstrap address from host '" + opts_.hosts.front() +
+           "'; using 127.0.0.1 (set --bootstrap-addr)");
+  }
+  uint16_t bound = 0;
+  if (!server.listen_tcp(ip, port, bound, error)) return false;
+  bootstrap_spec_ = "tcp:" + ip + ":" + std::to_string(bound);
+  return true;
 }
 
 // Returns 0, or the exit status for tsurun after reporting why it failed.
@@ -144,8 +214,22 @@ int Launcher::spawn(uint32_t rank, OutputForwarder& out) {
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
+  // With --spawn: TEMPLATE(host) env TSU_...=... PROGRAM ARGS, so the rank's
+  // variables survive a remote shell (ssh) as well as `ip netns exec`.
+  std::vector<std::string> words;
+  if (!opts_.spawn.empty()) {
+    std::string tmpl = opts_.spawn;
+    const std::string& host = opts_.hosts[host_of(rank)];
+    for (std::size_t at; (at = tmpl.find("{host}")) != std::string::npos;) tmpl.replace(at, 6, host);
+    std::istringstream in(tmpl);
+    for (std::string w; in >> w;) words.push_back(w);
+    words.push_back("env");
+    for (const auto& e : env)
+      if (e.starts_with("TSU_")) words.push_back(e);
+  }
+  for (const auto& a : opts_.command) words.push_back(a);
   std::vector<char*> argv;
-  for (auto& a : opts_.command) argv.push_back(const_cast<char*>(a.c_str()));
+  for (auto& a : words) argv.push_back(a.data());
   argv.push_back(nullptr);
 
   int outp[2], errp[2], execp[2];
@@ -208,7 +292,7 @@ int Launcher::spawn(uint32_t rank, OutputForwarder& out) {
   } while (n < 0 && errno == EINTR);
   ::close(execp[0]);
   if (n == static_cast<ssize_t>(sizeof(exec_errno))) {
-    report("cannot execute '" + opts_.command[0] + "': " + std::strerror(exec_errno));
+    report("cannot execute '" + std::string(argv[0]) + "': " + std::strerror(exec_errno));
     return kExitNoExec;
   }
   if (opts_.verbose) report("rank " + std::to_string(rank) + " started (pid " + std::to_string(pid) + ")");
@@ -238,6 +322,13 @@ void Launcher::on_rank_exit(uint32_t rank) {
   if (ok || stopping_) {
     // Exits caused by our own stop signals are expected; only -v shows them.
     if (opts_.verbose) report(what);
+    return;
+  }
+  if (opts_.tolerate_rank_loss) {
+    report(what + "; rank " + std::to_string(rank) + " is lost, " + std::to_string(live_rank_count()) +
+           " rank(s) continue without it");
+    if (exit_code_ == 0) exit_code_ = WIFEXITED(rk.status) ? WEXITSTATUS(rk.status) : 128 + WTERMSIG(rk.status);
+    if (server_) server_->mark_lost(rank);
     return;
   }
   report(what);
@@ -302,15 +393,35 @@ int Launcher::run() {
   }
   socket_path_ = dir.path() + "/" + kSocketName;
   BootstrapServer server(opts_.nranks, opts_.verbose);
-  if (!server.listen(socket_path_, error)) {
+  server_ = &server;
+  if (opts_.hosts.empty()) {
+    if (!server.listen(socket_path_, error)) {
+      report(error);
+      return kExitInternal;
+    }
+    bootstrap_spec_ = "unix:" + socket_path_;
+  } else if (!start_tcp_bootstrap(server, error)) {
     report(error);
     return kExitInternal;
+  }
+  // The per-job secret every udp datagram is authenticated with.
+  {
+    unsigned char key[16];
+    if (::getrandom(key, sizeof key, 0) != static_cast<ssize_t>(sizeof key)) {
+      report(std::string("getrandom: ") + std::strerror(errno));
+      return kExitInternal;
+    }
+    static const char* hex = "0123456789abcdef";
+    for (unsigned char b : key) {
+      secret_.push_back(hex[b >> 4]);
+      secret_.push_back(hex[b & 15]);
+    }
   }
   OutputForwarder out(opts_.tag_output);
 
   if (opts_.verbose)
     report("job " + job_id_ + ": starting " + std::to_string(opts_.nranks) + " rank(s) of '" + opts_.command[0] +
-           "', bootstrap unix:" + socket_path_);
+           "', bootstrap " + bootstrap_spec_);
   for (uint32_t r = 0; r < opts_.nranks; ++r) {
     if (const int code = spawn(r, out); code != 0) {
       stop_job(code, SIGKILL);  // the ranks already started cannot bootstrap without this one

@@ -39,6 +39,11 @@ class Launcher {
   };
 
   std::vector<std::string> rank_environment(uint32_t rank) const;
+  // Host index of a rank under --hosts and its index among the host's ranks.
+  uint32_t host_of(uint32_t rank) const;
+  uint32_t local_rank(uint32_t rank) const;
+  // Picks (and binds) the TCP bootstrap address for --hosts.
+  bool start_tcp_bootstrap(class BootstrapServer& server, std::string& error);
   // Fork+exec one rank; returns 0, or tsurun's exit status after reporting
   // why the rank could not be started.
   int spawn(uint32_t rank, OutputForwarder& out);
@@ -55,6 +60,9 @@ class Launcher {
   Options opts_;
   std::string job_id_;
   std::string socket_path_;
+  std::string bootstrap_spec_;  // TSU_BOOTSTRAP for the ranks
+  std::string secret_;          // TSU_JOB_SECRET: 32 hex digits
+  class BootstrapServer* server_ = nullptr;
   std::vector<Rank> ranks_;
   bool stopping_ = false;
   int exit_code_ = 0;

@@ -14,6 +14,12 @@ struct Options {
   bool tag_output = false;
   bool verbose = false;
   std::vector<std::string> command;  // program and its arguments
+  // Multi-host launch
+  std::vector<std::string> hosts;    // --hosts a,b,c
+  std::string spawn;                 // --spawn 'ssh {host}' / 'ip netns exec {host}'
+  bool round_robin = false;          // --placement round-robin (default block)
+  std::string bootstrap_addr;        // --bootstrap-addr IP[:PORT] (TCP service)
+  bool tolerate_rank_loss = false;   // --tolerate-rank-loss
 };
 
 }  // namespace tsurun

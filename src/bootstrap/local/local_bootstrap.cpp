@@ -2,12 +2,18 @@
 // stream socket (wire format in wire.hpp).
 #include "bootstrap/local/local_bootstrap.hpp"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <chrono>
+#include <thread>
 
 namespace tsu::bootstrap {
 
@@ -65,6 +71,65 @@ std::unique_ptr<LocalBootstrap> LocalBootstrap::connect(const std::string& path,
     return nullptr;
   }
 
+  return hello(fd, rank, size, status, error);
+}
+
+std::unique_ptr<LocalBootstrap> LocalBootstrap::connect_tcp(const std::string& host, uint16_t port,
+                                                            uint32_t rank, uint32_t size,
+                                                            tsu_status_t& status,
+                                                            std::string& error) {
+  status = TSU_ERR_BOOTSTRAP;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const int gai = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+  if (gai != 0 || !res) {
+    error = "bootstrap host '" + host + "': " + ::gai_strerror(gai);
+    return nullptr;
+  }
+  sockaddr_in addr{};
+  std::memcpy(&addr, res->ai_addr, sizeof addr);
+  ::freeaddrinfo(res);
+  int fd = -1;
+  int err = 0;
+  // The launcher may still be starting its listener on a slow remote start.
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      error = errno_text("bootstrap socket()", errno);
+      return nullptr;
+    }
+    int rc;
+    do {
+      rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+    } while (rc != 0 && errno == EINTR);
+    if (rc == 0) break;
+    err = errno;
+    ::close(fd);
+    fd = -1;
+    if (err != ECONNREFUSED) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (fd < 0) {
+    error = errno_text(("cannot connect to bootstrap tcp:" + host + ":" + std::to_string(port)).c_str(), err);
+    return nullptr;
+  }
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  sockaddr_in local{};
+  socklen_t len = sizeof local;
+  char ip[INET_ADDRSTRLEN] = {};
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0)
+    ::inet_ntop(AF_INET, &local.sin_addr, ip, sizeof ip);
+  auto b = hello(fd, rank, size, status, error);
+  if (b) b->reachable_ = ip;
+  return b;
+}
+
+std::unique_ptr<LocalBootstrap> LocalBootstrap::hello(int fd, uint32_t rank, uint32_t size,
+                                                      tsu_status_t& status, std::string& error) {
+  status = TSU_ERR_BOOTSTRAP;
   std::unique_ptr<LocalBootstrap> b(new LocalBootstrap(fd, rank, size));
   wire::Writer w;
   w.u32(wire::kProtocolVersion);

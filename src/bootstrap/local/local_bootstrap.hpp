@@ -25,7 +25,13 @@ class LocalBootstrap final : public Bootstrap {
   static std::unique_ptr<LocalBootstrap> connect(const std::string& path, uint32_t rank,
                                                  uint32_t size, tsu_status_t& status,
                                                  std::string& error);
+  // The same protocol over TCP (tsurun --hosts): host is an IPv4 address or
+  // a name.  Retries a refused connection for a few seconds.
+  static std::unique_ptr<LocalBootstrap> connect_tcp(const std::string& host, uint16_t port,
+                                                     uint32_t rank, uint32_t size,
+                                                     tsu_status_t& status, std::string& error);
   ~LocalBootstrap() override;
+  std::string reachable_address() const override { return reachable_; }
   LocalBootstrap(const LocalBootstrap&) = delete;
   LocalBootstrap& operator=(const LocalBootstrap&) = delete;
 
@@ -42,6 +48,9 @@ class LocalBootstrap final : public Bootstrap {
 
  private:
   LocalBootstrap(int fd, uint32_t rank, uint32_t size) : fd_(fd), rank_(rank), size_(size) {}
+  static std::unique_ptr<LocalBootstrap> hello(int fd, uint32_t rank, uint32_t size,
+                                               tsu_status_t& status, std::string& error);
+  std::string reachable_;  // local IPv4 address of a TCP connection
   // Sends one request and waits for its reply; fails unless the reply has
   // type `expect`.  Caller holds mu_.
   tsu_status_t call(wire::MsgType type, std::span<const std::byte> payload, wire::MsgType expect,

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Two network namespaces on one veth pair; on it, side by side:
+#   tsunagi udp (tsu-bench-net tsu), raw UDP pingpong + throughput, and UCX
+#   over tcp (ucx_perftest, UCX_TLS=tcp) when installed.
+#   bench/net/run_netns_bench.sh BUILD_DIR OUT_DIR [LOSS_PCT]
+# Results: OUT_DIR/results.jsonl, OUT_DIR/ucx.txt, OUT_DIR/trace.* (cwnd).
+set -u
+build=$1 out=$2 loss=${3:-0}
+mkdir -p "$out"
+[[ $(id -u) -eq 0 ]] || { echo "SKIPPED: needs root for network namespaces"; exit 77; }
+p=tsb$$ a=tsb$$a b=tsb$$b
+cleanup() { ip netns del "$a" 2>/dev/null; ip netns del "$b" 2>/dev/null; }
+trap cleanup EXIT
+trap "exit 143" INT TERM
+ip netns add "$a" && ip netns add "$b" || { echo "SKIPPED: cannot create namespaces"; exit 77; }
+ip -n "$a" link set lo up; ip -n "$b" link set lo up
+ip link add veth0 netns "$a" type veth peer name veth0 netns "$b"
+ip -n "$a" addr add 10.98.0.1/24 dev veth0; ip -n "$b" addr add 10.98.0.2/24 dev veth0
+ip -n "$a" link set veth0 up; ip -n "$b" link set veth0 up
+if [[ $loss != 0 ]]; then
+  for ns in "$a" "$b"; do
+    printf 'table ip tsu {\n chain in {\n  type filter hook input priority 0; policy accept;\n  meta l4proto udp numgen random mod 100 < %s drop\n }\n}\n' "$loss" | ip netns exec "$ns" nft -f -
+  done
+fi
+bench=$build/bench/net/tsu-bench-net
+res=$out/results.jsonl
+: >"$res"
+# Raw UDP on the same pair (the limit; measured without loss only: the raw
+# pingpong has no retransmission).
+if [[ $loss == 0 ]]; then
+  ip netns exec "$b" "$bench" raw-server 9999 & srv=$!
+  sleep 0.3
+  ip netns exec "$a" "$bench" raw-client 10.98.0.2 9999 | tee -a "$res"
+  kill $srv 2>/dev/null; wait $srv 2>/dev/null
+fi
+# tsunagi: the tsurun bootstrap served from namespace a; rank 0 in a, rank 1 in b.
+ip netns exec "$a" env TSU_SEGMENT_SIZE=160M TSU_STATS=1 TSU_UDP_TRACE="$out/trace" \
+  "$build/tools/tsurun/tsurun" -n 2 --hosts "$a,$b" --spawn 'ip netns exec {host}' \
+  --bootstrap-addr 10.98.0.1 --timeout 300 "$bench" tsu 2>"$out/tsu_stats.txt" | tee -a "$res"
+# UCX over tcp on the same pair.
+if [[ $loss == 0 ]] && command -v ucx_perftest >/dev/null; then
+  : >"$out/ucx.txt"
+  for t in "ucp_put_lat -s 8 -n 20000" "ucp_get -s 8 -n 20000" "ucp_put_bw -s 1048576 -n 2000" "ucp_put_bw -s 65536 -n 10000"; do
+    ip netns exec "$b" env UCX_TLS=tcp,self UCX_NET_DEVICES=veth0 ucx_perftest -p 13337 >/dev/null 2>&1 & s=$!
+    sleep 0.5
+    echo "== ucx_perftest -t $t" >>"$out/ucx.txt"
+    timeout 60 ip netns exec "$a" env UCX_TLS=tcp,self UCX_NET_DEVICES=veth0 ucx_perftest 10.98.0.2 -p 13337 -t $t >>"$out/ucx.txt" 2>&1
+    kill $s 2>/dev/null; wait $s 2>/dev/null
+  done
+fi
+echo "results in $out"

@@ -1,0 +1,241 @@
+// tsu-bench-net: tsunagi over the udp transport beside the limit on the same
+// link (a raw UDP socket pingpong and throughput test).
+//
+//   tsurun -n 2 --hosts A,B ... tsu-bench-net tsu [--quick]   rank 0 measures, rank 1 serves
+//   tsu-bench-net raw-server PORT                             (on B)
+//   tsu-bench-net raw-client IP PORT                          (on A)
+// Output: one JSON object per line (bench/net/run_netns_bench.sh collects them).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tsunagi/tsunagi.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double now_us() {
+  return std::chrono::duration<double, std::micro>(Clock::now().time_since_epoch()).count();
+}
+
+struct Flag {
+  std::atomic<int> done{0};
+  std::atomic<int> status{0};
+};
+void flag_cb(tsu_status_t st, void* arg) {
+  auto* f = static_cast<Flag*>(arg);
+  f->status.store(st);
+  f->done.fetch_add(1, std::memory_order_release);
+}
+// In thread mode the progress thread does the work: waiters yield the core
+// (this machine has 2); in manual mode they drive progress themselves.
+bool g_manual = false;
+void idle() {
+  if (g_manual) tsu_progress();
+  else sched_yield();
+}
+void wait_flag(Flag& f, int n) {
+  while (f.done.load(std::memory_order_acquire) < n) idle();
+}
+
+template <typename F>
+void issue(F&& f) {
+  while (f() == TSU_EAGAIN) idle();
+}
+
+void latency(const char* op, uint32_t peer, int iters) {
+  std::vector<double> t;
+  uint64_t result = 0;
+  for (int i = 0; i < iters + 100; ++i) {
+    Flag f;
+    const double t0 = now_us();
+    if (!std::strcmp(op, "get"))
+      issue([&] { return tsu_try_get(tsu_laddr(TSU_SEG_MAIN, 0), tsu_gaddr(peer, TSU_SEG_MAIN, 0), 8, tsu_cb(flag_cb, &f)); });
+    else if (!std::strcmp(op, "put"))
+      issue([&] { return tsu_try_put(tsu_gaddr(peer, TSU_SEG_MAIN, 64), tsu_laddr(TSU_SEG_MAIN, 0), 8, tsu_cb(flag_cb, &f)); });
+    else
+      issue([&] { return tsu_try_fetch_add_u64(tsu_gaddr(peer, TSU_SEG_MAIN, 128), 1, &result, tsu_cb(flag_cb, &f)); });
+    wait_flag(f, 1);
+    if (i >= 100) t.push_back(now_us() - t0);
+  }
+  std::sort(t.begin(), t.end());
+  double sum = 0;
+  for (double x : t) sum += x;
+  std::printf("{\"bench\":\"tsu_latency\",\"op\":\"%s\",\"bytes\":8,\"median_us\":%.2f,\"mean_us\":%.2f,\"p99_us\":%.2f}\n",
+              op, t[t.size() / 2], sum / static_cast<double>(t.size()), t[t.size() * 99 / 100]);
+  std::fflush(stdout);
+}
+
+void bandwidth(uint32_t peer, std::size_t size, std::size_t seg) {
+  const std::size_t total = std::max<std::size_t>(size * 4, std::min<std::size_t>(size * 4096, 64u << 20));
+  const int n = static_cast<int>(std::max<std::size_t>(1, total / size));
+  const int window = static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(64, (16u << 20) / size)));
+  Flag f;
+  const double t0 = now_us();
+  for (int i = 0; i < n; ++i) {
+    while (i - f.done.load(std::memory_order_acquire) >= window) idle();
+    const uint64_t off = (static_cast<uint64_t>(i) * size) % (seg - size + 1);
+    issue([&] { return tsu_try_put(tsu_gaddr(peer, TSU_SEG_MAIN, off), tsu_laddr(TSU_SEG_MAIN, 0), size, tsu_cb(flag_cb, &f)); });
+  }
+  wait_flag(f, n);
+  const double us = now_us() - t0;
+  std::printf("{\"bench\":\"tsu_put_bw\",\"bytes\":%zu,\"count\":%d,\"MBps\":%.1f}\n", size, n,
+              static_cast<double>(size) * n / us);
+  std::fflush(stdout);
+}
+
+void rate(uint32_t peer, int threads) {
+  std::atomic<uint64_t> total{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> th;
+  for (int t = 0; t < threads; ++t) {
+    th.emplace_back([&, t] {
+      Flag f;
+      uint64_t issued = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        while (issued - static_cast<uint64_t>(f.done.load(std::memory_order_acquire)) >= 64) idle();
+        if (tsu_try_put(tsu_gaddr(peer, TSU_SEG_MAIN, 4096 + 8 * static_cast<uint64_t>(t)), tsu_laddr(TSU_SEG_MAIN, 0), 8,
+                        tsu_cb(flag_cb, &f)) == TSU_OK)
+          ++issued;
+        else
+          idle();
+      }
+      wait_flag(f, static_cast<int>(issued));
+      total += issued;
+    });
+  }
+  const double t0 = now_us();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  stop = true;
+  for (auto& x : th) x.join();
+  const double us = now_us() - t0;
+  std::printf("{\"bench\":\"tsu_msg_rate\",\"threads\":%d,\"Mmsgs\":%.3f}\n", threads,
+              static_cast<double>(total.load()) / us);
+  std::fflush(stdout);
+}
+
+int run_tsu(bool quick) {
+  const char* pm = std::getenv("TSU_PROGRESS");
+  g_manual = pm && !std::strcmp(pm, "manual");
+  if (tsu_init(nullptr) != TSU_OK) {
+    std::fprintf(stderr, "tsu_init: %s\n", tsu_last_error());
+    return 1;
+  }
+  uint32_t me, n;
+  tsu_rank(&me);
+  tsu_size(&n);
+  void* base;
+  std::size_t seg;
+  tsu_segment_info(TSU_SEG_MAIN, &base, &seg);
+  if (me == 0) {
+    const int iters = quick ? 500 : 5000;
+    for (const char* op : {"get", "put", "fetch_add"}) latency(op, 1, iters);
+    for (std::size_t s = 8; s <= (64u << 20) && s <= seg / 2; s *= (quick ? 64 : 8)) bandwidth(1, s, seg);
+    for (int t : {1, 2, 4}) rate(1, t);
+  }
+  tsu_barrier();
+  return tsu_finalize() == TSU_OK ? 0 : 1;
+}
+
+// ---- raw UDP on the same link ------------------------------------------------
+constexpr std::size_t kDgram = 1472;
+
+int raw_server(int port) {
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  int sz = 4 << 20;
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof sz);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return 1;
+  std::vector<char> buf(65536);
+  uint64_t bytes = 0;
+  for (;;) {
+    sockaddr_in from{};
+    socklen_t fl = sizeof from;
+    const ssize_t r = recvfrom(fd, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &fl);
+    if (r <= 0) continue;
+    if (buf[0] == 'P') {  // ping: echo
+      sendto(fd, buf.data(), static_cast<size_t>(r), 0, reinterpret_cast<sockaddr*>(&from), fl);
+    } else if (buf[0] == 'D') {
+      bytes += static_cast<uint64_t>(r);
+    } else if (buf[0] == 'E') {  // end of a throughput run: report and reset
+      char msg[64];
+      const int m = std::snprintf(msg, sizeof msg, "R%llu", static_cast<unsigned long long>(bytes));
+      sendto(fd, msg, static_cast<size_t>(m), 0, reinterpret_cast<sockaddr*>(&from), fl);
+      bytes = 0;
+    } else if (buf[0] == 'Q') {
+      return 0;
+    }
+  }
+}
+
+int raw_client(const char* ip, int port) {
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  int sz = 4 << 20;
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof sz);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, ip, &a.sin_addr);
+  connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  timeval tv{1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  // Pingpong, 8-byte payload (plus our 1-byte tag), busy-polling like tsunagi.
+  std::vector<double> t;
+  char buf[65536] = "P1234567";
+  for (int i = 0; i < 5100; ++i) {
+    const double t0 = now_us();
+    send(fd, buf, 9, 0);
+    ssize_t r;
+    while ((r = recv(fd, buf, sizeof buf, MSG_DONTWAIT)) < 0 && now_us() - t0 < 1e6) {
+    }
+    if (i >= 100) t.push_back(now_us() - t0);
+  }
+  std::sort(t.begin(), t.end());
+  std::printf("{\"bench\":\"raw_udp_pingpong\",\"bytes\":8,\"median_us\":%.2f,\"p99_us\":%.2f}\n",
+              t[t.size() / 2], t[t.size() * 99 / 100]);
+  // Throughput: 1472-byte datagrams for 2 s with sendmmsg batches of 32.
+  std::memset(buf, 'D', kDgram);
+  mmsghdr msgs[32];
+  iovec iov{buf, kDgram};
+  for (auto& m : msgs) {
+    m = mmsghdr{};
+    m.msg_hdr.msg_iov = &iov;
+    m.msg_hdr.msg_iovlen = 1;
+  }
+  const double t0 = now_us();
+  while (now_us() - t0 < 2e6) sendmmsg(fd, msgs, 32, 0);
+  usleep(50000);
+  const double us = now_us() - t0 - 50000;
+  send(fd, "E", 1, 0);
+  const ssize_t r = recv(fd, buf, sizeof buf - 1, 0);
+  buf[r > 0 ? r : 0] = 0;
+  const double bytes = r > 0 ? std::strtod(buf + 1, nullptr) : 0;
+  std::printf("{\"bench\":\"raw_udp_throughput\",\"datagram\":%zu,\"MBps\":%.1f}\n", kDgram, bytes / us);
+  send(fd, "Q", 1, 0);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "tsu") return run_tsu(argc > 2 && std::string(argv[2]) == "--quick");
+  if (mode == "raw-server" && argc > 2) return raw_server(std::atoi(argv[2]));
+  if (mode == "raw-client" && argc > 3) return raw_client(argv[2], std::atoi(argv[3]));
+  std::fprintf(stderr, "usage: tsu-bench-net tsu [--quick] | raw-server PORT | raw-client IP PORT\n");
+  return 2;
+}

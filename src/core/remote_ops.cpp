@@ -1,0 +1,383 @@
+#include "core/remote_ops.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/atomic_exec.hpp"
+#include "core/log.hpp"
+#include "core/runtime.hpp"
+
+namespace tsu::core {
+
+namespace {
+constexpr uint64_t kMaxGetInFlight = 4u << 20;  // per op: bounds the target's reply queue
+
+uint64_t status_arg(tsu_status_t st) { return static_cast<uint64_t>(static_cast<int64_t>(st)); }
+tsu_status_t arg_status(uint64_t a) { return static_cast<tsu_status_t>(static_cast<int64_t>(a)); }
+uint32_t lo32(uint64_t a) { return static_cast<uint32_t>(a); }
+uint32_t hi32(uint64_t a) { return static_cast<uint32_t>(a >> 32); }
+
+MessageHeader header(uint16_t handler, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
+                     std::size_t payload_len) {
+  MessageHeader h{};
+  h.handler = handler;
+  h.payload_len = static_cast<uint32_t>(payload_len);
+  h.args[0] = a0;
+  h.args[1] = a1;
+  h.args[2] = a2;
+  h.args[3] = a3;
+  return h;
+}
+}  // namespace
+
+void RemoteOps::register_handlers(MessageHandlerTable& table) {
+  table.set(kRmaPutReq, on_put_req, this);
+  table.set(kRmaGetReq, on_get_req, this);
+  table.set(kRmaAtomicReq, on_atomic_req, this);
+  table.set(kRmaCopyReq, on_copy_req, this);
+  for (uint16_t h : {kRmaPutRep, kRmaGetRep, kRmaAtomicRep, kRmaCopyRep}) table.set(h, on_reply, this);
+}
+
+transport::Transport* RemoteOps::transport_to(uint32_t rank) const noexcept {
+  return rt_.route(rank);
+}
+
+uint64_t RemoteOps::alloc(const Command& cmd) noexcept {
+  uint32_t idx;
+  if (!free_.empty()) {
+    idx = free_.back();
+    free_.pop_back();
+  } else {
+    idx = static_cast<uint32_t>(ops_.size());
+    ops_.emplace_back();
+  }
+  Op& op = ops_[idx];
+  const uint32_t gen = op.gen + 1;
+  op = Op{};
+  op.gen = gen;
+  op.used = true;
+  op.cmd = cmd;
+  return (uint64_t{gen} << 32) | idx;
+}
+
+RemoteOps::Op* RemoteOps::find(uint64_t cookie) noexcept {
+  const uint32_t idx = lo32(cookie);
+  if (idx >= ops_.size()) return nullptr;
+  Op& op = ops_[idx];
+  return op.used && op.gen == hi32(cookie) ? &op : nullptr;
+}
+
+tsu_status_t RemoteOps::start(const Command& cmd, uint32_t completion_id) noexcept {
+  const uint64_t cookie = alloc(cmd);
+  Op& op = *find(cookie);
+  op.completion_id = completion_id;
+  if (cmd.kind == CommandKind::kAtomic) {
+    op.kind = Kind::kAtomic;
+    op.peer = cmd.dst.rank;
+  } else {
+    const bool dst_mem = rt_.memory_route(cmd.dst.rank);
+    const bool src_mem = rt_.memory_route(cmd.src.rank);
+    op.kind = src_mem ? Kind::kPut : dst_mem ? Kind::kGet : Kind::kForward;
+    op.peer = src_mem ? cmd.dst.rank : cmd.src.rank;
+  }
+  return start_op(cookie);
+}
+
+tsu_status_t RemoteOps::start_op(uint64_t cookie) noexcept {
+  advance(cookie);
+  Op* op = find(cookie);
+  if (op && !op->forwarded && op->outstanding == 0 && !op->in_backlog) {
+    // Failed before anything was sent: the executor finishes the record.
+    const tsu_status_t st = op->status != TSU_OK ? op->status : TSU_ERR_SYSTEM;
+    op->used = false;
+    free_.push_back(lo32(cookie));
+    return st;
+  }
+  return TSU_EAGAIN;
+}
+
+void RemoteOps::advance(uint64_t cookie) noexcept {
+  for (;;) {
+    Op* op = find(cookie);
+    if (!op || !send_next(*op, cookie)) break;
+  }
+  maybe_complete(cookie);
+}
+
+bool RemoteOps::send_next(Op& op, uint64_t cookie) noexcept {
+  if (op.status != TSU_OK || op.in_backlog) return false;
+  transport::Transport* t = transport_to(op.peer);
+  if (!t) {
+    fail(op, TSU_ERR_UNREACHABLE);
+    return false;
+  }
+  const Command& c = op.cmd;
+  const std::size_t chunk = t->max_message_payload();
+  MessageHeader h;
+  const void* payload = nullptr;
+  std::size_t n = 0;
+  alignas(8) std::byte small[16];
+  thread_local std::vector<std::byte> bounce;
+  switch (op.kind) {
+    case Kind::kPut: {
+      if (op.first_sent && op.sent >= c.len) return false;
+      n = static_cast<std::size_t>(std::min<uint64_t>(chunk, c.len - op.sent));
+      transport::Access a;
+      const tsu_gaddr_t src = tsu_gaddr_add(c.src, op.sent);
+      tsu_status_t st = rt_.resolve(src, n, a);
+      if (st == TSU_OK && a.kind != transport::Access::kDirect) {
+        bounce.resize(n);
+        st = rt_.read_memory(src, bounce.data(), n);
+        payload = bounce.data();
+      } else {
+        payload = a.ptr;
+      }
+      if (st != TSU_OK) {
+        fail(op, st);
+        return false;
+      }
+      h = header(kRmaPutReq, cookie, c.dst.seg, c.dst.offset + op.sent, 0, n);
+      break;
+    }
+    case Kind::kGet: {
+      if (op.first_sent && op.sent >= c.len) return false;
+      if (uint64_t{op.outstanding} * chunk >= kMaxGetInFlight) return false;
+      n = static_cast<std::size_t>(std::min<uint64_t>(chunk, c.len - op.sent));
+      h = header(kRmaGetReq, cookie, uint64_t{c.src.seg} | (uint64_t{n} << 32),
+                 c.src.offset + op.sent, op.sent, 0);
+      break;
+    }
+    case Kind::kAtomic: {
+      if (op.first_sent) return false;
+      std::memcpy(small, &c.compare, 8);
+      payload = small;
+      h = header(kRmaAtomicReq, cookie,
+                 uint64_t{c.dst.seg} | (uint64_t{c.aop} << 32) | (uint64_t{c.atype} << 40),
+                 c.dst.offset, c.operand, 8);
+      break;
+    }
+    case Kind::kForward: {
+      if (op.first_sent) return false;
+      // The destination travels in the payload: rank, segment, offset.
+      std::memcpy(small, &c.dst.rank, 4);
+      std::memcpy(small + 4, &c.dst.seg, 4);
+      std::memcpy(small + 8, &c.dst.offset, 8);
+      payload = small;
+      h = header(kRmaCopyReq, cookie, c.src.seg, c.src.offset, c.len, 16);
+      break;
+    }
+  }
+  const tsu_status_t st = t->send_message(op.peer, h, payload);
+  if (st == TSU_EAGAIN) {
+    op.in_backlog = true;
+    backlog_.push_back(cookie);
+    return false;
+  }
+  if (st != TSU_OK) {
+    fail(op, st);
+    return false;
+  }
+  op.sent += n;
+  op.first_sent = true;
+  ++op.outstanding;
+  return true;
+}
+
+void RemoteOps::fail(Op& op, tsu_status_t st) noexcept {
+  if (op.status == TSU_OK) op.status = st;
+}
+
+void RemoteOps::maybe_complete(uint64_t cookie) noexcept {
+  Op* op = find(cookie);
+  if (!op || op->outstanding || op->in_backlog) return;
+  const bool all_sent = op->first_sent && (op->kind == Kind::kAtomic ||
+                                           op->kind == Kind::kForward || op->sent >= op->cmd.len);
+  if (!all_sent && op->status == TSU_OK) return;
+  if (!op->first_sent && !op->forwarded && op->status != TSU_OK) return;  // start_op reports it
+  const tsu_status_t st = op->status;
+  const bool fwd = op->forwarded;
+  const uint32_t origin = op->origin, id = op->completion_id;
+  const uint64_t ocookie = op->origin_cookie;
+  op->used = false;
+  free_.push_back(lo32(cookie));
+  if (fwd) {
+    reply(origin, header(kRmaCopyRep, ocookie, status_arg(st), 0, 0, 0), nullptr);
+  } else {
+    rt_.engine().finish(id, st);
+  }
+}
+
+void RemoteOps::reply(uint32_t dst, const MessageHeader& h, const void* payload) noexcept {
+  transport::Transport* t = transport_to(dst);
+  if (!t) return;
+  if (replies_.empty()) {
+    const tsu_status_t st = t->send_message(dst, h, payload);
+    if (st != TSU_EAGAIN) {
+      if (st != TSU_OK && st != TSU_ERR_PEER_LOST)
+        TSU_LOG_WARN("reply to rank %u failed: %s", dst, tsu_strerror(st));
+      return;
+    }
+  }
+  const auto* p = static_cast<const std::byte*>(payload);
+  replies_.push_back(Reply{dst, h, std::vector<std::byte>(p, p + (p ? h.payload_len : 0))});
+}
+
+std::size_t RemoteOps::pump() noexcept {
+  std::size_t work = 0;
+  while (!replies_.empty()) {
+    Reply& r = replies_.front();
+    const tsu_status_t st =
+        transport_to(r.dst)->send_message(r.dst, r.h, r.payload.empty() ? nullptr : r.payload.data());
+    if (st == TSU_EAGAIN) break;
+    replies_.pop_front();
+    ++work;
+  }
+  for (std::size_t n = backlog_.size(); n > 0 && !backlog_.empty(); --n) {
+    const uint64_t cookie = backlog_.front();
+    backlog_.pop_front();
+    Op* op = find(cookie);
+    if (!op) continue;
+    op->in_backlog = false;
+    const uint64_t before = op->sent + op->outstanding;
+    advance(cookie);
+    op = find(cookie);
+    if (!op || op->sent + op->outstanding != before) ++work;
+  }
+  return work;
+}
+
+void RemoteOps::on_peer_lost(uint32_t rank) noexcept {
+  for (uint32_t i = 0; i < ops_.size(); ++i) {
+    Op& op = ops_[i];
+    if (!op.used || op.peer != rank) continue;
+    fail(op, TSU_ERR_PEER_LOST);
+    op.outstanding = 0;
+    op.first_sent = true;
+    op.in_backlog = false;  // its backlog entry goes stale with the generation
+    maybe_complete((uint64_t{op.gen} << 32) | i);
+  }
+  std::erase_if(replies_, [&](const Reply& r) { return r.dst == rank; });
+}
+
+// ---- Target side -----------------------------------------------------------
+
+void RemoteOps::on_put_req(void* ctx, uint32_t src, const MessageHeader& h,
+                           const std::byte* p) noexcept {
+  auto& self = *static_cast<RemoteOps*>(ctx);
+  Runtime& rt = self.rt_;
+  const tsu_gaddr_t dst = tsu_gaddr(rt.rank(), lo32(h.args[1]), h.args[2]);
+  const tsu_status_t st = rt.write_memory(dst, p, h.payload_len);
+  self.reply(src, header(kRmaPutRep, h.args[0], status_arg(st), h.payload_len, 0, 0), nullptr);
+}
+
+void RemoteOps::on_get_req(void* ctx, uint32_t src, const MessageHeader& h,
+                           const std::byte*) noexcept {
+  auto& self = *static_cast<RemoteOps*>(ctx);
+  Runtime& rt = self.rt_;
+  const std::size_t len = hi32(h.args[1]);
+  const tsu_gaddr_t from = tsu_gaddr(rt.rank(), lo32(h.args[1]), h.args[2]);
+  transport::Access a;
+  tsu_status_t st = len <= rt.route(src)->max_message_payload() ? rt.resolve(from, len, a)
+                                                                 : TSU_ERR_INVALID_ARG;
+  thread_local std::vector<std::byte> bounce;
+  const void* data = a.ptr;
+  if (st == TSU_OK && a.kind != transport::Access::kDirect) {
+    bounce.resize(len);
+    st = rt.read_memory(from, bounce.data(), len);
+    data = bounce.data();
+  }
+  if (st != TSU_OK)
+    self.reply(src, header(kRmaGetRep, h.args[0], status_arg(st), h.args[3], 0, 0), nullptr);
+  else
+    self.reply(src, header(kRmaGetRep, h.args[0], status_arg(st), h.args[3], 0, len), data);
+}
+
+void RemoteOps::on_atomic_req(void* ctx, uint32_t src, const MessageHeader& h,
+                              const std::byte* p) noexcept {
+  auto& self = *static_cast<RemoteOps*>(ctx);
+  Runtime& rt = self.rt_;
+  const auto op = static_cast<tsu_aop_t>((h.args[1] >> 32) & 0xff);
+  const auto type = static_cast<tsu_atype_t>((h.args[1] >> 40) & 0xff);
+  uint64_t compare = 0;
+  if (h.payload_len >= 8) std::memcpy(&compare, p, 8);
+  tsu_status_t st = TSU_ERR_INVALID_ARG;
+  uint64_t result = 0;
+  if (atomic_op_valid(op, type)) {
+    // The result is written as the type's width; read it back the same way.
+    alignas(8) std::byte out[8] = {};
+    st = rt.execute_atomic(tsu_gaddr(rt.rank(), lo32(h.args[1]), h.args[2]), op, type, h.args[3],
+                           compare, out);
+    if (st == TSU_OK && atomic_op_fetches(op)) result = atomic_load_operand(out, type);
+  }
+  self.reply(src, header(kRmaAtomicRep, h.args[0], status_arg(st), result, 0, 0), nullptr);
+}
+
+void RemoteOps::on_copy_req(void* ctx, uint32_t src, const MessageHeader& h,
+                            const std::byte* p) noexcept {
+  auto& self = *static_cast<RemoteOps*>(ctx);
+  Runtime& rt = self.rt_;
+  Command cmd{};
+  cmd.kind = CommandKind::kCopy;
+  cmd.src = tsu_gaddr(rt.rank(), lo32(h.args[1]), h.args[2]);
+  cmd.len = h.args[3];
+  tsu_status_t st = TSU_OK;
+  if (h.payload_len != 16) {
+    st = TSU_ERR_INVALID_ARG;
+  } else {
+    std::memcpy(&cmd.dst.rank, p, 4);
+    std::memcpy(&cmd.dst.seg, p + 4, 4);
+    std::memcpy(&cmd.dst.offset, p + 8, 8);
+    if (cmd.dst.rank >= rt.size()) st = TSU_ERR_BAD_RANK;
+  }
+  if (st == TSU_OK && rt.memory_route(cmd.dst.rank)) {
+    st = rt.execute_copy(cmd.dst, cmd.src, cmd.len);
+  } else if (st == TSU_OK) {
+    // Destination on another node: this rank puts its own memory there.
+    const uint64_t cookie = self.alloc(cmd);
+    Op& op = *self.find(cookie);
+    op.kind = Kind::kPut;
+    op.peer = cmd.dst.rank;
+    op.forwarded = true;
+    op.origin = src;
+    op.origin_cookie = h.args[0];
+    self.advance(cookie);
+    return;
+  }
+  self.reply(src, header(kRmaCopyRep, h.args[0], status_arg(st), 0, 0, 0), nullptr);
+}
+
+void RemoteOps::on_reply(void* ctx, uint32_t src, const MessageHeader& h,
+                         const std::byte* p) noexcept {
+  auto& self = *static_cast<RemoteOps*>(ctx);
+  const uint64_t cookie = h.args[0];
+  Op* op = self.find(cookie);
+  if (!op || op->peer != src || op->outstanding == 0) return;  // stale (e.g. after a failure)
+  --op->outstanding;
+  const tsu_status_t st = arg_status(h.args[1]);
+  if (st != TSU_OK) self.fail(*op, st);
+  switch (h.handler) {
+    case kRmaGetRep:
+      if (st == TSU_OK) {
+        const uint64_t at = h.args[2];
+        if (at + h.payload_len > op->cmd.len) {
+          self.fail(*op, TSU_ERR_SYSTEM);
+        } else {
+          const tsu_status_t wst =
+              self.rt_.write_memory(tsu_gaddr_add(op->cmd.dst, at), p, h.payload_len);
+          if (wst != TSU_OK) self.fail(*op, wst);
+        }
+      }
+      self.advance(cookie);  // room for more get requests
+      return;
+    case kRmaAtomicRep:
+      if (st == TSU_OK && op->cmd.result &&
+          atomic_op_fetches(static_cast<tsu_aop_t>(op->cmd.aop)))
+        atomic_store_result(op->cmd.result, static_cast<tsu_atype_t>(op->cmd.atype), h.args[2]);
+      break;
+    default:
+      break;
+  }
+  self.maybe_complete(cookie);
+}
+
+}  // namespace tsu::core

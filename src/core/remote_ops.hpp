@@ -1,0 +1,107 @@
+// RMA and atomics over a message-only transport (udp): the request/reply
+// protocol of handler ids 1..63.
+//
+// Origin (executor, progress context): a command whose target is reached
+// only by messages becomes an Op; its requests are sent (a put streams its
+// data in pieces of the transport's max message; a get asks for pieces; an
+// atomic carries operand and compare) and the executor returns TSU_EAGAIN.
+// Reply handlers write results (get data into the local buffer, atomic
+// result) and finish the engine record when every piece is answered.
+// Target (handlers, progress context): executes with the runtime's own
+// memory code against its own segment table (bounds checked here; atomics
+// are the same CPU atomics as intra-node ones) and replies with the status.
+// Third-party copy between two remote ranks is forwarded to the rank owning
+// the source, which runs it as its own put (or local copy) and replies.
+//
+// Peer loss fails every op waiting on that rank with TSU_ERR_PEER_LOST; new
+// ones fail the same way (the transport refuses to send).  Single-threaded:
+// only the holder of the engine's consumer role calls in.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "core/command.hpp"
+#include "core/message.hpp"
+#include "transport/transport.hpp"
+
+namespace tsu::core {
+
+class Runtime;
+
+enum RmaHandler : uint16_t {
+  kRmaPutReq = kHandlerRmaFirst,
+  kRmaPutRep,
+  kRmaGetReq,
+  kRmaGetRep,
+  kRmaAtomicReq,
+  kRmaAtomicRep,
+  kRmaCopyReq,
+  kRmaCopyRep,
+};
+
+class RemoteOps {
+ public:
+  explicit RemoteOps(Runtime& rt) : rt_(rt) {}
+  void register_handlers(MessageHandlerTable& table);
+
+  // Starts `cmd` (at least one side on a message-only route).  TSU_EAGAIN:
+  // pending, the engine record `completion_id` is finished later.
+  tsu_status_t start(const Command& cmd, uint32_t completion_id) noexcept;
+  // Continues ops and replies that waited for transport room.
+  std::size_t pump() noexcept;
+  bool idle() const noexcept { return backlog_.empty() && replies_.empty(); }
+  void on_peer_lost(uint32_t rank) noexcept;
+  std::size_t in_flight() const noexcept { return ops_.size() - free_.size(); }
+
+ private:
+  enum class Kind : uint8_t { kPut, kGet, kAtomic, kForward };
+  struct Op {
+    uint32_t gen = 0;
+    bool used = false;
+    bool in_backlog = false;
+    Kind kind = Kind::kPut;
+    uint32_t peer = 0;     // rank the requests go to
+    Command cmd{};
+    // Where the result goes: an engine record, or a forwarded copy's origin.
+    bool forwarded = false;
+    uint32_t completion_id = 0;
+    uint32_t origin = 0;
+    uint64_t origin_cookie = 0;
+    uint64_t sent = 0;        // bytes requested so far
+    bool first_sent = false;  // zero-length ops still send one request
+    uint32_t outstanding = 0; // requests without a reply
+    tsu_status_t status = TSU_OK;
+  };
+  struct Reply {
+    uint32_t dst;
+    MessageHeader h;
+    std::vector<std::byte> payload;
+  };
+
+  uint64_t alloc(const Command& cmd) noexcept;
+  Op* find(uint64_t cookie) noexcept;
+  tsu_status_t start_op(uint64_t cookie) noexcept;
+  void advance(uint64_t cookie) noexcept;
+  bool send_next(Op& op, uint64_t cookie) noexcept;  // false: stop (room/err/done)
+  void fail(Op& op, tsu_status_t st) noexcept;
+  void maybe_complete(uint64_t cookie) noexcept;
+  void reply(uint32_t dst, const MessageHeader& h, const void* payload) noexcept;
+  transport::Transport* transport_to(uint32_t rank) const noexcept;
+
+  // Handlers (target side and origin side).
+  static void on_put_req(void* ctx, uint32_t src, const MessageHeader& h, const std::byte* p) noexcept;
+  static void on_get_req(void* ctx, uint32_t src, const MessageHeader& h, const std::byte* p) noexcept;
+  static void on_atomic_req(void* ctx, uint32_t src, const MessageHeader& h, const std::byte* p) noexcept;
+  static void on_copy_req(void* ctx, uint32_t src, const MessageHeader& h, const std::byte* p) noexcept;
+  static void on_reply(void* ctx, uint32_t src, const MessageHeader& h, const std::byte* p) noexcept;
+
+  Runtime& rt_;
+  std::vector<Op> ops_;
+  std::vector<uint32_t> free_;
+  std::deque<uint64_t> backlog_;  // ops waiting for transport room
+  std::deque<Reply> replies_;     // replies waiting for transport room
+};
+
+}  // namespace tsu::core

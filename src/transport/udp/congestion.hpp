@@ -1,0 +1,95 @@
+// Per-peer round-trip estimation and congestion control (header-only, no
+// locking: owned by the peer's reliability state under the transport lock).
+//
+// RTT: Jacobson/Karels (RFC 6298) on timestamp echoes; RTO = srtt + 4 rttvar,
+// clamped to [min_rto, max_rto], doubled on every timeout (back-off) and reset
+// by the next valid sample.
+// Congestion: AIMD in datagrams, NewReno style.  Slow start to ssthresh, then
+// +1/cwnd per acknowledged datagram.  A loss found by selective acks (fast
+// retransmit) multiplies the window by 0.7 once per recovery epoch (the epoch ends when
+// everything sent before the loss is acknowledged); a timeout also halves
+// ssthresh and drops cwnd to the minimum.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace tsu::transport::udp {
+
+class RttEstimator {
+ public:
+  RttEstimator(uint64_t initial_rto_ns, uint64_t min_rto_ns, uint64_t max_rto_ns)
+      : rto_(initial_rto_ns), min_rto_(min_rto_ns), max_rto_(max_rto_ns) {}
+
+  void sample(uint64_t rtt_ns) noexcept {
+    if (!srtt_) {
+      srtt_ = rtt_ns;
+      rttvar_ = rtt_ns / 2;
+    } else {
+      const uint64_t err = rtt_ns > srtt_ ? rtt_ns - srtt_ : srtt_ - rtt_ns;
+      rttvar_ = (3 * rttvar_ + err) / 4;
+      srtt_ = (7 * srtt_ + rtt_ns) / 8;
+    }
+    rto_ = std::clamp(srtt_ + 4 * rttvar_, min_rto_, max_rto_);
+  }
+  void backoff() noexcept { rto_ = std::min(rto_ * 2, max_rto_); }
+
+  uint64_t rto() const noexcept { return rto_; }
+  uint64_t srtt() const noexcept { return srtt_; }
+
+ private:
+  uint64_t srtt_ = 0, rttvar_ = 0, rto_;
+  const uint64_t min_rto_, max_rto_;
+};
+
+class CongestionControl {
+ public:
+  // Multiplicative decrease on a selective-ack loss (CUBIC's 0.7 rather than
+  // Reno's 0.5: random loss on a fast link should not collapse the window).
+  static constexpr double kBeta = 0.7;
+  CongestionControl(double initial, double min_cwnd, double max_cwnd)
+      : cwnd_(std::clamp(initial, min_cwnd, max_cwnd)), ssthresh_(max_cwnd),
+        min_(min_cwnd), max_(max_cwnd) {}
+
+  // `n` datagrams newly acknowledged.
+  void on_ack(uint32_t n) noexcept {
+    for (uint32_t i = 0; i < n; ++i)
+      cwnd_ += cwnd_ < ssthresh_ ? 1.0 : 1.0 / cwnd_;
+    cwnd_ = std::min(cwnd_, max_);
+  }
+  // Loss detected by selective acks for a datagram sent at seq; `snd_max` is
+  // the next new sequence number.  Reacts once per epoch.
+  bool on_loss(uint32_t seq, uint32_t snd_max) noexcept {
+    if (in_recovery_ && static_cast<int32_t>(seq - recovery_end_) < 0) return false;
+    ssthresh_ = std::max(cwnd_ * kBeta, min_);
+    cwnd_ = ssthresh_;
+    in_recovery_ = true;
+    recovery_end_ = snd_max;
+    ++reductions_;
+    return true;
+  }
+  void on_timeout(uint32_t snd_max) noexcept {
+    ssthresh_ = std::max(cwnd_ / 2, min_);
+    cwnd_ = min_;
+    in_recovery_ = true;
+    recovery_end_ = snd_max;
+    ++reductions_;
+  }
+  void on_una(uint32_t una) noexcept {
+    if (in_recovery_ && static_cast<int32_t>(una - recovery_end_) >= 0) in_recovery_ = false;
+  }
+
+  uint32_t window() const noexcept { return static_cast<uint32_t>(cwnd_); }
+  double cwnd() const noexcept { return cwnd_; }
+  double ssthresh() const noexcept { return ssthresh_; }
+  uint64_t reductions() const noexcept { return reductions_; }
+
+ private:
+  double cwnd_, ssthresh_;
+  const double min_, max_;
+  bool in_recovery_ = false;
+  uint32_t recovery_end_ = 0;
+  uint64_t reductions_ = 0;
+};
+
+}  // namespace tsu::transport::udp

@@ -1,0 +1,91 @@
+// Wire format of the udp transport: one fixed header per datagram, then the
+// payload.  Little-endian (asserted), no padding.  Every datagram carries a
+// MAC: SipHash-1-3 keyed with the 128-bit job secret over the header (with
+// `mac` zeroed), and the header carries the CRC32C of the payload, so a
+// datagram from outside the job (other key), a garbled one (CRC or MAC
+// mismatch) or a truncated one (length mismatch) is rejected before anything
+// reads its fields.  Replays inside the job are caught by sequence numbers
+// (reliability.hpp).  This protects against accidents and other jobs, not
+// against an on-path attacker who can see traffic (CRC32C is not a MAC).
+//
+// Types:
+//   kData  seq = this datagram's number, payload = a fragment of a message
+//          (flags kFirst / kLast; the first fragment starts with the
+//          40-byte core::MessageHeader).  Also acknowledges (ack/sack).
+//   kAck   pure acknowledgement; payload = extended selective-ack bitmap
+//          (bit i: seq ack+1+i arrived), at most kMaxSackBytes.
+//   kPing  keep-alive: the peer answers with an immediate kAck (flag kPong).
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace tsu::transport::udp {
+
+static_assert(std::endian::native == std::endian::little, "wire format is little-endian");
+
+inline constexpr uint32_t kMagic = 0x47555354;  // "TSUG"
+inline constexpr uint8_t kVersion = 1;
+
+enum DatagramType : uint8_t { kData = 1, kAck = 2, kPing = 3 };
+enum DatagramFlags : uint8_t { kFirst = 1, kLast = 2, kPong = 4 };
+
+struct WireHeader {
+  uint32_t magic;
+  uint8_t version;
+  uint8_t type;
+  uint8_t flags;
+  uint8_t reserved;     // 0
+  uint32_t src_rank;
+  uint32_t dst_rank;
+  uint32_t seq;         // kData: this datagram's sequence number
+  uint32_t ack;         // every seq < ack has arrived
+  uint64_t sack;        // bit i: seq ack+1+i has arrived
+  uint64_t ts;          // sender's clock (ns) when transmitted
+  uint64_t echo_ts;     // ts of the datagram this acknowledges (0: none)
+  uint32_t payload_len; // bytes after the header
+  uint32_t payload_crc; // CRC32C of the payload
+  uint64_t mac;         // SipHash-1-3(secret, header with mac = 0)
+};
+static_assert(sizeof(WireHeader) == 64);
+
+inline constexpr std::size_t kHeaderSize = sizeof(WireHeader);
+inline constexpr std::size_t kMaxSackBytes = 512;  // 4096 extra sack bits in a kAck
+
+struct Secret {
+  uint64_t k0 = 0, k1 = 0;
+};
+
+// Why a datagram was rejected (or kOk).  Each has a drop counter.
+enum class ParseStatus : uint8_t {
+  kOk,
+  kTruncated,  // shorter than a header, or payload_len disagrees with the size
+  kForeign,    // wrong magic/version: not ours at all
+  kBadMac,     // MAC mismatch: another job, or a garbled header
+  kBadCrc,     // payload garbled
+  kMalformed,  // authenticated but inconsistent (bad type, flags, ranks, sizes)
+  kCount
+};
+const char* parse_status_name(ParseStatus s) noexcept;
+
+struct ParsedDatagram {
+  WireHeader h;
+  std::span<const std::byte> payload;
+};
+
+// Pure function: validates `bytes` as a datagram of the job keyed by `key`
+// sent to rank `me` of a job of `size` ranks.  Writes `out` only on kOk.
+// Never reads outside `bytes`.
+ParseStatus parse_datagram(std::span<const std::byte> bytes, const Secret& key, uint32_t me,
+                           uint32_t size, uint32_t max_payload, ParsedDatagram& out) noexcept;
+
+// Completes a header in place (crc of `payload` must already be in h) and
+// computes its MAC.
+void seal_header(WireHeader& h, const Secret& key) noexcept;
+
+uint32_t crc32c(const std::byte* data, std::size_t len) noexcept;
+uint64_t siphash13(const Secret& key, const void* data, std::size_t len) noexcept;
+
+}  // namespace tsu::transport::udp

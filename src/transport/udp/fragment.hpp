@@ -1,0 +1,83 @@
+// Fragmentation and reassembly.  A message (40-byte core::MessageHeader +
+// payload) travels as consecutive data datagrams of at most `max_fragment`
+// bytes each; the first carries kFirst, the last kLast.  Because datagrams are
+// delivered to the reassembler in sequence order, reassembly is appending:
+// a single-datagram message is dispatched straight from the datagram.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "core/message.hpp"
+#include "transport/udp/datagram.hpp"
+
+namespace tsu::transport::udp {
+
+inline constexpr std::size_t kMsgHeaderSize = sizeof(core::MessageHeader);
+
+inline std::size_t fragment_count(std::size_t message_bytes, std::size_t max_fragment) {
+  return (message_bytes + max_fragment - 1) / max_fragment;
+}
+
+class Reassembler {
+ public:
+  enum class Result { kNone, kMessage, kError };
+
+  // Feeds the next in-order fragment.  On kMessage, `hdr` and `payload` are
+  // valid until the next call.
+  Result feed(std::span<const std::byte> frag, uint8_t flags, std::size_t max_message,
+              core::MessageHeader& hdr, const std::byte*& payload) {
+    if (flags & kFirst) {
+      if (!buf_.empty()) {  // previous message lost its tail: protocol error
+        buf_.clear();
+        return Result::kError;
+      }
+      if (frag.size() < kMsgHeaderSize) return Result::kError;
+      std::memcpy(&hdr, frag.data(), kMsgHeaderSize);
+      const std::size_t total = kMsgHeaderSize + std::size_t{hdr.payload_len};
+      if (hdr.payload_len > max_message) return Result::kError;
+      if (flags & kLast) {
+        if (frag.size() != total) return Result::kError;
+        payload = frag.data() + kMsgHeaderSize;
+        return Result::kMessage;
+      }
+      if (frag.size() >= total) return Result::kError;
+      expected_ = total;
+      buf_.reserve(total);
+      buf_.assign(frag.begin(), frag.end());
+      return Result::kNone;
+    }
+    if (buf_.empty()) return Result::kError;  // continuation without a start
+    if (buf_.size() + frag.size() > expected_) {
+      buf_.clear();
+      return Result::kError;
+    }
+    buf_.insert(buf_.end(), frag.begin(), frag.end());
+    if (!(flags & kLast)) return Result::kNone;
+    if (buf_.size() != expected_) {
+      buf_.clear();
+      return Result::kError;
+    }
+    std::memcpy(&hdr, buf_.data(), kMsgHeaderSize);
+    payload = buf_.data() + kMsgHeaderSize;
+    done_ = true;
+    return Result::kMessage;
+  }
+  // After a reassembled message was dispatched.
+  void release() {
+    if (done_) {
+      buf_.clear();
+      done_ = false;
+    }
+  }
+
+ private:
+  std::vector<std::byte> buf_;
+  std::size_t expected_ = 0;
+  bool done_ = false;
+};
+
+}  // namespace tsu::transport::udp

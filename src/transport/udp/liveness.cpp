@@ -1,0 +1,129 @@
+// Timers: retransmission timeouts with back-off, keep-alives for idle peers,
+// and peer loss (no authenticated datagram for peer_timeout).
+#include <algorithm>
+#include <cstring>
+
+#include "core/log.hpp"
+#include "transport/udp/udp_transport.hpp"
+
+namespace tsu::transport::udp {
+
+void UdpTransport::run_timers(uint64_t now) {
+  uint64_t next = UINT64_MAX;
+  for (Peer* pp : active_) {
+    Peer& p = *pp;
+    if (p.lost) continue;
+    if (now - p.last_rx_ns >= cfg_.peer_timeout_ns) {
+      declare_lost(p, "no answer");
+      continue;
+    }
+    if (p.una != p.snd_max && now >= p.rto_deadline) check_retransmit(p, now);
+    if (p.una != p.snd_max && !p.tlp_sent && now >= p.tlp_deadline) {
+      for (uint32_t seq = p.snd_max; seq != p.una;) {
+        --seq;
+        TxSlot& s = p.tx[seq & (cfg_.queue - 1)];
+        if (s.sacked) continue;
+        p.tlp_sent = true;
+        ++st_.retransmits;
+        ++st_.tail_probes;
+        stage_data(p, seq, now);
+        break;
+      }
+    }
+    if (!p.tlp_sent && p.una != p.snd_max) next = std::min(next, p.tlp_deadline);
+    // Keep-alive: a peer we have heard nothing from for an interval is
+    // pinged (once per interval); its answer refreshes last_rx_ns.
+    if (now - p.last_rx_ns >= cfg_.keepalive_ns && now - p.last_ping_ns >= cfg_.keepalive_ns)
+      send_ping(p, now);
+    next = std::min(next, p.rto_deadline);
+    next = std::min(next, std::max(p.last_rx_ns, p.last_ping_ns) + cfg_.keepalive_ns);
+    next = std::min(next, p.last_rx_ns + cfg_.peer_timeout_ns);
+  }
+  next_timer_ns_ = next;
+}
+
+void UdpTransport::check_retransmit(Peer& p, uint64_t now) {
+  const uint32_t qmask = cfg_.queue - 1;
+  const uint64_t rto = p.rtt.rto();
+  bool fired = false;
+  uint32_t budget = 0;
+  uint64_t deadline = UINT64_MAX;
+  for (uint32_t seq = p.una; seq != p.snd_max; ++seq) {
+    TxSlot& s = p.tx[seq & qmask];
+    if (s.sacked) continue;
+    if (now - s.sent_ns >= rto) {
+      if (!fired) {
+        fired = true;
+        ++st_.timeouts;
+        p.cc.on_timeout(p.snd_max);
+        p.rtt.backoff();
+        budget = std::max(p.cc.window(), 1u);
+        trace(p, now, 'T');
+      }
+      s.fast_rtx = false;
+      if (budget) {
+        // Oldest first, as many as the collapsed window allows; the rest
+        // restart their timers (selective acks of these repair them sooner).
+        --budget;
+        ++st_.retransmits;
+        p.rto_deadline = UINT64_MAX;  // recomputed below
+        stage_data(p, seq, now);
+      } else {
+        s.sent_ns = now;
+      }
+    }
+    deadline = std::min(deadline, s.sent_ns + p.rtt.rto());
+  }
+  p.rto_deadline = deadline;
+}
+
+void UdpTransport::send_ping(Peer& p, uint64_t now) {
+  if (p.addr.sin_family != AF_INET) return;
+  WireHeader h{};
+  h.type = kPing;
+  h.src_rank = rank_;
+  h.dst_rank = p.rank;
+  h.ack = p.rcv_nxt;
+  h.sack = p.sack64();
+  h.ts = now;
+  h.echo_ts = p.echo_for(now);
+  h.payload_crc = crc32c(nullptr, 0);
+  seal_header(h, secret_);
+  std::memcpy(p.ping_buf, &h, kHeaderSize);
+  sock_.stage(p.ping_buf, kHeaderSize, p.addr);
+  p.last_ping_ns = now;
+  ++st_.pings_sent;
+}
+
+void UdpTransport::declare_lost(Peer& p, const char* why) {
+  p.lost = true;
+  ++st_.peers_lost;
+  TSU_LOG_WARN("udp: rank %u is lost (%s for %.1f s); its requests fail with PEER_LOST", p.rank,
+               why, static_cast<double>(cfg_.peer_timeout_ns) / 1e9);
+  // Nothing will be sent to it again: release its buffers.
+  for (uint32_t seq = p.una; seq != p.nxt; ++seq) {
+    TxSlot& s = p.tx[seq & (cfg_.queue - 1)];
+    pool_.put(s.buf);
+    s = TxSlot{};
+  }
+  p.una = p.snd_max = p.nxt;
+  p.rto_deadline = UINT64_MAX;
+  for (auto& r : p.rx) {
+    pool_.put(r.buf);
+    r = RxSlot{};
+  }
+  p.rx_buffered = 0;
+  newly_lost_.push_back(p.rank);
+}
+
+void UdpTransport::trace(const Peer& p, uint64_t now, char event) {
+  if (!trace_) return;
+  last_trace_ns_ = now;
+  std::fprintf(trace_, "%.1f %u %c %.2f %.2f %.1f %.1f %u %llu\n",
+               static_cast<double>(now - trace_start_ns_) / 1e3, p.rank, event, p.cc.cwnd(),
+               p.cc.ssthresh(), static_cast<double>(p.rtt.srtt()) / 1e3,
+               static_cast<double>(p.rtt.rto()) / 1e3, p.snd_max - p.una,
+               static_cast<unsigned long long>(st_.retransmits));
+}
+
+}  // namespace tsu::transport::udp

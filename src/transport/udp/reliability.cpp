@@ -1,0 +1,285 @@
+// Per-peer reliability: acknowledgement processing, fast retransmit,
+// in-order delivery with duplicate suppression, transmission within the
+// congestion window, and acknowledgements (piggybacked or pure).
+#include <algorithm>
+#include <cstring>
+
+#include "core/log.hpp"
+#include "transport/udp/udp_transport.hpp"
+
+namespace tsu::transport::udp {
+
+void UdpTransport::handle_datagram(UdpSocket::RxBuf& rb, uint64_t now) {
+  ParsedDatagram d;
+  const ParseStatus ps =
+      parse_datagram(std::span<const std::byte>(rb.data, rb.len), secret_, rank_, size_,
+                     static_cast<uint32_t>(max_fragment()), d);
+  if (ps != ParseStatus::kOk) {
+    ++st_.drops[static_cast<int>(ps)];
+    TSU_LOG_DEBUG("udp: dropped a %zu-byte datagram: %s", rb.len, parse_status_name(ps));
+    return;
+  }
+  Peer& p = peer(d.h.src_rank);
+  if (p.lost) {
+    ++st_.from_lost_peer;
+    return;
+  }
+  p.last_rx_ns = now;
+  // Learn the address from an authenticated datagram if we had none.
+  if (p.addr.sin_family != AF_INET) p.addr = rb.from;
+  on_ack_fields(p, d, now);
+  switch (d.h.type) {
+    case kData:
+      ++st_.data_received;
+      on_data(p, d, rb.data, now);
+      if (!rb.data) rb.data = pool_.get();  // the ring kept the buffer
+      break;
+    case kPing:
+      p.ack_pending = true;
+      p.ack_now = true;
+      p.pong = true;
+      p.echo_ts = d.h.ts;
+      p.echo_rx_ns = now;
+      schedule_ack(p);
+      break;
+    case kAck:
+      ++st_.acks_received;
+      break;
+    default:
+      break;
+  }
+}
+
+void UdpTransport::on_ack_fields(Peer& p, const ParsedDatagram& d, uint64_t now) {
+  const uint32_t ack = d.h.ack;
+  // An ack for something never sent is stale or bogus: ignore all of it.
+  if (seq_lt(p.snd_max, ack) || seq_lt(ack, p.una - cfg_.queue)) return;
+  const uint32_t qmask = cfg_.queue - 1;
+  uint32_t newly = 0;
+  uint64_t rack = 0;  // newest transmission known delivered by this ack
+  while (seq_lt(p.una, ack)) {
+    TxSlot& s = p.tx[p.una & qmask];
+    if (!s.sacked) ++newly;
+    rack = std::max(rack, s.sent_ns);
+    pool_.put(s.buf);
+    s = TxSlot{};
+    ++p.una;
+  }
+  // Selective acks: 64 bits in the header, more in a pure ack's payload.
+  uint32_t highest = 0;
+  bool have_highest = false;
+  auto mark = [&](uint32_t seq) {
+    if (!seq_lt(seq, p.snd_max) || seq_lt(seq, p.una)) return;
+    TxSlot& s = p.tx[seq & qmask];
+    if (!s.sacked) {
+      s.sacked = true;
+      ++newly;
+      rack = std::max(rack, s.sent_ns);
+    }
+    highest = seq;
+    have_highest = true;
+  };
+  for (uint64_t m = d.h.sack; m; m &= m - 1) mark(ack + 1 + static_cast<uint32_t>(__builtin_ctzll(m)));
+  if (d.h.type == kAck) {
+    for (std::size_t i = 0; i < d.payload.size(); ++i) {
+      const auto b = static_cast<uint8_t>(d.payload[i]);
+      for (uint32_t bit = 0; b >> bit; ++bit)
+        if (b & (1u << bit)) mark(ack + 1 + 64 + static_cast<uint32_t>(i) * 8 + bit);
+    }
+  }
+  if (newly) {
+    p.cc.on_ack(newly);
+    if (d.h.echo_ts && d.h.echo_ts <= now) p.rtt.sample(now - d.h.echo_ts);
+  }
+  p.cc.on_una(p.una);
+  if (newly) p.tlp_sent = false;
+  if (p.una == p.snd_max) p.rto_deadline = p.tlp_deadline = UINT64_MAX;
+  // Loss detection (RACK, RFC 8985, simplified): a datagram still missing
+  // that was (re)transmitted more than a reordering allowance (srtt/4) before
+  // one that has now been delivered is lost: resend it.  Being time based it
+  // works with small windows and also catches lost retransmissions.
+  p.rack_ns = std::max(p.rack_ns, rack);
+  if (have_highest || rack) {
+    const uint64_t srtt = p.rtt.srtt();
+    const uint64_t reo = std::max<uint64_t>(srtt / 4, 20'000);
+    for (uint32_t seq = p.una; seq != p.snd_max; ++seq) {
+      TxSlot& s = p.tx[seq & qmask];
+      if (s.sacked || s.tx == 0 || s.sent_ns + reo >= p.rack_ns) continue;
+      if (!s.fast_rtx) {
+        s.fast_rtx = true;
+        if (p.cc.on_loss(seq, p.snd_max)) trace(p, now, 'L');
+      }
+      ++st_.fast_retransmits;
+      ++st_.retransmits;
+      stage_data(p, seq, now);
+    }
+  }
+  if (newly || p.snd_max != p.nxt) schedule_tx(p);
+  if (newly && trace_ && now - last_trace_ns_ > 1'000'000) trace(p, now, 'A');
+}
+
+void UdpTransport::on_data(Peer& p, const ParsedDatagram& d, std::byte*& buf, uint64_t now) {
+  const uint32_t seq = d.h.seq;
+  const uint32_t wmask = cfg_.window - 1;
+  p.ack_pending = true;
+  schedule_ack(p);
+  if (seq_lt(seq, p.rcv_nxt)) {
+    ++st_.duplicates;  // already delivered: never again; re-acknowledge
+    p.ack_now = true;
+    return;
+  }
+  if (seq - p.rcv_nxt >= cfg_.window) {
+    ++st_.out_of_window;
+    p.ack_now = true;
+    return;
+  }
+  p.echo_ts = d.h.ts;
+  p.echo_rx_ns = now;
+  if (seq != p.rcv_nxt) {
+    RxSlot& r = p.rx[seq & wmask];
+    if (r.buf) {
+      ++st_.duplicates;
+      return;
+    }
+    r = RxSlot{buf, d.h.payload_len, d.h.flags};
+    buf = nullptr;  // kept until its turn
+    ++p.rx_buffered;
+    ++st_.reordered;
+    p.ack_now = true;  // gap notice: the sender learns at once
+    return;
+  }
+  deliver(p, d.payload, d.h.flags);
+  ++p.rcv_nxt;
+  while (p.rx_buffered) {
+    RxSlot& r = p.rx[p.rcv_nxt & wmask];
+    if (!r.buf) break;
+    const RxSlot taken = r;
+    r = RxSlot{};
+    --p.rx_buffered;
+    deliver(p, std::span<const std::byte>(taken.buf + kHeaderSize, taken.payload_len),
+            taken.flags);
+    pool_.put(taken.buf);
+    ++p.rcv_nxt;
+  }
+}
+
+void UdpTransport::deliver(Peer& p, std::span<const std::byte> frag, uint8_t flags) {
+  core::MessageHeader hdr;
+  const std::byte* payload = nullptr;
+  switch (p.reasm.feed(frag, flags, cfg_.max_message, hdr, payload)) {
+    case Reassembler::Result::kNone:
+      return;
+    case Reassembler::Result::kError:
+      ++st_.reassembly_errors;
+      TSU_LOG_WARN("udp: malformed message from rank %u dropped", p.rank);
+      return;
+    case Reassembler::Result::kMessage:
+      break;
+  }
+  ++st_.msgs_delivered;
+  if (!handlers_ || !handlers_->dispatch(p.rank, hdr, payload)) ++st_.unknown_handler;
+  p.reasm.release();
+}
+
+void UdpTransport::schedule_tx(Peer& p) {
+  if (!p.in_tx_list) {
+    p.in_tx_list = true;
+    tx_list_.push_back(&p);
+  }
+}
+
+void UdpTransport::schedule_ack(Peer& p) {
+  if (!p.in_ack_list) {
+    p.in_ack_list = true;
+    ack_list_.push_back(&p);
+  }
+}
+
+void UdpTransport::transmit(Peer& p, uint64_t now) {
+  if (p.lost) return;
+  const uint32_t limit = std::min(std::max(p.cc.window(), 1u), cfg_.window);
+  while (p.snd_max != p.nxt && p.snd_max - p.una < limit) {
+    stage_data(p, p.snd_max, now);
+    ++p.snd_max;
+  }
+  // The rest leaves when acknowledgements open the window (on_ack_fields).
+}
+
+void UdpTransport::stage_data(Peer& p, uint32_t seq, uint64_t now) {
+  TxSlot& s = p.tx[seq & (cfg_.queue - 1)];
+  WireHeader h;
+  std::memcpy(&h, s.buf, kHeaderSize);
+  h.ack = p.rcv_nxt;
+  h.sack = p.sack64();
+  h.ts = now;
+  h.echo_ts = p.echo_for(now);
+  seal_header(h, secret_);
+  std::memcpy(s.buf, &h, kHeaderSize);
+  s.sent_ns = now;
+  if (s.tx++ == 0) ++st_.data_sent;
+  p.ack_pending = false;  // piggybacked
+  p.ack_now = false;
+  p.pong = false;
+  p.rto_deadline = std::min(p.rto_deadline, now + p.rtt.rto());
+  // Tail-loss probe: if nothing is acknowledged within ~2 RTT, resend the
+  // newest datagram so the ack it draws reveals the holes (long before RTO).
+  const uint64_t srtt = p.rtt.srtt() ? p.rtt.srtt() : cfg_.initial_rto_ns / 2;
+  p.tlp_deadline = now + std::max<uint64_t>(2 * srtt, 500'000);
+  next_timer_ns_ = std::min(next_timer_ns_, std::min(p.rto_deadline, p.tlp_deadline));
+  sock_.stage(s.buf, s.len, p.addr);
+}
+
+void UdpTransport::stage_ack(Peer& p, uint64_t now) {
+  WireHeader h{};
+  h.type = kAck;
+  h.flags = p.pong ? kPong : 0;
+  h.src_rank = rank_;
+  h.dst_rank = p.rank;
+  h.ack = p.rcv_nxt;
+  h.sack = p.sack64();
+  h.ts = now;
+  h.echo_ts = p.echo_for(now);
+  // Extended selective acks beyond the first 64 (only as far as needed).
+  std::byte* ext = p.ack_buf + kHeaderSize;
+  std::size_t ext_len = 0;
+  if (p.rx_buffered && cfg_.window > 65) {
+    const uint32_t wmask = cfg_.window - 1;
+    const std::size_t nbits = std::min<std::size_t>(cfg_.window - 65, kMaxSackBytes * 8);
+    std::memset(ext, 0, (nbits + 7) / 8);
+    for (std::size_t i = 0; i < nbits; ++i) {
+      if (p.rx[(p.rcv_nxt + 65 + static_cast<uint32_t>(i)) & wmask].buf) {
+        ext[i / 8] |= std::byte{static_cast<unsigned char>(1u << (i % 8))};
+        ext_len = i / 8 + 1;
+      }
+    }
+  }
+  h.payload_len = static_cast<uint32_t>(ext_len);
+  h.payload_crc = crc32c(ext, ext_len);
+  seal_header(h, secret_);
+  std::memcpy(p.ack_buf, &h, kHeaderSize);
+  sock_.stage(p.ack_buf, kHeaderSize + ext_len, p.addr);
+  ++st_.acks_sent;
+  p.ack_pending = false;
+  p.ack_now = false;
+  p.pong = false;
+}
+
+void UdpTransport::send_pending(uint64_t now) {
+  // Data first (it carries acknowledgements), then pure acks still owed.
+  for (Peer* p : tx_list_) {
+    p->in_tx_list = false;
+    transmit(*p, now);
+  }
+  tx_list_.clear();
+  for (Peer* p : ack_list_) {
+    p->in_ack_list = false;
+    if (p->ack_pending && !p->lost) stage_ack(*p, now);
+  }
+  ack_list_.clear();
+}
+
+void UdpTransport::flush(uint64_t now) {
+  sock_.flush(now);
+}
+
+}  // namespace tsu::transport::udp

@@ -1,0 +1,77 @@
+// The socket and its batching: one non-blocking UDP socket per rank.
+// Outgoing datagrams are staged (pointer + length, the caller keeps the bytes
+// alive until flush()) and sent with sendmmsg in batches; incoming ones are
+// read with recvmmsg into caller-provided buffers.  The optional impairment
+// stage (impair.hpp) sits between staging and the socket.
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/udp/impair.hpp"
+
+namespace tsu::transport::udp {
+
+class UdpSocket {
+ public:
+  static constexpr std::size_t kBatch = 64;
+
+  UdpSocket() = default;
+  ~UdpSocket();
+  UdpSocket(const UdpSocket&) = delete;
+  UdpSocket& operator=(const UdpSocket&) = delete;
+
+  // Binds to ip:port (port 0: any) and sizes the kernel buffers.
+  bool open(const std::string& ip, uint16_t port, std::size_t bufsize, std::string& error);
+  int fd() const noexcept { return fd_; }
+  const sockaddr_in& local() const noexcept { return local_; }
+  void set_impairment(std::unique_ptr<ImpairStage> stage) { impair_ = std::move(stage); }
+  ImpairStage* impairment() const noexcept { return impair_.get(); }
+
+  void stage(const std::byte* data, std::size_t len, const sockaddr_in& to) {
+    staged_.push_back(Staged{data, len, to});
+  }
+  bool has_staged() const noexcept { return !staged_.empty(); }
+  // Sends everything staged (and due impaired datagrams).  Datagrams the
+  // kernel refuses (buffer full) are dropped and counted: the reliability
+  // layer retransmits them.  Returns datagrams handed to the kernel.
+  std::size_t flush(uint64_t now);
+
+  struct RxBuf {
+    std::byte* data;
+    std::size_t cap;
+    std::size_t len;    // out
+    sockaddr_in from;   // out
+  };
+  // Receives up to bufs.size() datagrams; returns how many (0: none ready).
+  std::size_t receive(RxBuf* bufs, std::size_t n);
+
+  uint64_t next_impair_due(uint64_t now) const noexcept {
+    return impair_ ? impair_->next_due(now) : UINT64_MAX;
+  }
+
+  uint64_t sent = 0, send_calls = 0, send_dropped = 0, received = 0, recv_calls = 0;
+  uint64_t bytes_sent = 0, bytes_received = 0;
+
+ private:
+  struct Staged {
+    const std::byte* data;
+    std::size_t len;
+    sockaddr_in to;
+  };
+  std::size_t send_batch(const ImpairStage::Out* out, std::size_t n);
+
+  int fd_ = -1;
+  sockaddr_in local_{};
+  std::vector<Staged> staged_;
+  std::vector<ImpairStage::Out> out_;
+  std::unique_ptr<ImpairStage> impair_;
+};
+
+}  // namespace tsu::transport::udp

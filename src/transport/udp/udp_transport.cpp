@@ -1,0 +1,217 @@
+#include "transport/udp/udp_transport.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/log.hpp"
+#include "util/clock.hpp"
+
+namespace tsu::transport::udp {
+
+UdpTransport::UdpTransport(uint32_t rank, uint32_t size, const Secret& secret,
+                           const UdpConfig& cfg)
+    : rank_(rank), size_(size), secret_(secret), cfg_(cfg), pool_(cfg.mtu),
+      peers_(size), addrs_(size) {}
+
+UdpTransport::~UdpTransport() {
+  if (trace_) std::fclose(trace_);
+}
+
+tsu_status_t UdpTransport::open(std::string& error) {
+  if (!sock_.open(cfg_.bind_ip, cfg_.port, cfg_.sockbuf, error)) return TSU_ERR_SYSTEM;
+  if (!cfg_.impair.empty()) {
+    ImpairConfig ic;
+    if (!parse_impair_spec(cfg_.impair, ic, error)) return TSU_ERR_CONFIG;
+    ic.seed = ic.seed * 1000003u + rank_;  // each rank its own reproducible stream
+    sock_.set_impairment(std::make_unique<ImpairStage>(ic));
+    TSU_LOG_INFO("udp: impairment stage ON: %s", cfg_.impair.c_str());
+  }
+  if (!cfg_.trace_file.empty()) {
+    const std::string path = cfg_.trace_file + "." + std::to_string(rank_);
+    trace_ = std::fopen(path.c_str(), "w");
+    if (trace_) std::fprintf(trace_, "t_us peer event cwnd ssthresh srtt_us rto_us inflight retransmits\n");
+  }
+  trace_start_ns_ = util::now_ns();
+  rxbufs_.resize(UdpSocket::kBatch);
+  for (auto& rb : rxbufs_) rb = UdpSocket::RxBuf{pool_.get(), pool_.buffer_size(), 0, {}};
+  return TSU_OK;
+}
+
+void UdpTransport::set_peer_address(uint32_t rank, const sockaddr_in& addr) {
+  std::lock_guard lock(mu_);
+  if (rank < size_) addrs_[rank] = addr;
+}
+
+Peer& UdpTransport::peer(uint32_t rank) {
+  auto& slot = peers_[rank];
+  if (!slot) {
+    const uint64_t now = util::now_ns();
+    slot = std::make_unique<Peer>(rank, cfg_.queue, cfg_.window,
+                                  RttEstimator(cfg_.initial_rto_ns, cfg_.min_rto_ns, cfg_.max_rto_ns),
+                                  CongestionControl(cfg_.cwnd_initial, cfg_.cwnd_min, cfg_.window),
+                                  now);
+    slot->addr = addrs_[rank];
+    active_.push_back(slot.get());
+    ++st_.peers;
+    next_timer_ns_ = std::min(next_timer_ns_, now + cfg_.keepalive_ns);
+  }
+  return *slot;
+}
+
+bool UdpTransport::is_peer_lost(uint32_t rank) const noexcept {
+  std::lock_guard lock(mu_);
+  return rank < size_ && peers_[rank] && peers_[rank]->lost;
+}
+
+tsu_status_t UdpTransport::send_message(uint32_t dst, const core::MessageHeader& header,
+                                        const void* payload) noexcept {
+  if (dst >= size_ || dst == rank_) return TSU_ERR_BAD_RANK;
+  if (header.payload_len > cfg_.max_message) return TSU_ERR_INVALID_ARG;
+  std::lock_guard lock(mu_);
+  if (addrs_[dst].sin_family != AF_INET) return TSU_ERR_UNREACHABLE;
+  Peer& p = peer(dst);
+  if (p.lost) return TSU_ERR_PEER_LOST;
+  const std::size_t total = kMsgHeaderSize + header.payload_len;
+  const std::size_t frag = max_fragment();
+  const auto n = static_cast<uint32_t>(fragment_count(total, frag));
+  if (p.queued() + n > cfg_.queue) {
+    ++st_.eagain;
+    return TSU_EAGAIN;
+  }
+  const auto* body = static_cast<const std::byte*>(payload);
+  std::size_t off = 0;  // offset in the message (header + payload)
+  for (uint32_t i = 0; i < n; ++i) {
+    const std::size_t len = std::min(frag, total - off);
+    std::byte* buf = pool_.get();
+    std::byte* dstp = buf + kHeaderSize;
+    // The first fragment starts with the message header.
+    std::size_t filled = 0;
+    if (off < kMsgHeaderSize) {
+      const std::size_t h = std::min(kMsgHeaderSize - off, len);
+      std::memcpy(dstp, reinterpret_cast<const std::byte*>(&header) + off, h);
+      filled = h;
+    }
+    if (filled < len) {
+      const std::size_t from = off + filled - kMsgHeaderSize;
+      std::memcpy(dstp + filled, body + from, len - filled);
+    }
+    WireHeader h{};
+    h.type = kData;
+    h.flags = static_cast<uint8_t>((i == 0 ? kFirst : 0) | (i + 1 == n ? kLast : 0));
+    h.src_rank = rank_;
+    h.dst_rank = dst;
+    h.seq = p.nxt;
+    h.payload_len = static_cast<uint32_t>(len);
+    h.payload_crc = crc32c(dstp, len);
+    std::memcpy(buf, &h, kHeaderSize);
+    TxSlot& s = p.tx[p.nxt & (cfg_.queue - 1)];
+    s = TxSlot{buf, static_cast<uint32_t>(kHeaderSize + len), 0, 0, false, false};
+    ++p.nxt;
+    off += len;
+  }
+  ++st_.msgs_sent;
+  const uint64_t now = util::now_ns();
+  transmit(p, now);
+  if (batch_depth_ == 0 && !handlers_) flush(now);  // outside a batch or poll: send now
+  return TSU_OK;
+}
+
+void UdpTransport::batch_begin() noexcept {
+  std::lock_guard lock(mu_);
+  ++batch_depth_;
+}
+
+void UdpTransport::batch_end() noexcept {
+  std::lock_guard lock(mu_);
+  if (--batch_depth_ == 0 && !handlers_) flush(util::now_ns());
+}
+
+std::size_t UdpTransport::poll(const core::MessageHandlerTable& handlers) noexcept {
+  std::lock_guard lock(mu_);
+  uint64_t now = util::now_ns();
+  flush(now);  // anything staged must leave before acks may free its buffers
+  handlers_ = &handlers;
+  std::size_t work = 0;
+  for (int round = 0; round < 4; ++round) {
+    const std::size_t n = sock_.receive(rxbufs_.data(), rxbufs_.size());
+    if (!n) break;
+    for (std::size_t i = 0; i < n; ++i) handle_datagram(rxbufs_[i], now);
+    work += n;
+    if (n < rxbufs_.size()) break;
+    now = util::now_ns();
+  }
+  handlers_ = nullptr;
+  now = util::now_ns();
+  if (now >= next_timer_ns_) run_timers(now);
+  send_pending(now);
+  if (sock_.has_staged() || sock_.next_impair_due(now) == 0) flush(now);
+  // Peer-loss notifications run last, outside the datagram loop.
+  if (!newly_lost_.empty()) {
+    std::vector<uint32_t> lost;
+    lost.swap(newly_lost_);
+    for (uint32_t r : lost)
+      if (lost_fn_) lost_fn_(lost_ctx_, r);
+    work += lost.size();
+  }
+  return work;
+}
+
+bool UdpTransport::prepare_sleep() noexcept {
+  std::lock_guard lock(mu_);
+  return !sock_.has_staged() && tx_list_.empty() && ack_list_.empty() && newly_lost_.empty();
+}
+
+uint64_t UdpTransport::max_sleep_ns() const noexcept {
+  std::lock_guard lock(mu_);
+  const uint64_t now = util::now_ns();
+  uint64_t t = sock_.next_impair_due(now);
+  if (next_timer_ns_ != UINT64_MAX) t = std::min(t, next_timer_ns_ > now ? next_timer_ns_ - now : 0);
+  return t;
+}
+
+UdpStats UdpTransport::stats() const {
+  std::lock_guard lock(mu_);
+  return st_;
+}
+
+void UdpTransport::print_stats(std::FILE* f) const {
+  std::lock_guard lock(mu_);
+  double cwnd = 0, srtt = 0;
+  for (const Peer* p : active_) {
+    cwnd = std::max(cwnd, p->cc.cwnd());
+    srtt = std::max(srtt, static_cast<double>(p->rtt.srtt()) / 1000.0);
+  }
+  std::fprintf(f,
+               "tsunagi[%u] udp: peers=%llu lost=%llu msgs_sent=%llu msgs_delivered=%llu "
+               "datagrams_sent=%llu datagrams_received=%llu send_calls=%llu recv_calls=%llu "
+               "data_sent=%llu acks_sent=%llu acks_received=%llu pings=%llu retransmits=%llu "
+               "fast_retransmits=%llu timeouts=%llu tail_probes=%llu duplicates=%llu out_of_window=%llu "
+               "reordered=%llu eagain=%llu send_dropped=%llu",
+               rank_, (unsigned long long)st_.peers, (unsigned long long)st_.peers_lost,
+               (unsigned long long)st_.msgs_sent, (unsigned long long)st_.msgs_delivered,
+               (unsigned long long)sock_.sent, (unsigned long long)sock_.received,
+               (unsigned long long)sock_.send_calls, (unsigned long long)sock_.recv_calls,
+               (unsigned long long)st_.data_sent, (unsigned long long)st_.acks_sent,
+               (unsigned long long)st_.acks_received, (unsigned long long)st_.pings_sent,
+               (unsigned long long)st_.retransmits, (unsigned long long)st_.fast_retransmits,
+               (unsigned long long)st_.timeouts, (unsigned long long)st_.tail_probes,
+               (unsigned long long)st_.duplicates,
+               (unsigned long long)st_.out_of_window, (unsigned long long)st_.reordered,
+               (unsigned long long)st_.eagain, (unsigned long long)sock_.send_dropped);
+  for (int i = 1; i < static_cast<int>(ParseStatus::kCount); ++i)
+    std::fprintf(f, " drop_%s=%llu", parse_status_name(static_cast<ParseStatus>(i)),
+                 (unsigned long long)st_.drops[i]);
+  std::fprintf(f, " unknown_handler=%llu reassembly_errors=%llu max_cwnd=%.1f max_srtt_us=%.1f",
+               (unsigned long long)st_.unknown_handler, (unsigned long long)st_.reassembly_errors,
+               cwnd, srtt);
+  if (const ImpairStage* im = sock_.impairment())
+    std::fprintf(f,
+                 " impair_dropped=%llu impair_duplicated=%llu impair_corrupted=%llu "
+                 "impair_delayed=%llu impair_reordered=%llu",
+                 (unsigned long long)im->dropped, (unsigned long long)im->duplicated,
+                 (unsigned long long)im->corrupted, (unsigned long long)im->delayed,
+                 (unsigned long long)im->reordered);
+  std::fprintf(f, "\n");
+}
+
+}  // namespace tsu::transport::udp

@@ -1,0 +1,140 @@
+// The udp transport (seed 001's protocol, done properly): reliable, ordered,
+// exactly-once messages between ranks over one UDP socket per rank.
+//
+//   datagram.*     wire format, MAC/CRC, the pure parser (fuzzed)
+//   udp_socket.*   socket, sendmmsg/recvmmsg batching, impairment hook
+//   impair.*       seeded impairment stage (test facility, off by default)
+//   reliability.*  per-peer windows: seq/ack/sack, retransmission, ordering
+//   congestion.hpp RTT estimation, RTO back-off, AIMD congestion window
+//   fragment.hpp   fragmentation and reassembly
+//   liveness.cpp   timers: retransmission timeouts, keep-alives, peer loss
+//
+// Threading: every entry point takes one (recursive) lock; poll() holds it
+// while it dispatches messages, so handlers may send replies.  Sends made
+// between batch_begin() and batch_end() by the engine's executor, and replies
+// sent from handlers, are staged and leave in one sendmmsg per flush.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "transport/transport.hpp"
+#include "transport/udp/buffer_pool.hpp"
+#include "transport/udp/datagram.hpp"
+#include "transport/udp/reliability.hpp"
+#include "transport/udp/udp_socket.hpp"
+
+namespace tsu::transport::udp {
+
+struct UdpConfig {
+  std::string bind_ip = "127.0.0.1";
+  uint16_t port = 0;
+  uint32_t mtu = 1472;          // bytes of one datagram (UDP payload)
+  uint32_t window = 1024;       // datagrams in flight per peer (power of two)
+  uint32_t queue = 4096;        // datagrams queued per peer (power of two, >= window)
+  std::size_t max_message = 256u << 10;  // largest message payload
+  uint64_t initial_rto_ns = 20'000'000;
+  uint64_t min_rto_ns = 10'000'000;
+  uint64_t max_rto_ns = 1'000'000'000;
+  uint64_t keepalive_ns = 500'000'000;
+  uint64_t peer_timeout_ns = 10'000'000'000;
+  double cwnd_initial = 32, cwnd_min = 4;
+  std::size_t sockbuf = 4u << 20;
+  std::string impair;      // impairment spec (impair.hpp); empty: off
+  std::string trace_file;  // cwnd/RTT/retransmission trace; empty: off
+};
+
+struct UdpStats {
+  uint64_t msgs_sent = 0, msgs_delivered = 0, data_sent = 0, data_received = 0;
+  uint64_t acks_sent = 0, acks_received = 0, pings_sent = 0;
+  uint64_t retransmits = 0, fast_retransmits = 0, timeouts = 0, tail_probes = 0;
+  uint64_t duplicates = 0, out_of_window = 0, reordered = 0;
+  uint64_t drops[static_cast<int>(ParseStatus::kCount)] = {};
+  uint64_t unknown_handler = 0, reassembly_errors = 0, from_lost_peer = 0;
+  uint64_t eagain = 0, peers = 0, peers_lost = 0;
+};
+
+class UdpTransport final : public Transport {
+ public:
+  UdpTransport(uint32_t rank, uint32_t size, const Secret& secret, const UdpConfig& cfg);
+  ~UdpTransport() override;
+
+  // Binds the socket; then local_address() is what peers send to.
+  tsu_status_t open(std::string& error);
+  sockaddr_in local_address() const { return sock_.local(); }
+  void set_peer_address(uint32_t rank, const sockaddr_in& addr);
+
+  const char* name() const noexcept override { return "udp"; }
+  uint32_t capabilities() const noexcept override { return kCapMessages; }
+  std::size_t max_message_payload() const noexcept override { return cfg_.max_message; }
+  tsu_status_t send_message(uint32_t dst, const core::MessageHeader& header,
+                            const void* payload) noexcept override;
+  std::size_t poll(const core::MessageHandlerTable& handlers) noexcept override;
+  bool prepare_sleep() noexcept override;
+  int wait_fd() const noexcept override { return sock_.fd(); }
+  uint64_t max_sleep_ns() const noexcept override;
+  void batch_begin() noexcept override;
+  void batch_end() noexcept override;
+  void set_peer_lost_handler(PeerLostFn fn, void* ctx) noexcept override {
+    lost_fn_ = fn;
+    lost_ctx_ = ctx;
+  }
+  bool is_peer_lost(uint32_t rank) const noexcept override;
+
+  void print_stats(std::FILE* f) const;
+  UdpStats stats() const;
+  const UdpConfig& config() const noexcept { return cfg_; }
+
+ private:
+  Peer& peer(uint32_t rank);  // creates lazily
+  std::size_t max_fragment() const noexcept { return cfg_.mtu - kHeaderSize; }
+
+  // reliability.cpp
+  void handle_datagram(UdpSocket::RxBuf& rb, uint64_t now);
+  void on_ack_fields(Peer& p, const ParsedDatagram& d, uint64_t now);
+  void on_data(Peer& p, const ParsedDatagram& d, std::byte*& buf, uint64_t now);
+  void deliver(Peer& p, std::span<const std::byte> frag, uint8_t flags);
+  void transmit(Peer& p, uint64_t now);
+  void stage_data(Peer& p, uint32_t seq, uint64_t now);
+  void stage_ack(Peer& p, uint64_t now);
+  void schedule_tx(Peer& p);
+  void schedule_ack(Peer& p);
+  void send_pending(uint64_t now);
+  void flush(uint64_t now);
+  // liveness.cpp
+  void run_timers(uint64_t now);
+  void check_retransmit(Peer& p, uint64_t now);
+  void send_ping(Peer& p, uint64_t now);
+  void declare_lost(Peer& p, const char* why);
+  void trace(const Peer& p, uint64_t now, char event);
+
+  const uint32_t rank_, size_;
+  const Secret secret_;
+  const UdpConfig cfg_;
+  mutable std::recursive_mutex mu_;
+  UdpSocket sock_;
+  BufferPool pool_;
+  std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null until first contact
+  std::vector<Peer*> active_;                 // peers with state
+  std::vector<sockaddr_in> addrs_;            // by rank (family 0: unknown)
+  std::vector<Peer*> tx_list_, ack_list_;
+  std::vector<UdpSocket::RxBuf> rxbufs_;
+  const core::MessageHandlerTable* handlers_ = nullptr;
+  PeerLostFn lost_fn_ = nullptr;
+  void* lost_ctx_ = nullptr;
+  std::vector<uint32_t> newly_lost_;
+  uint64_t next_timer_ns_ = UINT64_MAX;
+  int batch_depth_ = 0;
+  UdpStats st_;
+  std::FILE* trace_ = nullptr;
+  uint64_t trace_start_ns_ = 0;
+  uint64_t last_trace_ns_ = 0;
+};
+
+}  // namespace tsu::transport::udp

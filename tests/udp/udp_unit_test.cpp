@@ -1,0 +1,307 @@
+// The udp transport in one process: the datagram parser, and two (or three)
+// transports on 127.0.0.1 exchanging messages through the seeded impairment
+// stage (loss, reordering, duplication, corruption, delay): every message is
+// delivered exactly once, in order, intact.  Also: foreign, truncated and
+// corrupted datagrams injected at a transport's port are dropped and counted;
+// a transport whose peer vanished declares it lost.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "core/message.hpp"
+#include "transport/udp/datagram.hpp"
+#include "transport/udp/impair.hpp"
+#include "transport/udp/udp_transport.hpp"
+
+using namespace tsu;
+using namespace tsu::transport::udp;
+
+namespace {
+
+const Secret kKey{0x0123456789abcdefull, 0xfedcba9876543210ull};
+
+std::vector<std::byte> make_datagram(uint8_t type, uint32_t src, uint32_t dst, uint32_t seq,
+                                     std::vector<std::byte> payload, const Secret& key = kKey,
+                                     uint8_t flags = kFirst | kLast) {
+  WireHeader h{};
+  h.type = type;
+  h.flags = type == kData ? flags : 0;
+  h.src_rank = src;
+  h.dst_rank = dst;
+  h.seq = seq;
+  h.payload_len = static_cast<uint32_t>(payload.size());
+  h.payload_crc = crc32c(payload.data(), payload.size());
+  seal_header(h, key);
+  std::vector<std::byte> d(sizeof h + payload.size());
+  std::memcpy(d.data(), &h, sizeof h);
+  if (!payload.empty()) std::memcpy(d.data() + sizeof h, payload.data(), payload.size());
+  return d;
+}
+
+TEST(UdpDatagram, RoundTrip) {
+  auto d = make_datagram(kData, 1, 0, 7, std::vector<std::byte>(100, std::byte{5}));
+  ParsedDatagram p;
+  ASSERT_EQ(parse_datagram(d, kKey, 0, 2, 1408, p), ParseStatus::kOk);
+  EXPECT_EQ(p.h.seq, 7u);
+  EXPECT_EQ(p.payload.size(), 100u);
+}
+
+TEST(UdpDatagram, Rejections) {
+  const auto good = make_datagram(kData, 1, 0, 7, std::vector<std::byte>(100, std::byte{5}));
+  ParsedDatagram p;
+  // Truncated at every length.
+  for (std::size_t n = 0; n < good.size(); ++n)
+    EXPECT_NE(parse_datagram(std::span(good.data(), n), kKey, 0, 2, 1408, p), ParseStatus::kOk) << n;
+  // Another job's key.
+  EXPECT_EQ(parse_datagram(good, Secret{1, 2}, 0, 2, 1408, p), ParseStatus::kBadMac);
+  // Every single-bit flip anywhere is caught.
+  for (std::size_t i = 0; i < good.size(); ++i) {
+    for (int b = 0; b < 8; ++b) {
+      auto bad = good;
+      bad[i] ^= std::byte{static_cast<unsigned char>(1u << b)};
+      EXPECT_NE(parse_datagram(bad, kKey, 0, 2, 1408, p), ParseStatus::kOk) << i << ":" << b;
+    }
+  }
+  // Not for me, from outside the job, from myself, bad type.
+  EXPECT_EQ(parse_datagram(make_datagram(kData, 1, 3, 0, {std::byte{1}}), kKey, 0, 4, 1408, p),
+            ParseStatus::kMalformed);
+  EXPECT_EQ(parse_datagram(make_datagram(kData, 9, 0, 0, {std::byte{1}}), kKey, 0, 4, 1408, p),
+            ParseStatus::kMalformed);
+  EXPECT_EQ(parse_datagram(make_datagram(kData, 0, 0, 0, {std::byte{1}}), kKey, 0, 4, 1408, p),
+            ParseStatus::kMalformed);
+  EXPECT_EQ(parse_datagram(make_datagram(9, 1, 0, 0, {}), kKey, 0, 4, 1408, p),
+            ParseStatus::kMalformed);
+  // Foreign junk.
+  std::vector<std::byte> junk(200, std::byte{0x41});
+  EXPECT_EQ(parse_datagram(junk, kKey, 0, 2, 1408, p), ParseStatus::kForeign);
+}
+
+TEST(UdpImpair, Spec) {
+  ImpairConfig c;
+  std::string err;
+  ASSERT_TRUE(parse_impair_spec("loss=10,reorder=25,dup=5,corrupt=1,delay=2ms,jitter=1ms,seed=9", c, err)) << err;
+  EXPECT_EQ(c.loss, 10);
+  EXPECT_EQ(c.delay_ns, 2'000'000u);
+  EXPECT_EQ(c.seed, 9u);
+  EXPECT_FALSE(parse_impair_spec("loss=200", c, err));
+  EXPECT_FALSE(parse_impair_spec("bogus=1", c, err));
+}
+
+// ---- Transports in one process ---------------------------------------------
+
+struct Received {
+  std::vector<std::vector<uint64_t>> seqs;  // per sender: args[0] in arrival order
+  uint64_t bytes = 0;
+  bool corrupt = false;
+};
+
+void on_msg(void* ctx, uint32_t src, const core::MessageHeader& h, const std::byte* p) noexcept {
+  auto* r = static_cast<Received*>(ctx);
+  r->seqs[src].push_back(h.args[0]);
+  for (uint32_t i = 0; i < h.payload_len; ++i)
+    if (p[i] != std::byte{static_cast<unsigned char>((h.args[0] + i) & 0xff)}) r->corrupt = true;
+  r->bytes += h.payload_len;
+}
+
+struct Node {
+  std::unique_ptr<UdpTransport> t;
+  core::MessageHandlerTable table;
+  Received rx;
+};
+
+std::vector<std::unique_ptr<Node>> make_nodes(uint32_t n, UdpConfig cfg) {
+  std::vector<std::unique_ptr<Node>> nodes;
+  for (uint32_t r = 0; r < n; ++r) {
+    auto node = std::make_unique<Node>();
+    node->t = std::make_unique<UdpTransport>(r, n, kKey, cfg);
+    std::string err;
+    EXPECT_EQ(node->t->open(err), TSU_OK) << err;
+    node->rx.seqs.resize(n);
+    node->table.set(300, on_msg, &node->rx);
+    nodes.push_back(std::move(node));
+  }
+  for (auto& a : nodes)
+    for (uint32_t r = 0; r < n; ++r) a->t->set_peer_address(r, nodes[r]->t->local_address());
+  return nodes;
+}
+
+// Every node sends `count` messages (sizes cycling up to several datagrams)
+// to every other node; all must arrive exactly once and in order.
+void exchange(const std::string& impair, uint32_t n, int count, std::size_t max_size) {
+  UdpConfig cfg;
+  cfg.impair = impair;
+  cfg.min_rto_ns = 1'000'000;
+  cfg.initial_rto_ns = 5'000'000;
+  auto nodes = make_nodes(n, cfg);
+  std::vector<std::vector<int>> next(n, std::vector<int>(n, 0));
+  std::vector<std::byte> payload(max_size);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
+  for (;;) {
+    bool all_sent = true;
+    for (uint32_t s = 0; s < n; ++s) {
+      for (uint32_t d = 0; d < n; ++d) {
+        if (s == d) continue;
+        while (next[s][d] < count) {
+          const uint64_t id = static_cast<uint64_t>(next[s][d]);
+          const std::size_t len = (id * 977) % max_size;
+          for (std::size_t i = 0; i < len; ++i) payload[i] = std::byte{static_cast<unsigned char>((id + i) & 0xff)};
+          core::MessageHeader h{};
+          h.handler = 300;
+          h.payload_len = static_cast<uint32_t>(len);
+          h.args[0] = id;
+          const tsu_status_t st = nodes[s]->t->send_message(d, h, payload.data());
+          if (st == TSU_EAGAIN) break;
+          ASSERT_EQ(st, TSU_OK);
+          ++next[s][d];
+        }
+        all_sent = all_sent && next[s][d] == count;
+      }
+    }
+    for (auto& node : nodes) node->t->poll(node->table);
+    bool done = all_sent;
+    for (uint32_t d = 0; d < n && done; ++d)
+      for (uint32_t s = 0; s < n && done; ++s)
+        if (s != d && nodes[d]->rx.seqs[s].size() < static_cast<std::size_t>(count)) done = false;
+    if (done) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "exchange did not finish";
+  }
+  // Let stray duplicates arrive, then check.
+  for (int i = 0; i < 200; ++i) {
+    for (auto& node : nodes) node->t->poll(node->table);
+    usleep(100);
+  }
+  for (uint32_t d = 0; d < n; ++d) {
+    EXPECT_FALSE(nodes[d]->rx.corrupt);
+    for (uint32_t s = 0; s < n; ++s) {
+      if (s == d) continue;
+      const auto& seq = nodes[d]->rx.seqs[s];
+      ASSERT_EQ(seq.size(), static_cast<std::size_t>(count)) << s << "->" << d;
+      for (int i = 0; i < count; ++i) ASSERT_EQ(seq[i], static_cast<uint64_t>(i)) << "order " << s << "->" << d;
+    }
+  }
+  if (!impair.empty()) {
+    uint64_t retrans = 0, drops = 0;
+    for (auto& node : nodes) {
+      const UdpStats st = node->t->stats();
+      retrans += st.retransmits;
+      for (auto x : st.drops) drops += x;
+      node->t->print_stats(stderr);
+    }
+    if (impair.find("loss") != std::string::npos) {
+      EXPECT_GT(retrans, 0u);
+    }
+    if (impair.find("corrupt") != std::string::npos) {
+      EXPECT_GT(drops, 0u);
+    }
+  }
+}
+
+TEST(UdpTransport, Clean) { exchange("", 2, 2000, 5000); }
+TEST(UdpTransport, Loss10) { exchange("loss=10,seed=1", 2, 1500, 5000); }
+TEST(UdpTransport, Reorder25) { exchange("reorder=25,seed=2", 2, 1500, 5000); }
+TEST(UdpTransport, Dup5Corrupt1) { exchange("dup=5,corrupt=1,seed=3", 3, 800, 5000); }
+TEST(UdpTransport, Delay) { exchange("delay=2ms,jitter=1ms,seed=4", 2, 800, 3000); }
+TEST(UdpTransport, Everything) {
+  exchange("loss=10,reorder=25,dup=5,corrupt=1,delay=2ms,jitter=1ms,seed=5", 3, 500, 4000);
+}
+TEST(UdpTransport, LargeMessages) { exchange("loss=3,seed=6", 2, 40, 250000); }
+
+TEST(UdpTransport, InjectedGarbageIsDroppedAndCounted) {
+  UdpConfig cfg;
+  auto nodes = make_nodes(2, cfg);
+  const sockaddr_in to = nodes[0]->t->local_address();
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(fd, 0);
+  auto send = [&](const std::vector<std::byte>& d) {
+    sendto(fd, d.data(), d.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to);
+  };
+  std::mt19937 rng(1);
+  const auto good = make_datagram(kData, 1, 0, 0, std::vector<std::byte>(64, std::byte{1}));
+  int sent = 0;
+  for (int i = 0; i < 100; ++i) {
+    std::vector<std::byte> junk(rng() % 1500);
+    for (auto& b : junk) b = std::byte{static_cast<unsigned char>(rng())};
+    send(junk);                                              // foreign
+    send(std::vector<std::byte>(good.begin(), good.begin() + (rng() % good.size())));  // truncated
+    auto bad = good;
+    bad[rng() % bad.size()] ^= std::byte{0x10};
+    send(bad);                                               // corrupted
+    send(make_datagram(kData, 1, 0, 0, {std::byte{1}}, Secret{5, 6}));  // other job
+    sent += 4;
+  }
+  usleep(20000);
+  for (int i = 0; i < 50; ++i) nodes[0]->t->poll(nodes[0]->table);
+  const UdpStats st = nodes[0]->t->stats();
+  uint64_t drops = 0;
+  for (auto x : st.drops) drops += x;
+  EXPECT_EQ(drops, static_cast<uint64_t>(sent));
+  EXPECT_EQ(st.msgs_delivered, 0u);
+  EXPECT_TRUE(nodes[0]->rx.seqs[1].empty());
+  close(fd);
+}
+
+TEST(UdpTransport, ReplayedDatagramIsNotAppliedTwice) {
+  UdpConfig cfg;
+  auto nodes = make_nodes(2, cfg);
+  const sockaddr_in to = nodes[0]->t->local_address();
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  std::vector<std::byte> msg(sizeof(core::MessageHeader));
+  core::MessageHeader h{};
+  h.handler = 300;
+  std::memcpy(msg.data(), &h, sizeof h);
+  const auto d = make_datagram(kData, 1, 0, 0, msg);
+  for (int i = 0; i < 5; ++i) sendto(fd, d.data(), d.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to);
+  usleep(20000);
+  for (int i = 0; i < 20; ++i) nodes[0]->t->poll(nodes[0]->table);
+  EXPECT_EQ(nodes[0]->rx.seqs[1].size(), 1u);
+  EXPECT_EQ(nodes[0]->t->stats().duplicates, 4u);
+  close(fd);
+}
+
+struct LostLog {
+  std::vector<uint32_t> lost;
+};
+void on_lost(void* ctx, uint32_t rank) noexcept { static_cast<LostLog*>(ctx)->lost.push_back(rank); }
+
+TEST(UdpTransport, SilentPeerIsDeclaredLost) {
+  UdpConfig cfg;
+  cfg.keepalive_ns = 20'000'000;
+  cfg.peer_timeout_ns = 300'000'000;
+  auto nodes = make_nodes(2, cfg);
+  LostLog log;
+  nodes[0]->t->set_peer_lost_handler(on_lost, &log);
+  core::MessageHeader h{};
+  h.handler = 300;
+  ASSERT_EQ(nodes[0]->t->send_message(1, h, nullptr), TSU_OK);
+  // Talk for a while: keep-alives keep the peer alive while both poll.
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+  while (std::chrono::steady_clock::now() < until) {
+    for (auto& n : nodes) n->t->poll(n->table);
+    usleep(1000);
+  }
+  EXPECT_TRUE(log.lost.empty());
+  EXPECT_FALSE(nodes[0]->t->is_peer_lost(1));
+  // Node 1 dies.
+  nodes[1].reset();
+  ASSERT_EQ(nodes[0]->t->send_message(1, h, nullptr), TSU_OK);
+  const auto start = std::chrono::steady_clock::now();
+  while (log.lost.empty() && std::chrono::steady_clock::now() - start < std::chrono::seconds(3)) {
+    nodes[0]->t->poll(nodes[0]->table);
+    usleep(1000);
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(log.lost.size(), 1u);
+  EXPECT_EQ(log.lost[0], 1u);
+  EXPECT_LT(s, 0.6);
+  EXPECT_TRUE(nodes[0]->t->is_peer_lost(1));
+  EXPECT_EQ(nodes[0]->t->send_message(1, h, nullptr), TSU_ERR_PEER_LOST);
+}
+
+}  // namespace
