@@ -1,4 +1,5 @@
 // tsu_init / tsu_finalize and the queries about ranks and nodes.
+#include <cstdlib>
 #include <mutex>
 
 #include "api/api_common.hpp"
@@ -10,6 +11,7 @@ using tsu::api::runtime;
 namespace {
 std::mutex g_init_mutex;  // serializes init and finalize
 uint64_t g_epoch = 0;     // guarded by g_init_mutex
+bool g_finalized = false; // guarded by g_init_mutex: a job ended in this process
 }  // namespace
 
 extern "C" {
@@ -18,6 +20,13 @@ tsu_status_t tsu_init(const tsu_config_t* config) {
   std::lock_guard lock(g_init_mutex);
   if (runtime())
     return core::fail(TSU_ERR_ALREADY_INITIALIZED, "tsu_init: tsunagi is already initialized");
+  // The launcher's bootstrap session ends at tsu_finalize: only a singleton
+  // (no launcher) can start a second job in the same process.
+  const char* boot = std::getenv("TSU_BOOTSTRAP");
+  if (g_finalized && boot && *boot)
+    return core::fail(TSU_ERR_UNSUPPORTED,
+                      "tsu_init: a rank started by a launcher cannot initialize again after "
+                      "tsu_finalize");
   std::unique_ptr<core::Runtime> rt;
   std::string error;
   const tsu_status_t st = core::Runtime::create(config, ++g_epoch, rt, error, api::make_layers);
@@ -38,6 +47,7 @@ tsu_status_t tsu_finalize(void) {
                       "tsu_finalize: cannot be called from a completion callback");
   std::string error;
   const tsu_status_t st = rt->finalize(error);
+  g_finalized = true;
   core::g_runtime.store(nullptr, std::memory_order_release);
   delete rt;
   core::log_set_rank(-1);

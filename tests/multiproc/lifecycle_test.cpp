@@ -5,6 +5,9 @@
 // The tests run in order and share the process state: before, during, after.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 #include <atomic>
 #include <cstring>
 #include <string>
@@ -155,6 +158,23 @@ TEST(Lifecycle, InitTwice) {
 TEST(Lifecycle, AfterFinalize) {
   ASSERT_EQ(tsu_finalize(), TSU_OK) << tsu_last_error();
   expect_everything_refused();
+}
+
+// A singleton may start again; a rank of a launched job may not (its
+// bootstrap session has ended) and is told so instead of hanging.
+TEST(Lifecycle, InitAgainAfterFinalize) {
+  const char* boot = std::getenv("TSU_BOOTSTRAP");
+  if (boot && *boot) {
+    EXPECT_EQ(tsu_init(nullptr), TSU_ERR_UNSUPPORTED);
+    EXPECT_TRUE(std::string(tsu_last_error()).find("tsu_init") != std::string::npos);
+    EXPECT_EQ(tsu_initialized(), 0);
+  } else {
+    ASSERT_EQ(tsu_init(nullptr), TSU_OK) << tsu_last_error();
+    uint32_t size = 0;
+    EXPECT_EQ(tsu_size(&size), TSU_OK);
+    EXPECT_EQ(size, 1u);
+    EXPECT_EQ(tsu_finalize(), TSU_OK);
+  }
 }
 
 }  // namespace
