@@ -58,9 +58,6 @@ inline tsu_status_t complete_inline(ThreadContext& tc, const tsu_cb_t& cb,
   return TSU_OK;
 }
 
-inline bool memory_route(Runtime& rt, uint32_t rank) noexcept {
-  const transport::Transport* t = rt.route(rank);
-  return t && (t->capabilities() & transport::kCapMemoryAccess);
-}
+inline bool memory_route(Runtime& rt, uint32_t rank) noexcept { return rt.memory_route(rank); }
 
 }  // namespace tsu::api

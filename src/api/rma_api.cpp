@@ -36,10 +36,9 @@ tsu_status_t issue_copy(Runtime& rt, ThreadContext& tc, const char* fn, const ts
 
 // Local addresses are the caller's own memory: checked before anything starts.
 tsu_status_t check_local(Runtime& rt, ThreadContext& tc, const char* fn, const char* what,
-                         const tsu_laddr_t& l, std::size_t len) noexcept {
+                         const tsu_laddr_t& l, std::size_t len, std::byte*& p) noexcept {
   if (l.reserved)
     return rejected(tc, core::fail(TSU_ERR_INVALID_ARG, "%s: %s.reserved must be 0", fn, what));
-  std::byte* p;
   const tsu_status_t st = rt.segments().translate(l.seg, l.offset, len, p);
   if (st != TSU_OK)
     return rejected(tc, core::fail(st, "%s: %s (segment %u, offset %llu, length %zu): %s", fn,
@@ -63,9 +62,17 @@ tsu_status_t tsu_try_put(tsu_gaddr_t dst, tsu_laddr_t src, size_t len, tsu_cb_t 
   Runtime* rt = runtime();
   if (!rt) [[unlikely]] return not_initialized("tsu_try_put");
   ThreadContext& tc = *rt->threads().current();
+  std::byte* local = nullptr;
   tsu_status_t st = check_rank(*rt, tc, "tsu_try_put", "destination", dst.rank);
-  if (st == TSU_OK) st = check_local(*rt, tc, "tsu_try_put", "source", src, len);
+  if (st == TSU_OK) st = check_local(*rt, tc, "tsu_try_put", "source", src, len, local);
   if (st != TSU_OK) return st;
+  // Fast path: the local side is already translated; only the target is
+  // resolved (against its owner's segment table) and copied to.
+  if (rt->bypass() && rt->memory_route(dst.rank) && !tc.fence_pending) [[likely]] {
+    tc.stats.add(Counter::kPut);
+    tc.stats.add(Counter::kBytesPut, len);
+    return complete_inline(tc, cb, rt->write_memory(dst, local, len));
+  }
   return issue_copy(*rt, tc, "tsu_try_put", dst, tsu_gaddr(rt->rank(), src.seg, src.offset), len,
                     cb, Counter::kPut, Counter::kBytesPut);
 }
@@ -74,9 +81,15 @@ tsu_status_t tsu_try_get(tsu_laddr_t dst, tsu_gaddr_t src, size_t len, tsu_cb_t 
   Runtime* rt = runtime();
   if (!rt) [[unlikely]] return not_initialized("tsu_try_get");
   ThreadContext& tc = *rt->threads().current();
+  std::byte* local = nullptr;
   tsu_status_t st = check_rank(*rt, tc, "tsu_try_get", "source", src.rank);
-  if (st == TSU_OK) st = check_local(*rt, tc, "tsu_try_get", "destination", dst, len);
+  if (st == TSU_OK) st = check_local(*rt, tc, "tsu_try_get", "destination", dst, len, local);
   if (st != TSU_OK) return st;
+  if (rt->bypass() && rt->memory_route(src.rank) && !tc.fence_pending) [[likely]] {
+    tc.stats.add(Counter::kGet);
+    tc.stats.add(Counter::kBytesGet, len);
+    return complete_inline(tc, cb, rt->read_memory(src, local, len));
+  }
   return issue_copy(*rt, tc, "tsu_try_get", tsu_gaddr(rt->rank(), dst.seg, dst.offset), src, len,
                     cb, Counter::kGet, Counter::kBytesGet);
 }

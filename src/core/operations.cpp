@@ -110,7 +110,7 @@ tsu_status_t Runtime::read_memory(const tsu_gaddr_t& src, void* dst, std::size_t
   const tsu_status_t st = resolve(src, len, a);
   if (st != TSU_OK || len == 0) return st;
   if (a.kind == Access::kDirect) {
-    std::memcpy(dst, a.ptr, len);
+    std::memmove(dst, a.ptr, len);  // may overlap when the rank is the caller
     return TSU_OK;
   }
   return cross_memory(false, a.pid, static_cast<std::byte*>(dst), a.remote_addr, len);
@@ -122,7 +122,7 @@ tsu_status_t Runtime::write_memory(const tsu_gaddr_t& dst, const void* src,
   const tsu_status_t st = resolve(dst, len, a);
   if (st != TSU_OK || len == 0) return st;
   if (a.kind == Access::kDirect) {
-    std::memcpy(a.ptr, src, len);
+    std::memmove(a.ptr, src, len);  // may overlap when the rank is the caller
     return TSU_OK;
   }
   return cross_memory(true, a.pid, const_cast<std::byte*>(static_cast<const std::byte*>(src)),

@@ -81,6 +81,10 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
   cb->wake_eventfd = rt->wake_eventfd_;
   st = rt->connect_peers(error);
   if (st != TSU_OK) return st;
+  rt->mem_routes_.assign(rt->size_, 0);
+  for (uint32_t r = 0; r < rt->size_; ++r)
+    rt->mem_routes_[r] = rt->routes_[r] &&
+                         (rt->routes_[r]->capabilities() & transport::kCapMemoryAccess);
 
   rt->engine_ = std::make_unique<ProgressEngine>(rt->cfg_, *rt,
                                                  Doorbell(&cb->doorbell, rt->wake_eventfd_));

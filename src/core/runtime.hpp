@@ -69,10 +69,7 @@ class Runtime final : public CommandExecutor {
   tsu_status_t write_memory(const tsu_gaddr_t& dst, const void* src, std::size_t len) noexcept;
   // True when `rank`'s memory is reached from this process (self, shm);
   // false for ranks reached only by messages (udp).
-  bool memory_route(uint32_t rank) const noexcept {
-    const transport::Transport* t = routes_[rank];
-    return t && (t->capabilities() & transport::kCapMemoryAccess);
-  }
+  bool memory_route(uint32_t rank) const noexcept { return mem_routes_[rank] != 0; }
 
   // The transport for `rank`, or nullptr when none reaches it.
   transport::Transport* route(uint32_t rank) const noexcept { return routes_[rank]; }
@@ -125,6 +122,7 @@ class Runtime final : public CommandExecutor {
   std::unique_ptr<transport::udp::UdpTransport> udp_;
   RemoteOps remote_{*this};
   std::vector<transport::Transport*> routes_;
+  std::vector<uint8_t> mem_routes_;  // per rank: routes_[r] has kCapMemoryAccess (hot path)
   std::vector<transport::Transport*> msg_routes_;
   ThreadRegistry threads_;
   MessageHandlerTable handlers_;
