@@ -296,8 +296,9 @@ tsu_status_t Runtime::connect_network(const std::vector<bool>& remote, std::stri
     a.sin_port = rec.port;
     udp_->set_peer_address(r, a);
     routes_[r] = udp_.get();
-    // AM, tagged messages and collectives do not run over udp yet (they hang
-    // in tests across pseudo-nodes): no message route, so they fail cleanly.
+    // AM, tagged messages and collectives run over udp too (the layers fall
+    // back to message protocols where they would need shared memory).
+    msg_routes_[r] = udp_.get();
   }
   return TSU_OK;
 }

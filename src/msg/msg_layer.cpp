@@ -23,8 +23,19 @@ using transport::Access;
 //   fin     args[0] cookie, [1] status (receiver -> sender, rendezvous done)
 //   scdone  args[0] entry, [1] generation (sender -> receiver: single-copy
 //           eager filled that posted receive)
+//   cts     args[0] sender cookie, [1] receiver cookie (NetPull), [2] bytes
+//           wanted (receiver -> sender, off-node rendezvous: "send it")
+//   data    args[0] receiver cookie, [1] offset; payload = a piece of the
+//           sender's buffer (sender -> receiver, after a cts)
 namespace {
 constexpr uint16_t kRtsShared = 1;
+
+// True when this process reaches `rank`'s memory (self or a node peer);
+// false for ranks on other nodes, reached by messages only.
+bool memory_reachable(core::Runtime& rt, uint32_t rank) {
+  const transport::Transport* t = rt.route(rank);
+  return t && (t->capabilities() & transport::kCapMemoryAccess);
+}
 }
 
 struct MsgLayer::Local {
@@ -55,7 +66,18 @@ struct MsgLayer::Unexpected {
 // (a release store by the sender, an acquire load by the FIN handler).
 struct MsgLayer::SendReq {
   tsu_cb_t cb;
+  const std::byte* buf;  // the user's buffer (off-node: sent on CTS)
   std::atomic<uint32_t> armed{0};
+};
+
+// Off-node rendezvous, receiver side: the matched receive and how much of
+// the `want` bytes arrived.  DATA pieces come in order (per-pair order), so
+// the last one completes it.
+struct MsgLayer::NetPull {
+  std::unique_ptr<Local> l;
+  uint32_t src;
+  uint64_t tag;
+  std::size_t len, want, got;
 };
 
 MsgLayer::MsgLayer(core::Runtime& rt, am::AmLayer& am)
@@ -80,6 +102,8 @@ MsgLayer::MsgLayer(core::Runtime& rt, am::AmLayer& am)
   rt.handlers().set(kHandlerMsgRts, on_rts, this);
   rt.handlers().set(kHandlerMsgFin, on_fin, this);
   rt.handlers().set(kHandlerMsgScDone, on_sc_done, this);
+  rt.handlers().set(kHandlerMsgCts, on_cts, this);
+  rt.handlers().set(kHandlerMsgData, on_data, this);
 }
 
 MsgLayer::~MsgLayer() = default;
@@ -91,6 +115,8 @@ bool MsgLayer::try_single_copy(uint32_t dst, uint64_t tag, const void* buf, std:
   transport::Transport* mem = rt_.route(dst);
   std::size_t area_size = 0;
   std::byte* area = mem ? mem->peer_layer_area(dst, area_size) : nullptr;
+  // (Only memory transports map a peer's layer area: send() does not try
+  // single-copy eager towards ranks on other nodes.)
   if (!area) return false;
   const uint32_t capacity = reinterpret_cast<const PostedHeader*>(area)->capacity;
   if (!capacity || PostedQueue::bytes_for(capacity, rt_.size()) > area_size) return false;
@@ -149,7 +175,9 @@ tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::si
     return core::fail(TSU_ERR_UNREACHABLE, "tsu_try_send: no transport reaches rank %u", dst);
   const std::size_t eager_limit = std::min(eager_max_, am_.max_payload(dst));
   if (len <= eager_limit) {
-    if (sceager_ && len >= sceager_min_) {
+    // Single-copy eager needs the receiver's memory mapped here: node peers
+    // (and self) only, never a rank on another node (udp).
+    if (sceager_ && len >= sceager_min_ && memory_reachable(rt_, dst)) {
       bool busy = false;
       if (try_single_copy(dst, tag, buf, len, busy)) {
         counters_.sceager.fetch_add(1, std::memory_order_relaxed);
@@ -176,7 +204,7 @@ tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::si
     return TSU_OK;
   }
   // Rendezvous: the receiver copies from our buffer, then says FIN.
-  auto* req = new (std::nothrow) SendReq{cb};
+  auto* req = new (std::nothrow) SendReq{cb, static_cast<const std::byte*>(buf)};
   if (!req) return core::fail(TSU_ERR_NO_MEMORY, "tsu_try_send: out of memory");
   req->armed.store(1, std::memory_order_release);
   MessageHeader h{};
@@ -266,13 +294,35 @@ void MsgLayer::complete(Local& l, uint32_t src, uint64_t tag, std::size_t len,
   core::run_callback(l.cb, st);
 }
 
-void MsgLayer::pull(Local& l, uint32_t src, uint64_t tag, std::size_t len, uint16_t flags,
-                    uint64_t addr, uint64_t cookie) noexcept {
+void MsgLayer::pull(std::unique_ptr<Local> lp, uint32_t src, uint64_t tag, std::size_t len,
+                    uint16_t flags, uint64_t addr, uint64_t cookie) noexcept {
+  Local& l = *lp;
   const std::size_t n = std::min(len, l.cap);
+  if (n && !memory_reachable(rt_, src)) {
+    // Another node: ask the sender for the bytes (CTS); DATA completes it.
+    auto* np = new (std::nothrow) NetPull{std::move(lp), src, tag, len, n, 0};
+    tsu_status_t st = TSU_ERR_NO_MEMORY;
+    if (np) {
+      MessageHeader cts{};
+      cts.handler = kHandlerMsgCts;
+      cts.args[0] = cookie;
+      cts.args[1] = reinterpret_cast<uint64_t>(np);
+      cts.args[2] = n;
+      st = am_.send_or_queue(src, cts, nullptr);
+      if (st == TSU_OK) return;
+      lp = std::move(np->l);
+      delete np;
+    }
+    // The sender's request stays pending (it cannot be told); ours fails.
+    TSU_LOG_ERROR("rendezvous CTS to rank %u failed: %s", src, tsu_strerror(st));
+    complete(*lp, src, tag, len, st);
+    return;
+  }
   transport::Transport* mem = rt_.route(src);
   Access from;
-  tsu_status_t st = TSU_ERR_UNSUPPORTED;
-  if (mem)
+  // Nothing to copy (a zero-byte receive buffer): just the FIN, on any route.
+  tsu_status_t st = n ? TSU_ERR_UNSUPPORTED : TSU_OK;
+  if (mem && n)
     st = (flags & kRtsShared)
              ? mem->resolve(tsu_gaddr(src, static_cast<uint32_t>(flags >> 8), addr), n, from)
              : mem->resolve_process_memory(src, addr, n, from);
@@ -322,7 +372,48 @@ void MsgLayer::on_rts(void* ctx, uint32_t src, const MessageHeader& h, const std
   }
   if (self->mine_.valid()) self->mine_.processed(src).fetch_add(1, std::memory_order_release);
   self->mine_.unlock();
-  if (l) self->pull(*l, src, tag, h.args[1], h.flags, h.args[2], h.args[3]);
+  if (l) self->pull(std::move(l), src, tag, h.args[1], h.flags, h.args[2], h.args[3]);
+}
+
+// Off-node rendezvous, sender side: the receiver matched our RTS and wants
+// args[2] bytes.  They leave in pieces of the route's largest payload (copied
+// or queued in order by the AM layer), so the user's buffer is free now.
+void MsgLayer::on_cts(void* ctx, uint32_t src, const MessageHeader& h, const std::byte*) noexcept {
+  auto* self = static_cast<MsgLayer*>(ctx);
+  std::unique_ptr<SendReq> req(reinterpret_cast<SendReq*>(h.args[0]));
+  if (req->armed.load(std::memory_order_acquire) != 1)
+    TSU_LOG_ERROR("rendezvous CTS for a request that is not armed");
+  const std::size_t want = h.args[2];
+  const std::size_t piece = std::max<std::size_t>(self->am_.max_payload(src), 1);
+  tsu_status_t st = TSU_OK;
+  for (std::size_t off = 0; off < want && st == TSU_OK; off += piece) {
+    MessageHeader d{};
+    d.handler = kHandlerMsgData;
+    d.args[0] = h.args[1];
+    d.args[1] = off;
+    d.payload_len = static_cast<uint32_t>(std::min(piece, want - off));
+    st = self->am_.send_or_queue(src, d, req->buf + off);
+  }
+  if (st != TSU_OK) TSU_LOG_ERROR("rendezvous data to rank %u failed: %s", src, tsu_strerror(st));
+  core::run_callback(req->cb, st);
+}
+
+// Off-node rendezvous, receiver side: one piece; the last one completes.
+void MsgLayer::on_data(void* ctx, uint32_t, const MessageHeader& h,
+                       const std::byte* payload) noexcept {
+  auto* self = static_cast<MsgLayer*>(ctx);
+  auto* np = reinterpret_cast<NetPull*>(h.args[0]);
+  const std::size_t off = h.args[1], n = h.payload_len;
+  if (off + n > np->want) {
+    TSU_LOG_ERROR("rendezvous data from rank %u out of range", np->src);
+    return;
+  }
+  if (n) std::memcpy(static_cast<std::byte*>(np->l->buf) + off, payload, n);
+  np->got += n;
+  if (np->got < np->want) return;
+  std::unique_ptr<NetPull> done(np);
+  self->complete(*done->l, done->src, done->tag, done->len,
+                 done->len > done->l->cap ? TSU_ERR_TRUNCATED : TSU_OK);
 }
 
 void MsgLayer::on_sc_done(void* ctx, uint32_t, const MessageHeader& h, const std::byte*) noexcept {
@@ -374,7 +465,7 @@ tsu_status_t MsgLayer::recv(uint32_t src, uint64_t tag, uint64_t mask, void* buf
     unexpected_.erase(it);
     mine_.unlock();
     if (u->rndv) {
-      pull(*l, u->src, u->tag, u->len, u->flags, u->addr, u->cookie);
+      pull(std::move(l), u->src, u->tag, u->len, u->flags, u->addr, u->cookie);
     } else {
       const std::size_t n = std::min(u->len, cap);
       if (n) std::memcpy(buf, u->data.data(), n);

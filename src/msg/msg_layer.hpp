@@ -4,7 +4,8 @@
 // queue lives in the rank's layer area, which node peers reach through
 // Transport::peer_layer_area (network transports have none: no single-copy
 // eager), and the rendezvous copy uses the memory route (resolve /
-// resolve_process_memory + Runtime::copy_access).
+// resolve_process_memory + Runtime::copy_access), or, for a peer whose
+// memory is not reachable (another node), a CTS/DATA message exchange.
 #pragma once
 
 #include <atomic>
@@ -30,6 +31,11 @@ inline constexpr uint16_t kHandlerMsgEager = core::kHandlerMsgFirst + 0;
 inline constexpr uint16_t kHandlerMsgRts = core::kHandlerMsgFirst + 1;
 inline constexpr uint16_t kHandlerMsgFin = core::kHandlerMsgFirst + 2;
 inline constexpr uint16_t kHandlerMsgScDone = core::kHandlerMsgFirst + 3;
+// Rendezvous with a peer whose memory this process cannot reach (another
+// node, udp): the receiver asks for the data (CTS), the sender sends it in
+// message-sized pieces (DATA) and completes; no FIN.
+inline constexpr uint16_t kHandlerMsgCts = core::kHandlerMsgFirst + 4;
+inline constexpr uint16_t kHandlerMsgData = core::kHandlerMsgFirst + 5;
 
 class MsgLayer {
  public:
@@ -52,7 +58,8 @@ class MsgLayer {
  private:
   struct Local;       // a posted receive, owner side
   struct Unexpected;  // an arrived, unmatched message
-  struct SendReq;     // a rendezvous send waiting for its FIN
+  struct SendReq;     // a rendezvous send waiting for its FIN (or CTS)
+  struct NetPull;     // a rendezvous receive fed by DATA messages (off-node)
 
   static void on_eager(void* ctx, uint32_t src, const core::MessageHeader& h,
                        const std::byte* payload) noexcept;
@@ -62,6 +69,10 @@ class MsgLayer {
                      const std::byte* payload) noexcept;
   static void on_sc_done(void* ctx, uint32_t src, const core::MessageHeader& h,
                          const std::byte* payload) noexcept;
+  static void on_cts(void* ctx, uint32_t src, const core::MessageHeader& h,
+                     const std::byte* payload) noexcept;
+  static void on_data(void* ctx, uint32_t src, const core::MessageHeader& h,
+                      const std::byte* payload) noexcept;
 
   // Owner side, queue lock held: the first posted receive matching (src,
   // tag), removed from the posted lists; nullptr if none.
@@ -69,7 +80,7 @@ class MsgLayer {
   void free_entry(uint32_t slot) noexcept;  // lock held
   void complete(Local& l, uint32_t src, uint64_t tag, std::size_t len, tsu_status_t st) noexcept;
   // Rendezvous: copies from the sender into l's buffer, sends FIN.
-  void pull(Local& l, uint32_t src, uint64_t tag, std::size_t len, uint16_t flags,
+  void pull(std::unique_ptr<Local> l, uint32_t src, uint64_t tag, std::size_t len, uint16_t flags,
             uint64_t addr, uint64_t cookie) noexcept;
   bool try_single_copy(uint32_t dst, uint64_t tag, const void* buf, std::size_t len,
                        bool& busy) noexcept;

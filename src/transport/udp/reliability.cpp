@@ -177,7 +177,12 @@ void UdpTransport::deliver(Peer& p, std::span<const std::byte> frag, uint8_t fla
       break;
   }
   ++st_.msgs_delivered;
-  if (!handlers_ || !handlers_->dispatch(p.rank, hdr, payload)) ++st_.unknown_handler;
+  // Kept for dispatch after poll releases the lock (udp_transport.hpp).
+  ready_.resize((ready_.size() + 7) & ~std::size_t{7});  // aligned payloads
+  ready_at_.emplace_back(ready_.size(), p.rank);
+  const auto* hb = reinterpret_cast<const std::byte*>(&hdr);
+  ready_.insert(ready_.end(), hb, hb + kMsgHeaderSize);
+  if (hdr.payload_len) ready_.insert(ready_.end(), payload, payload + hdr.payload_len);
   p.reasm.release();
 }
 

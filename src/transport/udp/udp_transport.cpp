@@ -112,7 +112,7 @@ tsu_status_t UdpTransport::send_message(uint32_t dst, const core::MessageHeader&
   ++st_.msgs_sent;
   const uint64_t now = util::now_ns();
   transmit(p, now);
-  if (batch_depth_ == 0 && !handlers_) flush(now);  // outside a batch or poll: send now
+  if (batch_depth_ == 0) flush(now);  // outside a batch: send now
   return TSU_OK;
 }
 
@@ -123,14 +123,35 @@ void UdpTransport::batch_begin() noexcept {
 
 void UdpTransport::batch_end() noexcept {
   std::lock_guard lock(mu_);
-  if (--batch_depth_ == 0 && !handlers_) flush(util::now_ns());
+  if (--batch_depth_ == 0) flush(util::now_ns());
 }
 
 std::size_t UdpTransport::poll(const core::MessageHandlerTable& handlers) noexcept {
+  std::size_t work = poll_protocol();
+  // Dispatch outside the lock, in arrival order (only the engine's consumer
+  // polls, so per-pair order holds).  Replies sent by handlers are staged and
+  // leave together at batch_end.
+  if (dispatching_at_.empty()) return work;
+  batch_begin();
+  for (std::size_t i = 0; i < dispatching_at_.size(); ++i) {
+    core::MessageHeader hdr;
+    const std::byte* m = dispatching_.data() + dispatching_at_[i].first;
+    std::memcpy(&hdr, m, kMsgHeaderSize);
+    if (!handlers.dispatch(dispatching_at_[i].second, hdr, m + kMsgHeaderSize)) {
+      std::lock_guard lock(mu_);
+      ++st_.unknown_handler;
+    }
+  }
+  batch_end();
+  dispatching_.clear();
+  dispatching_at_.clear();
+  return work;
+}
+
+std::size_t UdpTransport::poll_protocol() noexcept {
   std::lock_guard lock(mu_);
   uint64_t now = util::now_ns();
   flush(now);  // anything staged must leave before acks may free its buffers
-  handlers_ = &handlers;
   std::size_t work = 0;
   for (int round = 0; round < 4; ++round) {
     const std::size_t n = sock_.receive(rxbufs_.data(), rxbufs_.size());
@@ -140,7 +161,8 @@ std::size_t UdpTransport::poll(const core::MessageHandlerTable& handlers) noexce
     if (n < rxbufs_.size()) break;
     now = util::now_ns();
   }
-  handlers_ = nullptr;
+  ready_.swap(dispatching_);
+  ready_at_.swap(dispatching_at_);
   now = util::now_ns();
   if (now >= next_timer_ns_) run_timers(now);
   send_pending(now);

@@ -9,10 +9,14 @@
 //   fragment.hpp   fragmentation and reassembly
 //   liveness.cpp   timers: retransmission timeouts, keep-alives, peer loss
 //
-// Threading: every entry point takes one (recursive) lock; poll() holds it
-// while it dispatches messages, so handlers may send replies.  Sends made
-// between batch_begin() and batch_end() by the engine's executor, and replies
-// sent from handlers, are staged and leave in one sendmmsg per flush.
+// Threading: every entry point takes one (recursive) lock.  poll() does the
+// protocol work under it but dispatches the messages that became complete
+// only after releasing it: the layers above take their own locks in handlers
+// and also call send_message while holding them (collectives, tagged
+// messages), so dispatching under the transport lock would be a lock-order
+// inversion (deadlock).  Sends made between batch_begin() and batch_end() by
+// the engine's executor, and replies sent from handlers during poll's
+// dispatch, are staged and leave in one sendmmsg per flush.
 #pragma once
 
 #include <netinet/in.h>
@@ -93,6 +97,7 @@ class UdpTransport final : public Transport {
 
  private:
   Peer& peer(uint32_t rank);  // creates lazily
+  std::size_t poll_protocol() noexcept;  // poll's work under the lock
   std::size_t max_fragment() const noexcept { return cfg_.mtu - kHeaderSize; }
 
   // reliability.cpp
@@ -125,7 +130,14 @@ class UdpTransport final : public Transport {
   std::vector<sockaddr_in> addrs_;            // by rank (family 0: unknown)
   std::vector<Peer*> tx_list_, ack_list_;
   std::vector<UdpSocket::RxBuf> rxbufs_;
-  const core::MessageHandlerTable* handlers_ = nullptr;
+  // Messages completed in this poll, dispatched after the lock is released:
+  // header + payload, back to back, each at an 8-byte aligned offset (in
+  // ready_at_, with the source rank).
+  using ReadyAt = std::pair<std::size_t, uint32_t>;
+  std::vector<std::byte> ready_;
+  std::vector<ReadyAt> ready_at_;
+  std::vector<std::byte> dispatching_;  // poll's copy of ready_ (consumer only)
+  std::vector<ReadyAt> dispatching_at_;
   PeerLostFn lost_fn_ = nullptr;
   void* lost_ctx_ = nullptr;
   std::vector<uint32_t> newly_lost_;
