@@ -3,6 +3,8 @@
 #   tsunagi udp (tsu-bench-net tsu), raw UDP pingpong + throughput, and UCX
 #   over tcp (ucx_perftest, UCX_TLS=tcp) when installed.
 #   bench/net/run_netns_bench.sh BUILD_DIR OUT_DIR [LOSS_PCT]
+# Environment: TSU_BENCH_ARGS (extra tsu-bench-net arguments, e.g.
+# "--only latency"), SKIP_PEERS=1 (tsunagi only: no raw UDP, no UCX).
 # Results: OUT_DIR/results.jsonl, OUT_DIR/ucx.txt, OUT_DIR/trace.* (cwnd).
 set -u
 build=$1 out=$2 loss=${3:-0}
@@ -27,7 +29,7 @@ res=$out/results.jsonl
 : >"$res"
 # Raw UDP on the same pair (the limit; measured without loss only: the raw
 # pingpong has no retransmission).
-if [[ $loss == 0 ]]; then
+if [[ $loss == 0 && -z ${SKIP_PEERS:-} ]]; then
   ip netns exec "$b" "$bench" raw-server 9999 & srv=$!
   sleep 0.3
   ip netns exec "$a" "$bench" raw-client 10.98.0.2 9999 | tee -a "$res"
@@ -36,9 +38,9 @@ fi
 # tsunagi: the tsurun bootstrap served from namespace a; rank 0 in a, rank 1 in b.
 ip netns exec "$a" env TSU_SEGMENT_SIZE=160M TSU_STATS=1 TSU_UDP_TRACE="$out/trace" \
   "$build/tools/tsurun/tsurun" -n 2 --hosts "$a,$b" --spawn 'ip netns exec {host}' \
-  --bootstrap-addr 10.98.0.1 --timeout 300 "$bench" tsu 2>"$out/tsu_stats.txt" | tee -a "$res"
+  --bootstrap-addr 10.98.0.1 --timeout 300 ${TSU_BENCH_WRAP:-} "$bench" tsu ${TSU_BENCH_ARGS:-} 2>"$out/tsu_stats.txt" | tee -a "$res"
 # UCX over tcp on the same pair.
-if [[ $loss == 0 ]] && command -v ucx_perftest >/dev/null; then
+if [[ $loss == 0 && -z ${SKIP_PEERS:-} ]] && command -v ucx_perftest >/dev/null; then
   : >"$out/ucx.txt"
   for t in "ucp_put_lat -s 8 -n 20000" "ucp_get -s 8 -n 20000" "ucp_put_bw -s 1048576 -n 2000" "ucp_put_bw -s 65536 -n 10000"; do
     ip netns exec "$b" env UCX_TLS=tcp,self UCX_NET_DEVICES=veth0 ucx_perftest -p 13337 >/dev/null 2>&1 & s=$!

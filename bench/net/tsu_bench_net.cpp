@@ -1,7 +1,8 @@
 // tsu-bench-net: tsunagi over the udp transport beside the limit on the same
 // link (a raw UDP socket pingpong and throughput test).
 //
-//   tsurun -n 2 --hosts A,B ... tsu-bench-net tsu [--quick]   rank 0 measures, rank 1 serves
+//   tsurun -n 2 --hosts A,B ... tsu-bench-net tsu [--quick] [--only latency|bandwidth|bigbw|rate]
+//                                                             rank 0 measures, rank 1 serves
 //   tsu-bench-net raw-server PORT                             (on B)
 //   tsu-bench-net raw-client IP PORT                          (on A)
 // Output: one JSON object per line (bench/net/run_netns_bench.sh collects them).
@@ -126,7 +127,7 @@ void rate(uint32_t peer, int threads) {
   std::fflush(stdout);
 }
 
-int run_tsu(bool quick) {
+int run_tsu(bool quick, const std::string& only) {
   const char* pm = std::getenv("TSU_PROGRESS");
   g_manual = pm && !std::strcmp(pm, "manual");
   if (tsu_init(nullptr) != TSU_OK) {
@@ -141,9 +142,14 @@ int run_tsu(bool quick) {
   tsu_segment_info(TSU_SEG_MAIN, &base, &seg);
   if (me == 0) {
     const int iters = quick ? 500 : 5000;
-    for (const char* op : {"get", "put", "fetch_add"}) latency(op, 1, iters);
-    for (std::size_t s = 8; s <= (64u << 20) && s <= seg / 2; s *= (quick ? 64 : 8)) bandwidth(1, s, seg);
-    for (int t : {1, 2, 4}) rate(1, t);
+    const bool all = only.empty();
+    if (all || only == "latency")
+      for (const char* op : {"get", "put", "fetch_add"}) latency(op, 1, iters);
+    if (all || only == "bandwidth")
+      for (std::size_t s = 8; s <= (64u << 20) && s <= seg / 2; s *= (quick ? 64 : 8)) bandwidth(1, s, seg);
+    if (all || only == "bigbw") bandwidth(1, std::min<std::size_t>(16u << 20, seg / 2), seg);
+    if (all || only == "rate")
+      for (int t : {1, 2, 4}) rate(1, t);
   }
   tsu_barrier();
   return tsu_finalize() == TSU_OK ? 0 : 1;
@@ -233,9 +239,22 @@ int raw_client(const char* ip, int port) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode == "tsu") return run_tsu(argc > 2 && std::string(argv[2]) == "--quick");
+  if (mode == "tsu") {
+    bool quick = false;
+    std::string only;
+    for (int i = 2; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--quick") quick = true;
+      else if (a == "--only" && i + 1 < argc) only = argv[++i];
+      else {
+        std::fprintf(stderr, "tsu-bench-net tsu: unknown argument '%s'\n", a.c_str());
+        return 2;
+      }
+    }
+    return run_tsu(quick, only);
+  }
   if (mode == "raw-server" && argc > 2) return raw_server(std::atoi(argv[2]));
   if (mode == "raw-client" && argc > 3) return raw_client(argv[2], std::atoi(argv[3]));
-  std::fprintf(stderr, "usage: tsu-bench-net tsu [--quick] | raw-server PORT | raw-client IP PORT\n");
+  std::fprintf(stderr, "usage: tsu-bench-net tsu [--quick] [--only latency|bandwidth|bigbw|rate] | raw-server PORT | raw-client IP PORT\n");
   return 2;
 }

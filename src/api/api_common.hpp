@@ -39,7 +39,10 @@ inline tsu_status_t submit(Runtime& rt, ThreadContext& tc, const core::Command& 
   const uint64_t issued = tc.issued.load(std::memory_order_relaxed);
   // Count before pushing so completion can never overtake the count.
   tc.issued.store(issued + 1, std::memory_order_relaxed);
-  if (!rt.engine().submit(cmd)) [[unlikely]] {
+  // A command for another node may be started by this thread when the
+  // engine sleeps (progress_engine.hpp): it saves a wake-up per request.
+  const bool network = !rt.memory_route(cmd.dst.rank) || !rt.memory_route(cmd.src.rank);
+  if (!rt.engine().submit(cmd, network)) [[unlikely]] {
     tc.issued.store(issued, std::memory_order_relaxed);
     tc.stats.add(Counter::kEagain);
     return TSU_EAGAIN;

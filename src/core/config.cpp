@@ -88,7 +88,8 @@ const std::vector<ConfigVar>& config_vars() {
       {"TSU_RING_SIZE", "1024", "slots in the progress engine's command ring (power of two)"},
       {"TSU_PROGRESS", "thread", "thread: a progress thread per process; manual: call tsu_progress()"},
       {"TSU_BYPASS", "1", "1: intra-node RMA and atomics run in the caller; 0: through the engine"},
-      {"TSU_SPIN_US", "20", "microseconds an idle progress thread spins before it sleeps"},
+      {"TSU_SPIN_US", "20", "most microseconds an idle progress thread spins before it sleeps (adaptive: less when idle gaps are longer)"},
+      {"TSU_INLINE_EXEC", "1", "1: a network RMA/atomic issued while the progress thread sleeps is started by the issuer"},
       {"TSU_LOG", "warn", "log level: off, error, warn, info, debug, trace"},
       {"TSU_STATS", "0", "1: print per-rank counters to stderr at finalize"},
       {"TSU_NODE_ID", "(host name)", "node identity; ranks with equal ids share memory"},
@@ -143,6 +144,9 @@ tsu_status_t config_from_env(Config& cfg, const GetEnv& getenv_fn, std::string& 
   }
   if (const char* v = getenv_fn("TSU_BYPASS")) {
     if (!parse_bool(v, cfg.bypass)) return bad("TSU_BYPASS", v, "0 or 1");
+  }
+  if (const char* v = getenv_fn("TSU_INLINE_EXEC")) {
+    if (!parse_bool(v, cfg.inline_exec)) return bad("TSU_INLINE_EXEC", v, "0 or 1");
   }
   if (const char* v = getenv_fn("TSU_SPIN_US")) {
     uint64_t n;
@@ -324,6 +328,7 @@ std::vector<std::pair<std::string, std::string>> config_describe(const Config& c
       {"TSU_PROGRESS", cfg.progress_mode == TSU_PROGRESS_MANUAL ? "manual" : "thread"},
       {"TSU_BYPASS", cfg.bypass ? "1" : "0"},
       {"TSU_SPIN_US", std::to_string(cfg.spin_us)},
+      {"TSU_INLINE_EXEC", cfg.inline_exec ? "1" : "0"},
       {"TSU_LOG", levels[cfg.log_level]},
       {"TSU_STATS", cfg.stats ? "1" : "0"},
       {"TSU_NODE_ID", cfg.node_id.empty() ? "(host name)" : cfg.node_id},

@@ -19,6 +19,7 @@ struct Config {
   tsu_progress_mode_t progress_mode = TSU_PROGRESS_THREAD;
   bool bypass = true;                    // intra-node RMA/atomics run in the caller
   uint32_t spin_us = 20;                 // idle progress thread spins, then sleeps
+  bool inline_exec = true;               // issuer starts network commands while the engine sleeps
   int log_level = TSU_LOG_WARN;
   bool stats = false;
   std::string node_id;                   // TSU_NODE_ID; empty = host name

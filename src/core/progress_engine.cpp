@@ -1,6 +1,7 @@
 #include "core/progress_engine.hpp"
 
 #include <pthread.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -42,6 +43,7 @@ void run_callback(const tsu_cb_t& cb, tsu_status_t status) noexcept {
 
 ProgressEngine::ProgressEngine(const Config& cfg, CommandExecutor& executor, Doorbell doorbell)
     : cfg_(cfg),
+      inline_exec_(cfg.inline_exec && cfg.progress_mode == TSU_PROGRESS_THREAD),
       executor_(executor),
       doorbell_(doorbell),
       ring_(cfg.ring_size),
@@ -101,29 +103,55 @@ std::size_t ProgressEngine::progress() noexcept {
   return n;
 }
 
-std::size_t ProgressEngine::pass() noexcept {
+std::size_t ProgressEngine::execute_batch(std::size_t& finished_now) noexcept {
   Command batch[kBatch];
-  std::size_t work = 0;
-  // Executor: never take more commands than there are free records, so a
-  // started command always has one (the rest wait in the ring: back-pressure).
+  // Never take more commands than there are free records, so a started
+  // command always has one (the rest wait in the ring: back-pressure).
   const std::size_t room = std::min<std::size_t>(kBatch, completions_.free_count());
   const std::size_t n = ring_.pop_batch(batch, room);
-  if (n) {
-    bump(stats_.batches);
-    bump(stats_.commands, n);
-    if (n > stats_.max_batch.load(std::memory_order_relaxed))
-      stats_.max_batch.store(n, std::memory_order_relaxed);
-    for (auto* t : transports_) t->batch_begin();
-    for (std::size_t i = 0; i < n; ++i) {
-      const uint32_t id = completions_.acquire(batch[i].cb, batch[i].issuer);
-      const tsu_status_t st = executor_.execute(batch[i], id);
-      if (st == TSU_EAGAIN) continue;  // pending: the transport finishes it
-      completions_.finish(id, st);
-      if (st != TSU_OK) bump(stats_.failed);
-    }
-    for (auto* t : transports_) t->batch_end();
-    work += n;
+  if (!n) return 0;
+  bump(stats_.batches);
+  bump(stats_.commands, n);
+  if (n > stats_.max_batch.load(std::memory_order_relaxed))
+    stats_.max_batch.store(n, std::memory_order_relaxed);
+  for (auto* t : transports_) t->batch_begin();
+  for (std::size_t i = 0; i < n; ++i) {
+    const uint32_t id = completions_.acquire(batch[i].cb, batch[i].issuer);
+    const tsu_status_t st = executor_.execute(batch[i], id);
+    if (st == TSU_EAGAIN) continue;  // pending: the transport finishes it
+    completions_.finish(id, st);
+    ++finished_now;
+    if (st != TSU_OK) bump(stats_.failed);
   }
+  for (auto* t : transports_) t->batch_end();
+  return n;
+}
+
+bool ProgressEngine::execute_inline() noexcept {
+  if (!try_lock()) return false;  // a consumer is at work: let the doorbell tell it
+  std::size_t finished_now = 0;
+  bool handled = false;
+  for (int round = 0; round < 4; ++round) {
+    execute_batch(finished_now);
+    // Empty again: re-arm the waiting bit, so the next producer also learns
+    // that nobody consumes (and runs its command itself or rings).
+    if (ring_.prepare_sleep()) {
+      handled = true;
+      break;
+    }
+  }
+  bump(stats_.inline_runs);
+  // Callbacks of commands that finished here, and streaming work left for
+  // continue_pending(), need the consumer: wake it.
+  if (finished_now || !executor_.may_sleep()) handled = false;
+  unlock();
+  return handled;
+}
+
+std::size_t ProgressEngine::pass() noexcept {
+  std::size_t work = 0;
+  std::size_t finished_now = 0;
+  work += execute_batch(finished_now);
   // Transports: arrived messages, acknowledgements, timers.  Message handlers
   // and layer work run in progress context (they must not block), also when
   // tsu_progress() runs them in a user thread.
@@ -156,8 +184,13 @@ std::size_t ProgressEngine::pass() noexcept {
 }
 
 void ProgressEngine::idle_sleep() noexcept {
-  // prepare_sleep / has_claimed touch the consumer side: hold the role.
-  if (!try_lock()) return;
+  // prepare_sleep / has_claimed touch the consumer side: hold the role.  A
+  // thread holding it (an issuer running commands inline) may have been
+  // preempted: give it the core instead of spinning against it.
+  if (!try_lock()) {
+    sched_yield();
+    return;
+  }
   bool may_sleep = ring_.prepare_sleep() && executor_.may_sleep();
   const uint32_t seen = doorbell_.value();
   uint64_t timeout = kMaxSleepNs;
@@ -193,11 +226,21 @@ void ProgressEngine::idle_sleep() noexcept {
 
 void ProgressEngine::thread_main() {
   t_in_progress_context = true;
-  const uint64_t spin_ns = uint64_t{cfg_.spin_us} * 1000;
+  // Adaptive spin: spinning pays only when work returns within the spin
+  // budget; on a host with fewer cores than busy threads a spin that ends in
+  // sleep anyway steals the core the peer needs (a request/reply over udp
+  // here has 40 us idle gaps).  So: an idle gap no longer than the budget
+  // restores the full budget, a longer one halves it (to zero).
+  const uint64_t max_spin_ns = uint64_t{cfg_.spin_us} * 1000;
+  uint64_t spin_ns = max_spin_ns;
   uint64_t idle_since = 0;
   while (!stop_.load(std::memory_order_acquire)) {
     if (progress()) {
-      idle_since = 0;
+      if (idle_since) {
+        const uint64_t gap = util::now_ns() - idle_since;
+        spin_ns = gap <= max_spin_ns ? max_spin_ns : spin_ns / 2;
+        idle_since = 0;
+      }
       continue;
     }
     const uint64_t now = util::now_ns();
@@ -207,7 +250,6 @@ void ProgressEngine::thread_main() {
       continue;
     }
     idle_sleep();
-    idle_since = 0;
   }
   // Drain what is left so every accepted request completes.
   while (progress()) {

@@ -55,6 +55,7 @@ struct EngineStats {
   std::atomic<uint64_t> callbacks{0};
   std::atomic<uint64_t> failed{0};    // commands that failed at the target
   std::atomic<uint64_t> messages{0};  // transport work items from poll()
+  std::atomic<uint64_t> inline_runs{0};  // batches started by an issuer (engine asleep)
 };
 
 // True while the calling thread runs a completion callback or is the progress
@@ -93,9 +94,15 @@ class ProgressEngine {
   void stop();
 
   // Any thread.  False when the ring is full.
-  bool submit(const Command& cmd) noexcept {
+  // `run_inline_if_idle`: the command goes to a network transport.  If the
+  // consumer sleeps, the caller executes the ring's commands itself (the
+  // datagram leaves now) instead of paying a wake-up of the progress thread;
+  // the reply wakes that thread through the transport's descriptor.
+  bool submit(const Command& cmd, bool run_inline_if_idle = false) noexcept {
     const PushResult r = ring_.try_push(cmd);
-    if (r == PushResult::kPushedConsumerAsleep) doorbell_.ring();
+    if (r == PushResult::kPushedConsumerAsleep &&
+        !(run_inline_if_idle && inline_exec_ && execute_inline()))
+      doorbell_.ring();
     return r != PushResult::kFull;
   }
 
@@ -116,6 +123,12 @@ class ProgressEngine {
   void thread_main();
   void idle_sleep() noexcept;
   std::size_t pass() noexcept;  // consumer role held
+  // Pops and starts one batch (consumer role held); counts the commands that
+  // finished at once in `finished_now`.
+  std::size_t execute_batch(std::size_t& finished_now) noexcept;
+  // submit()'s inline path: true if the commands were started here and the
+  // sleeping consumer need not be woken.
+  bool execute_inline() noexcept;
   bool try_lock() noexcept {
     return !consumer_busy_.load(std::memory_order_relaxed) &&
            !consumer_busy_.exchange(true, std::memory_order_acquire);
@@ -123,6 +136,9 @@ class ProgressEngine {
   void unlock() noexcept { consumer_busy_.store(false, std::memory_order_release); }
 
   const Config cfg_;
+  // Inline start of network commands while the engine sleeps (thread mode;
+  // TSU_INLINE_EXEC=0 turns it off).
+  const bool inline_exec_;
   CommandExecutor& executor_;
   Doorbell doorbell_;
   CommandRing<Command> ring_;

@@ -386,14 +386,16 @@ void Runtime::print_stats() const {
   const EngineStats& es = engine_->stats();
   std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n),
                 " engine_commands=%llu engine_batches=%llu engine_max_batch=%llu "
-                "engine_callbacks=%llu engine_sleeps=%llu engine_failed=%llu engine_messages=%llu",
+                "engine_callbacks=%llu engine_sleeps=%llu engine_failed=%llu engine_messages=%llu "
+                "engine_inline_runs=%llu",
                 static_cast<unsigned long long>(es.commands.load()),
                 static_cast<unsigned long long>(es.batches.load()),
                 static_cast<unsigned long long>(es.max_batch.load()),
                 static_cast<unsigned long long>(es.callbacks.load()),
                 static_cast<unsigned long long>(es.sleeps.load()),
                 static_cast<unsigned long long>(es.failed.load()),
-                static_cast<unsigned long long>(es.messages.load()));
+                static_cast<unsigned long long>(es.messages.load()),
+                static_cast<unsigned long long>(es.inline_runs.load()));
   std::fprintf(stderr, "%s\n", line);
 }
 

@@ -40,6 +40,7 @@ void UdpTransport::run_timers(uint64_t now) {
     next = std::min(next, p.last_rx_ns + cfg_.peer_timeout_ns);
   }
   next_timer_ns_ = next;
+  if (next != UINT64_MAX) wake_.arm_by(next);
 }
 
 void UdpTransport::check_retransmit(Peer& p, uint64_t now) {

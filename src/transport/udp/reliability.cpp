@@ -122,6 +122,7 @@ void UdpTransport::on_data(Peer& p, const ParsedDatagram& d, std::byte*& buf, ui
   const uint32_t seq = d.h.seq;
   const uint32_t wmask = cfg_.window - 1;
   p.ack_pending = true;
+  ++p.rx_unacked;
   schedule_ack(p);
   if (seq_lt(seq, p.rcv_nxt)) {
     ++st_.duplicates;  // already delivered: never again; re-acknowledge
@@ -224,13 +225,14 @@ void UdpTransport::stage_data(Peer& p, uint32_t seq, uint64_t now) {
   if (s.tx++ == 0) ++st_.data_sent;
   p.ack_pending = false;  // piggybacked
   p.ack_now = false;
+  p.rx_unacked = 0;
   p.pong = false;
   p.rto_deadline = std::min(p.rto_deadline, now + p.rtt.rto());
   // Tail-loss probe: if nothing is acknowledged within ~2 RTT, resend the
   // newest datagram so the ack it draws reveals the holes (long before RTO).
   const uint64_t srtt = p.rtt.srtt() ? p.rtt.srtt() : cfg_.initial_rto_ns / 2;
   p.tlp_deadline = now + std::max<uint64_t>(2 * srtt, 500'000);
-  next_timer_ns_ = std::min(next_timer_ns_, std::min(p.rto_deadline, p.tlp_deadline));
+  timer_by(std::min(p.rto_deadline, p.tlp_deadline));
   sock_.stage(s.buf, s.len, p.addr);
 }
 
@@ -266,16 +268,34 @@ void UdpTransport::stage_ack(Peer& p, uint64_t now) {
   ++st_.acks_sent;
   p.ack_pending = false;
   p.ack_now = false;
+  p.rx_unacked = 0;
   p.pong = false;
 }
 
-void UdpTransport::send_pending(uint64_t now) {
+void UdpTransport::send_pending(uint64_t now, bool defer_lone_acks) {
   // Data first (it carries acknowledgements), then pure acks still owed.
   for (Peer* p : tx_list_) {
     p->in_tx_list = false;
     transmit(*p, now);
   }
   tx_list_.clear();
+  if (!defer_lone_acks) {
+    send_acks(now);
+    return;
+  }
+  std::size_t kept = 0;
+  for (Peer* p : ack_list_) {
+    if (p->ack_pending && !p->lost && !p->ack_now && p->rx_unacked < kAckEvery) {
+      ack_list_[kept++] = p;  // a handler's reply may carry it (send_acks later)
+      continue;
+    }
+    p->in_ack_list = false;
+    if (p->ack_pending && !p->lost) stage_ack(*p, now);
+  }
+  ack_list_.resize(kept);
+}
+
+void UdpTransport::send_acks(uint64_t now) {
   for (Peer* p : ack_list_) {
     p->in_ack_list = false;
     if (p->ack_pending && !p->lost) stage_ack(*p, now);
@@ -285,6 +305,8 @@ void UdpTransport::send_pending(uint64_t now) {
 
 void UdpTransport::flush(uint64_t now) {
   sock_.flush(now);
+  // Datagrams held by the impairment stage (test facility) leave from poll.
+  if (const uint64_t due = sock_.next_impair_due(now); due != UINT64_MAX) wake_.arm_by(now + due);
 }
 
 }  // namespace tsu::transport::udp

@@ -68,6 +68,7 @@ struct Peer {
   uint32_t rx_buffered = 0;
   bool ack_pending = false;  // something arrived that we have not acknowledged
   bool ack_now = false;      // acknowledge at the end of this poll (gap, ping)
+  uint32_t rx_unacked = 0;   // data datagrams received since our last ack
   bool pong = false;
   uint64_t echo_ts = 0;     // ts of the newest datagram to acknowledge
   uint64_t echo_rx_ns = 0;  // when it arrived (our clock)

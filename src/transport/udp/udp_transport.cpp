@@ -19,6 +19,7 @@ UdpTransport::~UdpTransport() {
 
 tsu_status_t UdpTransport::open(std::string& error) {
   if (!sock_.open(cfg_.bind_ip, cfg_.port, cfg_.sockbuf, error)) return TSU_ERR_SYSTEM;
+  if (!wake_.open(sock_.fd(), error)) return TSU_ERR_SYSTEM;
   if (!cfg_.impair.empty()) {
     ImpairConfig ic;
     if (!parse_impair_spec(cfg_.impair, ic, error)) return TSU_ERR_CONFIG;
@@ -53,7 +54,7 @@ Peer& UdpTransport::peer(uint32_t rank) {
     slot->addr = addrs_[rank];
     active_.push_back(slot.get());
     ++st_.peers;
-    next_timer_ns_ = std::min(next_timer_ns_, now + cfg_.keepalive_ns);
+    timer_by(now + cfg_.keepalive_ns);
   }
   return *slot;
 }
@@ -130,7 +131,7 @@ std::size_t UdpTransport::poll(const core::MessageHandlerTable& handlers) noexce
   std::size_t work = poll_protocol();
   // Dispatch outside the lock, in arrival order (only the engine's consumer
   // polls, so per-pair order holds).  Replies sent by handlers are staged and
-  // leave together at batch_end.
+  // leave together at batch_end, carrying the acks poll_protocol held back.
   if (dispatching_at_.empty()) return work;
   batch_begin();
   for (std::size_t i = 0; i < dispatching_at_.size(); ++i) {
@@ -141,6 +142,10 @@ std::size_t UdpTransport::poll(const core::MessageHandlerTable& handlers) noexce
       std::lock_guard lock(mu_);
       ++st_.unknown_handler;
     }
+  }
+  {
+    std::lock_guard lock(mu_);
+    send_acks(util::now_ns());  // those no reply carried
   }
   batch_end();
   dispatching_.clear();
@@ -165,7 +170,9 @@ std::size_t UdpTransport::poll_protocol() noexcept {
   ready_at_.swap(dispatching_at_);
   now = util::now_ns();
   if (now >= next_timer_ns_) run_timers(now);
-  send_pending(now);
+  wake_.consume_if_fired(now);
+  if (next_timer_ns_ != UINT64_MAX) wake_.arm_by(next_timer_ns_);
+  send_pending(now, /*defer_lone_acks=*/!dispatching_at_.empty());
   if (sock_.has_staged() || sock_.next_impair_due(now) == 0) flush(now);
   // Peer-loss notifications run last, outside the datagram loop.
   if (!newly_lost_.empty()) {

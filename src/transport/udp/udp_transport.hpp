@@ -8,6 +8,7 @@
 //   congestion.hpp RTT estimation, RTO back-off, AIMD congestion window
 //   fragment.hpp   fragmentation and reassembly
 //   liveness.cpp   timers: retransmission timeouts, keep-alives, peer loss
+//   wake_source.*  socket + timerfd in one epoll set: what wakes a sleeper
 //
 // Threading: every entry point takes one (recursive) lock.  poll() does the
 // protocol work under it but dispatches the messages that became complete
@@ -33,6 +34,7 @@
 #include "transport/udp/datagram.hpp"
 #include "transport/udp/reliability.hpp"
 #include "transport/udp/udp_socket.hpp"
+#include "transport/udp/wake_source.hpp"
 
 namespace tsu::transport::udp {
 
@@ -66,6 +68,9 @@ struct UdpStats {
 
 class UdpTransport final : public Transport {
  public:
+  // Fewer data datagrams than this from a peer in one poll: their pure ack
+  // waits until the handlers ran, so a reply they send carries it instead.
+  static constexpr uint32_t kAckEvery = 2;
   UdpTransport(uint32_t rank, uint32_t size, const Secret& secret, const UdpConfig& cfg);
   ~UdpTransport() override;
 
@@ -81,7 +86,7 @@ class UdpTransport final : public Transport {
                             const void* payload) noexcept override;
   std::size_t poll(const core::MessageHandlerTable& handlers) noexcept override;
   bool prepare_sleep() noexcept override;
-  int wait_fd() const noexcept override { return sock_.fd(); }
+  int wait_fd() const noexcept override { return wake_.fd(); }
   uint64_t max_sleep_ns() const noexcept override;
   void batch_begin() noexcept override;
   void batch_end() noexcept override;
@@ -110,7 +115,16 @@ class UdpTransport final : public Transport {
   void stage_ack(Peer& p, uint64_t now);
   void schedule_tx(Peer& p);
   void schedule_ack(Peer& p);
-  void send_pending(uint64_t now);
+  // A protocol deadline at `t`: poll must run by then, also if the progress
+  // thread sleeps (it may have chosen its timeout before this send).
+  void timer_by(uint64_t t) noexcept {
+    next_timer_ns_ = std::min(next_timer_ns_, t);
+    wake_.arm_by(t);
+  }
+  // Data, then pure acks owed; with `defer_lone_acks`, acks for a lone
+  // datagram stay queued for send_acks() after dispatch.
+  void send_pending(uint64_t now, bool defer_lone_acks);
+  void send_acks(uint64_t now);
   void flush(uint64_t now);
   // liveness.cpp
   void run_timers(uint64_t now);
@@ -124,6 +138,7 @@ class UdpTransport final : public Transport {
   const UdpConfig cfg_;
   mutable std::recursive_mutex mu_;
   UdpSocket sock_;
+  WakeSource wake_;
   BufferPool pool_;
   std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null until first contact
   std::vector<Peer*> active_;                 // peers with state
