@@ -305,3 +305,58 @@ TEST(UdpTransport, SilentPeerIsDeclaredLost) {
 }
 
 }  // namespace
+
+// ---- Congestion control and RTT estimation (congestion.hpp) -----------------
+using tsu::transport::udp::CongestionControl;
+using tsu::transport::udp::RttEstimator;
+
+TEST(UdpCongestion, MinRttFollowsTheSmallestSample) {
+  RttEstimator r(20'000'000, 10'000'000, 1'000'000'000);
+  EXPECT_EQ(r.min_rtt(), 0u);  // nothing measured yet: srtt (0)
+  for (uint64_t s : {80'000u, 50'000u, 120'000u, 60'000u}) r.sample(s);
+  EXPECT_EQ(r.min_rtt(), 50'000u);
+  EXPECT_GT(r.srtt(), 50'000u);
+  EXPECT_EQ(r.rto(), 10'000'000u);  // clamped to the floor
+}
+
+TEST(UdpCongestion, LossWithoutQueueKeepsTheWindow) {
+  CongestionControl cc(32, 4, 1024);
+  // srtt hardly above the path minimum: random loss, the window stays and
+  // slow start ends (ssthresh = cwnd).
+  ASSERT_TRUE(cc.on_loss(10, 40, 60'000, 50'000));
+  EXPECT_DOUBLE_EQ(cc.cwnd(), 32.0);
+  EXPECT_DOUBLE_EQ(cc.ssthresh(), 32.0);
+  EXPECT_EQ(cc.random_losses(), 1u);
+  EXPECT_EQ(cc.reductions(), 0u);
+  // Growth after that is additive (+1/cwnd per acknowledged datagram).
+  cc.on_una(40);
+  cc.on_ack(32);
+  EXPECT_NEAR(cc.cwnd(), 33.0, 0.05);
+}
+
+TEST(UdpCongestion, LossBehindAQueueShrinksTheWindowOncePerEpoch) {
+  CongestionControl cc(100, 4, 1024);
+  // 5 ms of queueing (a tbf bottleneck): congestion.
+  ASSERT_TRUE(cc.on_loss(10, 200, 5'050'000, 50'000));
+  EXPECT_DOUBLE_EQ(cc.cwnd(), 100 * CongestionControl::kBeta);
+  EXPECT_EQ(cc.reductions(), 1u);
+  // Another loss from the same flight (seq < 200) is the same event.
+  EXPECT_FALSE(cc.on_loss(150, 220, 5'050'000, 50'000));
+  EXPECT_DOUBLE_EQ(cc.cwnd(), 100 * CongestionControl::kBeta);
+  // Once everything sent before the first loss is acknowledged, the next
+  // loss reacts again.
+  cc.on_una(200);
+  ASSERT_TRUE(cc.on_loss(210, 300, 5'050'000, 50'000));
+  EXPECT_DOUBLE_EQ(cc.cwnd(), 100 * CongestionControl::kBeta * CongestionControl::kBeta);
+  EXPECT_EQ(cc.reductions(), 2u);
+}
+
+TEST(UdpCongestion, TimeoutCollapsesTheWindow) {
+  CongestionControl cc(64, 4, 1024);
+  cc.on_timeout(100);
+  EXPECT_DOUBLE_EQ(cc.cwnd(), 4.0);
+  EXPECT_DOUBLE_EQ(cc.ssthresh(), 32.0);
+  cc.on_una(100);
+  cc.on_ack(10);  // slow start again up to ssthresh
+  EXPECT_DOUBLE_EQ(cc.cwnd(), 14.0);
+}

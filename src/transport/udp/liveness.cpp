@@ -18,19 +18,19 @@ void UdpTransport::run_timers(uint64_t now) {
       continue;
     }
     if (p.una != p.snd_max && now >= p.rto_deadline) check_retransmit(p, now);
-    if (p.una != p.snd_max && !p.tlp_sent && now >= p.tlp_deadline) {
+    if (p.una != p.snd_max && p.probes < kMaxProbes && now >= p.tlp_deadline) {
       for (uint32_t seq = p.snd_max; seq != p.una;) {
         --seq;
         TxSlot& s = p.tx[seq & (cfg_.queue - 1)];
         if (s.sacked) continue;
-        p.tlp_sent = true;
+        ++p.probes;
         ++st_.retransmits;
         ++st_.tail_probes;
         stage_data(p, seq, now);
         break;
       }
     }
-    if (!p.tlp_sent && p.una != p.snd_max) next = std::min(next, p.tlp_deadline);
+    if (p.probes < kMaxProbes && p.una != p.snd_max) next = std::min(next, p.tlp_deadline);
     // Keep-alive: a peer we have heard nothing from for an interval is
     // pinged (once per interval); its answer refreshes last_rx_ns.
     if (now - p.last_rx_ns >= cfg_.keepalive_ns && now - p.last_ping_ns >= cfg_.keepalive_ns)
@@ -108,6 +108,7 @@ void UdpTransport::declare_lost(Peer& p, const char* why) {
     s = TxSlot{};
   }
   p.una = p.snd_max = p.nxt;
+  p.sacked = 0;
   p.rto_deadline = UINT64_MAX;
   for (auto& r : p.rx) {
     pool_.put(r.buf);

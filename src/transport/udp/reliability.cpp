@@ -60,6 +60,7 @@ void UdpTransport::on_ack_fields(Peer& p, const ParsedDatagram& d, uint64_t now)
   while (seq_lt(p.una, ack)) {
     TxSlot& s = p.tx[p.una & qmask];
     if (!s.sacked) ++newly;
+    else --p.sacked;
     rack = std::max(rack, s.sent_ns);
     pool_.put(s.buf);
     s = TxSlot{};
@@ -73,6 +74,7 @@ void UdpTransport::on_ack_fields(Peer& p, const ParsedDatagram& d, uint64_t now)
     TxSlot& s = p.tx[seq & qmask];
     if (!s.sacked) {
       s.sacked = true;
+      ++p.sacked;
       ++newly;
       rack = std::max(rack, s.sent_ns);
     }
@@ -92,7 +94,7 @@ void UdpTransport::on_ack_fields(Peer& p, const ParsedDatagram& d, uint64_t now)
     if (d.h.echo_ts && d.h.echo_ts <= now) p.rtt.sample(now - d.h.echo_ts);
   }
   p.cc.on_una(p.una);
-  if (newly) p.tlp_sent = false;
+  if (newly) p.probes = 0;
   if (p.una == p.snd_max) p.rto_deadline = p.tlp_deadline = UINT64_MAX;
   // Loss detection (RACK, RFC 8985, simplified): a datagram still missing
   // that was (re)transmitted more than a reordering allowance (srtt/4) before
@@ -107,7 +109,7 @@ void UdpTransport::on_ack_fields(Peer& p, const ParsedDatagram& d, uint64_t now)
       if (s.sacked || s.tx == 0 || s.sent_ns + reo >= p.rack_ns) continue;
       if (!s.fast_rtx) {
         s.fast_rtx = true;
-        if (p.cc.on_loss(seq, p.snd_max)) trace(p, now, 'L');
+        if (p.cc.on_loss(seq, p.snd_max, p.rtt.srtt(), p.rtt.min_rtt())) trace(p, now, 'L');
       }
       ++st_.fast_retransmits;
       ++st_.retransmits;
@@ -203,8 +205,9 @@ void UdpTransport::schedule_ack(Peer& p) {
 
 void UdpTransport::transmit(Peer& p, uint64_t now) {
   if (p.lost) return;
-  const uint32_t limit = std::min(std::max(p.cc.window(), 1u), cfg_.window);
-  while (p.snd_max != p.nxt && p.snd_max - p.una < limit) {
+  const uint32_t cwnd = std::max(p.cc.window(), 1u);
+  while (p.snd_max != p.nxt && p.snd_max - p.una < cfg_.window &&
+         p.snd_max - p.una - p.sacked < cwnd) {
     stage_data(p, p.snd_max, now);
     ++p.snd_max;
   }
@@ -230,8 +233,11 @@ void UdpTransport::stage_data(Peer& p, uint32_t seq, uint64_t now) {
   p.rto_deadline = std::min(p.rto_deadline, now + p.rtt.rto());
   // Tail-loss probe: if nothing is acknowledged within ~2 RTT, resend the
   // newest datagram so the ack it draws reveals the holes (long before RTO).
+  // Up to kMaxProbes, each waiting twice as long: with random loss a probe
+  // or its ack is itself lost often enough that one probe then a 10 ms RTO
+  // dominated the transfer time.
   const uint64_t srtt = p.rtt.srtt() ? p.rtt.srtt() : cfg_.initial_rto_ns / 2;
-  p.tlp_deadline = now + std::max<uint64_t>(2 * srtt, 500'000);
+  p.tlp_deadline = now + (std::max<uint64_t>(2 * srtt, kMinProbeNs) << p.probes);
   timer_by(std::min(p.rto_deadline, p.tlp_deadline));
   sock_.stage(s.buf, s.len, p.addr);
 }

@@ -6,7 +6,11 @@
 // Sequence space (32-bit, compared with wrap-around):
 //   una <= snd_max <= nxt      [una, snd_max): sent, not all acknowledged
 //                              [snd_max, nxt): queued, not yet sent
-//   nxt - una <= queue capacity; snd_max - una <= min(cwnd, window)
+//   nxt - una <= queue capacity; snd_max - una <= window (the receiver's
+//   reordering buffer); the pipe, snd_max - una - sacked, <= cwnd: datagrams
+//   the receiver already holds do not count against the congestion window,
+//   so one hole at una does not stop new data (which is also what lets RACK
+//   notice a lost retransmission)
 // Receiver: every seq < rcv_nxt was delivered exactly once; seq in
 // (rcv_nxt, rcv_nxt + window) may sit in the out-of-order ring; anything
 // else is a duplicate (counted, answered with an ack so a lost ack is
@@ -60,7 +64,8 @@ struct Peer {
   uint64_t rto_deadline = UINT64_MAX;  // earliest unacked sent_ns + rto
   uint64_t rack_ns = 0;  // newest transmission time known delivered (RACK)
   uint64_t tlp_deadline = UINT64_MAX;  // tail-loss probe (RFC 8985, section 7)
-  bool tlp_sent = false;
+  uint8_t probes = 0;   // tail-loss probes sent since the last new acknowledgement
+  uint32_t sacked = 0;  // selectively acknowledged datagrams in [una, snd_max)
 
   // Receiving side.
   uint32_t rcv_nxt = 0;

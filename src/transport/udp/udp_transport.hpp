@@ -71,6 +71,10 @@ class UdpTransport final : public Transport {
   // Fewer data datagrams than this from a peer in one poll: their pure ack
   // waits until the handlers ran, so a reply they send carries it instead.
   static constexpr uint32_t kAckEvery = 2;
+  // Tail-loss probes before the retransmission timeout, and the shortest
+  // wait for the first (scheduling delays on a busy host exceed the RTT).
+  static constexpr uint8_t kMaxProbes = 3;
+  static constexpr uint64_t kMinProbeNs = 250'000;
   UdpTransport(uint32_t rank, uint32_t size, const Secret& secret, const UdpConfig& cfg);
   ~UdpTransport() override;
 
