@@ -2,6 +2,7 @@
 // link (a raw UDP socket pingpong and throughput test).
 //
 //   tsurun -n 2 --hosts A,B ... tsu-bench-net tsu [--quick] [--only latency|bandwidth|bigbw|rate]
+//                                                  [--wait yield|quiet]
 //                                                             rank 0 measures, rank 1 serves
 //   tsu-bench-net raw-server PORT                             (on B)
 //   tsu-bench-net raw-client IP PORT                          (on A)
@@ -43,6 +44,10 @@ void flag_cb(tsu_status_t st, void* arg) {
 // In thread mode the progress thread does the work: waiters yield the core
 // (this machine has 2); in manual mode they drive progress themselves.
 bool g_manual = false;
+// --wait quiet: latency waits in tsu_quiet(), which drives progress from the
+// waiting thread (polls the socket, as the raw UDP client does) instead of
+// yielding to the progress thread.
+bool g_wait_quiet = false;
 void idle() {
   if (g_manual) tsu_progress();
   else sched_yield();
@@ -68,14 +73,15 @@ void latency(const char* op, uint32_t peer, int iters) {
       issue([&] { return tsu_try_put(tsu_gaddr(peer, TSU_SEG_MAIN, 64), tsu_laddr(TSU_SEG_MAIN, 0), 8, tsu_cb(flag_cb, &f)); });
     else
       issue([&] { return tsu_try_fetch_add_u64(tsu_gaddr(peer, TSU_SEG_MAIN, 128), 1, &result, tsu_cb(flag_cb, &f)); });
+    if (g_wait_quiet) tsu_quiet();
     wait_flag(f, 1);
     if (i >= 100) t.push_back(now_us() - t0);
   }
   std::sort(t.begin(), t.end());
   double sum = 0;
   for (double x : t) sum += x;
-  std::printf("{\"bench\":\"tsu_latency\",\"op\":\"%s\",\"bytes\":8,\"median_us\":%.2f,\"mean_us\":%.2f,\"p99_us\":%.2f}\n",
-              op, t[t.size() / 2], sum / static_cast<double>(t.size()), t[t.size() * 99 / 100]);
+  std::printf("{\"bench\":\"tsu_latency\",\"op\":\"%s\",\"wait\":\"%s\",\"bytes\":8,\"median_us\":%.2f,\"mean_us\":%.2f,\"p99_us\":%.2f}\n",
+              op, g_wait_quiet ? "quiet" : (g_manual ? "progress" : "yield"), t[t.size() / 2], sum / static_cast<double>(t.size()), t[t.size() * 99 / 100]);
   std::fflush(stdout);
 }
 
@@ -246,6 +252,7 @@ int main(int argc, char** argv) {
       const std::string a = argv[i];
       if (a == "--quick") quick = true;
       else if (a == "--only" && i + 1 < argc) only = argv[++i];
+      else if (a == "--wait" && i + 1 < argc) g_wait_quiet = std::string(argv[++i]) == "quiet";
       else {
         std::fprintf(stderr, "tsu-bench-net tsu: unknown argument '%s'\n", a.c_str());
         return 2;
@@ -255,6 +262,6 @@ int main(int argc, char** argv) {
   }
   if (mode == "raw-server" && argc > 2) return raw_server(std::atoi(argv[2]));
   if (mode == "raw-client" && argc > 3) return raw_client(argv[2], std::atoi(argv[3]));
-  std::fprintf(stderr, "usage: tsu-bench-net tsu [--quick] [--only latency|bandwidth|bigbw|rate] | raw-server PORT | raw-client IP PORT\n");
+  std::fprintf(stderr, "usage: tsu-bench-net tsu [--quick] [--only latency|bandwidth|bigbw|rate] [--wait yield|quiet] | raw-server PORT | raw-client IP PORT\n");
   return 2;
 }

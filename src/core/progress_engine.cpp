@@ -209,8 +209,11 @@ void ProgressEngine::idle_sleep() noexcept {
     bump(stats_.sleeps);
     if (epoll_fd_ >= 0) {
       epoll_event events[8];
-      const int ms = static_cast<int>(std::min<uint64_t>(timeout / 1'000'000 + 1, 1000));
-      const int n = epoll_wait(epoll_fd_, events, 8, ms);
+      // Nanosecond timeout (epoll_wait rounds to milliseconds): transports'
+      // short deadlines (a held-back udp ack) must not stretch to 1 ms.
+      const uint64_t t = std::min<uint64_t>(timeout, 1'000'000'000);
+      const timespec ts{static_cast<time_t>(t / 1'000'000'000), static_cast<long>(t % 1'000'000'000)};
+      const int n = epoll_pwait2(epoll_fd_, events, 8, &ts, nullptr);
       for (int i = 0; i < n; ++i)
         if (events[i].data.fd == doorbell_.eventfd()) {
           uint64_t drained;

@@ -30,17 +30,23 @@ void UdpTransport::run_timers(uint64_t now) {
         break;
       }
     }
-    if (p.probes < kMaxProbes && p.una != p.snd_max) next = std::min(next, p.tlp_deadline);
+    if (p.ack_pending && now >= p.ack_deadline) stage_ack(p, now);  // nothing carried it
     // Keep-alive: a peer we have heard nothing from for an interval is
     // pinged (once per interval); its answer refreshes last_rx_ns.
     if (now - p.last_rx_ns >= cfg_.keepalive_ns && now - p.last_ping_ns >= cfg_.keepalive_ns)
       send_ping(p, now);
-    next = std::min(next, p.rto_deadline);
-    next = std::min(next, std::max(p.last_rx_ns, p.last_ping_ns) + cfg_.keepalive_ns);
-    next = std::min(next, p.last_rx_ns + cfg_.peer_timeout_ns);
+    next = std::min(next, peer_deadline(p));
   }
   next_timer_ns_ = next;
-  if (next != UINT64_MAX) wake_.arm_by(next);
+}
+
+uint64_t UdpTransport::peer_deadline(const Peer& p) const noexcept {
+  if (p.lost) return UINT64_MAX;
+  uint64_t next = p.rto_deadline;
+  if (p.probes < kMaxProbes && p.una != p.snd_max) next = std::min(next, p.tlp_deadline);
+  if (p.ack_pending) next = std::min(next, p.ack_deadline);
+  next = std::min(next, std::max(p.last_rx_ns, p.last_ping_ns) + cfg_.keepalive_ns);
+  return std::min(next, p.last_rx_ns + cfg_.peer_timeout_ns);
 }
 
 void UdpTransport::check_retransmit(Peer& p, uint64_t now) {

@@ -229,6 +229,7 @@ void UdpTransport::stage_data(Peer& p, uint32_t seq, uint64_t now) {
   p.ack_pending = false;  // piggybacked
   p.ack_now = false;
   p.rx_unacked = 0;
+  p.ack_deadline = UINT64_MAX;
   p.pong = false;
   p.rto_deadline = std::min(p.rto_deadline, now + p.rtt.rto());
   // Tail-loss probe: if nothing is acknowledged within ~2 RTT, resend the
@@ -275,6 +276,7 @@ void UdpTransport::stage_ack(Peer& p, uint64_t now) {
   p.ack_pending = false;
   p.ack_now = false;
   p.rx_unacked = 0;
+  p.ack_deadline = UINT64_MAX;
   p.pong = false;
 }
 
@@ -304,7 +306,18 @@ void UdpTransport::send_pending(uint64_t now, bool defer_lone_acks) {
 void UdpTransport::send_acks(uint64_t now) {
   for (Peer* p : ack_list_) {
     p->in_ack_list = false;
-    if (p->ack_pending && !p->lost) stage_ack(*p, now);
+    if (!p->ack_pending || p->lost) continue;
+    if (p->ack_now || p->rx_unacked >= kAckEvery || now >= p->ack_deadline) {
+      stage_ack(*p, now);
+    } else if (p->ack_deadline == UINT64_MAX) {
+      // A lone datagram no handler answered (typically a reply at the
+      // requester): the next request usually follows within microseconds and
+      // carries the ack.  Held at most kAckDelayNs; no timerfd is armed for
+      // it (that would wake us in the middle of the next round trip), the
+      // engine's sleep timeout covers it (max_sleep_ns).
+      p->ack_deadline = now + kAckDelayNs;
+      next_timer_ns_ = std::min(next_timer_ns_, p->ack_deadline);
+    }
   }
   ack_list_.clear();
 }
@@ -312,7 +325,7 @@ void UdpTransport::send_acks(uint64_t now) {
 void UdpTransport::flush(uint64_t now) {
   sock_.flush(now);
   // Datagrams held by the impairment stage (test facility) leave from poll.
-  if (const uint64_t due = sock_.next_impair_due(now); due != UINT64_MAX) wake_.arm_by(now + due);
+  if (const uint64_t due = sock_.next_impair_due(now); due != UINT64_MAX) timer_by(now + due);
 }
 
 }  // namespace tsu::transport::udp

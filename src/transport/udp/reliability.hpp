@@ -74,6 +74,7 @@ struct Peer {
   bool ack_pending = false;  // something arrived that we have not acknowledged
   bool ack_now = false;      // acknowledge at the end of this poll (gap, ping)
   uint32_t rx_unacked = 0;   // data datagrams received since our last ack
+  uint64_t ack_deadline = UINT64_MAX;  // a held-back pure ack leaves by then
   bool pong = false;
   uint64_t echo_ts = 0;     // ts of the newest datagram to acknowledge
   uint64_t echo_rx_ns = 0;  // when it arrived (our clock)

@@ -59,6 +59,11 @@ Peer& UdpTransport::peer(uint32_t rank) {
   return *slot;
 }
 
+void UdpTransport::timer_by(uint64_t t) noexcept {
+  next_timer_ns_ = std::min(next_timer_ns_, t);
+  wake_.arm_by(t);
+}
+
 bool UdpTransport::is_peer_lost(uint32_t rank) const noexcept {
   std::lock_guard lock(mu_);
   return rank < size_ && peers_[rank] && peers_[rank]->lost;
@@ -194,7 +199,12 @@ uint64_t UdpTransport::max_sleep_ns() const noexcept {
   std::lock_guard lock(mu_);
   const uint64_t now = util::now_ns();
   uint64_t t = sock_.next_impair_due(now);
-  if (next_timer_ns_ != UINT64_MAX) t = std::min(t, next_timer_ns_ > now ? next_timer_ns_ - now : 0);
+  // Recompute: a stale earlier deadline would wake the engine for nothing
+  // (in request/reply traffic, once or twice per round trip).
+  uint64_t next = UINT64_MAX;
+  for (const Peer* p : active_) next = std::min(next, peer_deadline(*p));
+  next_timer_ns_ = next;
+  if (next != UINT64_MAX) t = std::min(t, next > now ? next - now : 0);
   return t;
 }
 

@@ -43,9 +43,12 @@ void WakeSource::arm(uint64_t deadline_ns) noexcept {
 }
 
 void WakeSource::consume() noexcept {
+  // The timer fires up to the thread's timer slack after its deadline: until
+  // it has, it stays armed (clearing it now would leave the descriptor
+  // readable for good once it fires, and the engine would never sleep).
   uint64_t expirations;
-  [[maybe_unused]] const ssize_t r = read(timer_fd_, &expirations, sizeof expirations);
-  armed_ns_ = UINT64_MAX;
+  if (read(timer_fd_, &expirations, sizeof expirations) == static_cast<ssize_t>(sizeof expirations))
+    armed_ns_ = UINT64_MAX;
 }
 
 }  // namespace tsu::transport::udp
