@@ -89,7 +89,12 @@ add_queue_rule() {
   command -v iptables >/dev/null &&
     ip netns exec "$1" iptables -A OUTPUT -o veth0 -p udp -j NFQUEUE --queue-num 0 --queue-bypass
 }
+job=""
 cleanup() {
+  if [[ -n $job ]]; then
+    kill -TERM "$job" 2>/dev/null
+    wait "$job" 2>/dev/null
+  fi
   stop_holders
   for ns in "${made[@]}"; do ip netns del "$ns" 2>/dev/null; done
 }
@@ -158,9 +163,14 @@ fi
 # Wait for the bridge ports to forward (no STP on a fresh bridge: immediate).
 host_list=$(IFS=,; echo "${names[*]}")
 echo "netns_run: hosts $host_list (loss=$loss% dup=$dup% tbf=${tbf:-none} delay=${delay:-none} reorder=$reorder%)"
+# In the background so that a TERM/INT reaches the trap at once (bash defers
+# traps until a foreground command ends); cleanup stops the job.
 ip netns exec "$hub" "$tsurun" --hosts "$host_list" --spawn 'ip netns exec {host}' \
-  --bootstrap-addr 10.99.0.254 "$@"
+  --bootstrap-addr 10.99.0.254 "$@" &
+job=$!
+wait "$job"
 rc=$?
+job=""
 if [[ $loss != 0 || $dup != 0 ]]; then
   for ns in "${names[@]}"; do
     echo "netns_run: $ns nft counters: $(ip netns exec "$ns" nft list ruleset 2>/dev/null | grep -o 'counter packets [0-9]*' | tr '\n' ' ')"
