@@ -2,8 +2,10 @@
 # Installs the Debian/Ubuntu packages tsunagi builds and tests with.
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libgtest-dev libcli11-dev python3
-  # udp transport tests: network namespaces, nftables drops/dups, tc tbf; fuzzing; benchmarks
-  iproute2 nftables clang libclang-rt-14-dev ucx-utils python3-matplotlib)
+  # udp transport tests: network namespaces, nftables drops/dups, tc tbf, the NFQUEUE
+  # holder (libnetfilter-queue-dev; iptables where the kernel lacks nft_queue);
+  # fuzzing; benchmarks
+  iproute2 nftables libnetfilter-queue-dev iptables clang libclang-rt-14-dev ucx-utils python3-matplotlib)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
