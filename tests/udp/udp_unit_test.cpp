@@ -83,6 +83,35 @@ TEST(UdpDatagram, Rejections) {
   EXPECT_EQ(parse_datagram(junk, kKey, 0, 2, 1408, p), ParseStatus::kForeign);
 }
 
+TEST(UdpDatagram, FlagsAllowedPerType) {
+  ParsedDatagram p;
+  // Data may say "duplicate seen"; unknown flag bits are malformed.
+  EXPECT_EQ(parse_datagram(make_datagram(kData, 1, 0, 0, {std::byte{1}}, kKey, kFirst | kLast | kDupSeen),
+                           kKey, 0, 2, 1408, p),
+            ParseStatus::kOk);
+  EXPECT_EQ(parse_datagram(make_datagram(kData, 1, 0, 0, {std::byte{1}}, kKey, kFirst | 0x40), kKey, 0,
+                           2, 1408, p),
+            ParseStatus::kMalformed);
+  EXPECT_EQ(parse_datagram(make_datagram(kData, 1, 0, 0, {std::byte{1}}, kKey, kPong), kKey, 0, 2, 1408, p),
+            ParseStatus::kMalformed);
+  // Acks may carry kPong and kDupSeen, pings no flag at all.
+  auto with_flags = [](uint8_t type, uint8_t flags) {
+    WireHeader h{};
+    h.type = type;
+    h.flags = flags;
+    h.src_rank = 1;
+    h.dst_rank = 0;
+    h.payload_crc = crc32c(nullptr, 0);
+    seal_header(h, kKey);
+    std::vector<std::byte> d(sizeof h);
+    std::memcpy(d.data(), &h, sizeof h);
+    return d;
+  };
+  EXPECT_EQ(parse_datagram(with_flags(kAck, kPong | kDupSeen), kKey, 0, 2, 1408, p), ParseStatus::kOk);
+  EXPECT_EQ(parse_datagram(with_flags(kAck, kFirst), kKey, 0, 2, 1408, p), ParseStatus::kMalformed);
+  EXPECT_EQ(parse_datagram(with_flags(kPing, kDupSeen), kKey, 0, 2, 1408, p), ParseStatus::kMalformed);
+}
+
 TEST(UdpImpair, Spec) {
   ImpairConfig c;
   std::string err;

@@ -127,11 +127,11 @@ ParseStatus parse_datagram(std::span<const std::byte> bytes, const Secret& key, 
     return ParseStatus::kMalformed;
   switch (h.type) {
     case kData:
-      if (h.payload_len == 0 || h.payload_len > max_payload || (h.flags & ~(kFirst | kLast)))
+      if (h.payload_len == 0 || h.payload_len > max_payload || (h.flags & ~(kFirst | kLast | kDupSeen)))
         return ParseStatus::kMalformed;
       break;
     case kAck:
-      if (h.payload_len > kMaxSackBytes || (h.flags & ~kPong)) return ParseStatus::kMalformed;
+      if (h.payload_len > kMaxSackBytes || (h.flags & ~(kPong | kDupSeen))) return ParseStatus::kMalformed;
       break;
     case kPing:
       if (h.payload_len != 0 || h.flags) return ParseStatus::kMalformed;

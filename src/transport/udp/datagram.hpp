@@ -30,7 +30,10 @@ inline constexpr uint32_t kMagic = 0x47555354;  // "TSUG"
 inline constexpr uint8_t kVersion = 1;
 
 enum DatagramType : uint8_t { kData = 1, kAck = 2, kPing = 3 };
-enum DatagramFlags : uint8_t { kFirst = 1, kLast = 2, kPong = 4 };
+// kDupSeen (data or ack): a duplicate arrived since the sender's previous
+// datagram to us, i.e. one of our retransmissions was spurious (D-SACK's
+// signal, RFC 8985 section 6.2): the peer widens its reordering window.
+enum DatagramFlags : uint8_t { kFirst = 1, kLast = 2, kPong = 4, kDupSeen = 8 };
 
 struct WireHeader {
   uint32_t magic;

@@ -28,6 +28,7 @@ void UdpTransport::handle_datagram(UdpSocket::RxBuf& rb, uint64_t now) {
   // Learn the address from an authenticated datagram if we had none.
   if (p.addr.sin_family != AF_INET) p.addr = rb.from;
   on_ack_fields(p, d, now);
+  if (d.h.flags & kDupSeen) widen_reordering_window(p);
   switch (d.h.type) {
     case kData:
       ++st_.data_received;
@@ -103,13 +104,19 @@ void UdpTransport::on_ack_fields(Peer& p, const ParsedDatagram& d, uint64_t now)
   p.rack_ns = std::max(p.rack_ns, rack);
   if (have_highest || rack) {
     const uint64_t srtt = p.rtt.srtt();
-    const uint64_t reo = std::max<uint64_t>(srtt / 4, 20'000);
+    const uint64_t reo = std::max<uint64_t>(std::min<uint64_t>(p.reo_mult * srtt / 4, srtt), 20'000);
     for (uint32_t seq = p.una; seq != p.snd_max; ++seq) {
       TxSlot& s = p.tx[seq & qmask];
       if (s.sacked || s.tx == 0 || s.sent_ns + reo >= p.rack_ns) continue;
       if (!s.fast_rtx) {
         s.fast_rtx = true;
-        if (p.cc.on_loss(seq, p.snd_max, p.rtt.srtt(), p.rtt.min_rtt())) trace(p, now, 'L');
+        if (p.cc.on_loss(seq, p.snd_max, p.rtt.srtt(), p.rtt.min_rtt())) {
+          trace(p, now, 'L');
+          if (p.reo_mult > 1 && ++p.reo_quiet_epochs >= kReoDecayEpochs) {
+            --p.reo_mult;
+            p.reo_quiet_epochs = 0;
+          }
+        }
       }
       ++st_.fast_retransmits;
       ++st_.retransmits;
@@ -118,6 +125,12 @@ void UdpTransport::on_ack_fields(Peer& p, const ParsedDatagram& d, uint64_t now)
   }
   if (newly || p.snd_max != p.nxt) schedule_tx(p);
   if (newly && trace_ && now - last_trace_ns_ > 1'000'000) trace(p, now, 'A');
+}
+
+void UdpTransport::widen_reordering_window(Peer& p) {
+  if (p.reo_mult < kMaxReoMult) ++p.reo_mult;
+  p.reo_quiet_epochs = 0;
+  ++st_.spurious_retransmits;
 }
 
 void UdpTransport::on_data(Peer& p, const ParsedDatagram& d, std::byte*& buf, uint64_t now) {
@@ -129,6 +142,7 @@ void UdpTransport::on_data(Peer& p, const ParsedDatagram& d, std::byte*& buf, ui
   if (seq_lt(seq, p.rcv_nxt)) {
     ++st_.duplicates;  // already delivered: never again; re-acknowledge
     p.ack_now = true;
+    p.dup_seen = true;
     return;
   }
   if (seq - p.rcv_nxt >= cfg_.window) {
@@ -142,6 +156,7 @@ void UdpTransport::on_data(Peer& p, const ParsedDatagram& d, std::byte*& buf, ui
     RxSlot& r = p.rx[seq & wmask];
     if (r.buf) {
       ++st_.duplicates;
+      p.dup_seen = true;
       return;
     }
     r = RxSlot{buf, d.h.payload_len, d.h.flags};
@@ -222,6 +237,8 @@ void UdpTransport::stage_data(Peer& p, uint32_t seq, uint64_t now) {
   h.sack = p.sack64();
   h.ts = now;
   h.echo_ts = p.echo_for(now);
+  h.flags = static_cast<uint8_t>((h.flags & ~kDupSeen) | (p.dup_seen ? kDupSeen : 0));
+  p.dup_seen = false;
   seal_header(h, secret_);
   std::memcpy(s.buf, &h, kHeaderSize);
   s.sent_ns = now;
@@ -246,7 +263,8 @@ void UdpTransport::stage_data(Peer& p, uint32_t seq, uint64_t now) {
 void UdpTransport::stage_ack(Peer& p, uint64_t now) {
   WireHeader h{};
   h.type = kAck;
-  h.flags = p.pong ? kPong : 0;
+  h.flags = static_cast<uint8_t>((p.pong ? kPong : 0) | (p.dup_seen ? kDupSeen : 0));
+  p.dup_seen = false;
   h.src_rank = rank_;
   h.dst_rank = p.rank;
   h.ack = p.rcv_nxt;

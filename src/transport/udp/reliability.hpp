@@ -63,6 +63,11 @@ struct Peer {
   CongestionControl cc;
   uint64_t rto_deadline = UINT64_MAX;  // earliest unacked sent_ns + rto
   uint64_t rack_ns = 0;  // newest transmission time known delivered (RACK)
+  // RACK reordering window = reo_mult * srtt / 4: widened when the peer
+  // reports a duplicate (our retransmission was spurious: the "lost" datagram
+  // was only reordered), narrowed again after kReoDecayEpochs quiet recoveries.
+  uint32_t reo_mult = 1;
+  uint32_t reo_quiet_epochs = 0;
   uint64_t tlp_deadline = UINT64_MAX;  // tail-loss probe (RFC 8985, section 7)
   uint8_t probes = 0;   // tail-loss probes sent since the last new acknowledgement
   uint32_t sacked = 0;  // selectively acknowledged datagrams in [una, snd_max)
@@ -73,6 +78,7 @@ struct Peer {
   uint32_t rx_buffered = 0;
   bool ack_pending = false;  // something arrived that we have not acknowledged
   bool ack_now = false;      // acknowledge at the end of this poll (gap, ping)
+  bool dup_seen = false;     // a duplicate arrived: tell the peer (kDupSeen)
   uint32_t rx_unacked = 0;   // data datagrams received since our last ack
   uint64_t ack_deadline = UINT64_MAX;  // a held-back pure ack leaves by then
   bool pong = false;

@@ -62,6 +62,7 @@ struct UdpStats {
   uint64_t acks_sent = 0, acks_received = 0, pings_sent = 0;
   uint64_t retransmits = 0, fast_retransmits = 0, timeouts = 0, tail_probes = 0;
   uint64_t duplicates = 0, out_of_window = 0, reordered = 0;
+  uint64_t spurious_retransmits = 0;  // peers' kDupSeen reports
   uint64_t drops[static_cast<int>(ParseStatus::kCount)] = {};
   uint64_t unknown_handler = 0, reassembly_errors = 0, from_lost_peer = 0;
   uint64_t eagain = 0, peers = 0, peers_lost = 0;
@@ -79,6 +80,10 @@ class UdpTransport final : public Transport {
   // Longest a pure ack for a lone unanswered datagram waits for data to ride
   // on (below kMinProbeNs, so the peer does not probe for it).
   static constexpr uint64_t kAckDelayNs = 200'000;
+  // RACK reordering window: at most srtt (kMaxReoMult quarters); one quarter
+  // is given back after kReoDecayEpochs loss recoveries without a duplicate.
+  static constexpr uint32_t kMaxReoMult = 4;
+  static constexpr uint32_t kReoDecayEpochs = 16;
   UdpTransport(uint32_t rank, uint32_t size, const Secret& secret, const UdpConfig& cfg);
   ~UdpTransport() override;
 
@@ -116,6 +121,7 @@ class UdpTransport final : public Transport {
   // reliability.cpp
   void handle_datagram(UdpSocket::RxBuf& rb, uint64_t now);
   void on_ack_fields(Peer& p, const ParsedDatagram& d, uint64_t now);
+  void widen_reordering_window(Peer& p);
   void on_data(Peer& p, const ParsedDatagram& d, std::byte*& buf, uint64_t now);
   void deliver(Peer& p, std::span<const std::byte> frag, uint8_t flags);
   void transmit(Peer& p, uint64_t now);
