@@ -34,15 +34,26 @@ inline bool fence_allows(Runtime& rt, ThreadContext& tc) noexcept {
   return true;
 }
 
+// Requests of a thread in flight from which a new network request waits for
+// the engine's next batch instead of being started at once.
+inline constexpr uint64_t kBatchInFlight = 4;
+
 // Hands a command to the progress engine.  TSU_EAGAIN when the ring is full.
 inline tsu_status_t submit(Runtime& rt, ThreadContext& tc, const core::Command& cmd) noexcept {
   const uint64_t issued = tc.issued.load(std::memory_order_relaxed);
   // Count before pushing so completion can never overtake the count.
   tc.issued.store(issued + 1, std::memory_order_relaxed);
-  // A command for another node may be started by this thread when the
-  // engine sleeps (progress_engine.hpp): it saves a wake-up per request.
-  const bool network = !rt.memory_route(cmd.dst.rank) || !rt.memory_route(cmd.src.rank);
-  if (!rt.engine().submit(cmd, network)) [[unlikely]] {
+  // A command for another node, when the engine sleeps, is started by this
+  // thread (it saves a wake-up per request) or, with enough of this thread's
+  // requests in flight to wake the engine soon, left for it to batch
+  // (progress_engine.hpp).
+  using IfAsleep = core::ProgressEngine::IfAsleep;
+  IfAsleep if_asleep = IfAsleep::kWake;
+  if (!rt.memory_route(cmd.dst.rank) || !rt.memory_route(cmd.src.rank))
+    if_asleep = issued - tc.completed.load(std::memory_order_relaxed) >= kBatchInFlight
+                    ? IfAsleep::kLeave
+                    : IfAsleep::kRunInline;
+  if (!rt.engine().submit(cmd, if_asleep)) [[unlikely]] {
     tc.issued.store(issued, std::memory_order_relaxed);
     tc.stats.add(Counter::kEagain);
     return TSU_EAGAIN;

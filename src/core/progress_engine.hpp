@@ -93,16 +93,29 @@ class ProgressEngine {
   tsu_status_t start(std::string& error);
   void stop();
 
+  // What submit() does when it finds the consumer asleep.
+  enum class IfAsleep : uint8_t {
+    kWake,       // ring the doorbell (the default)
+    // A command for a network transport: the caller executes the ring's
+    // commands itself (the datagram leaves now) instead of paying a wake-up
+    // of the progress thread; the reply wakes that thread through the
+    // transport's descriptor.
+    kRunInline,
+    // The caller has network requests in flight: their replies (or the
+    // transport's timers) will wake the consumer, which then starts this
+    // command together with those queued meanwhile (one batch, small
+    // messages packed into shared datagrams).  Neither a wake-up nor a
+    // syscall per request.
+    kLeave,
+  };
+
   // Any thread.  False when the ring is full.
-  // `run_inline_if_idle`: the command goes to a network transport.  If the
-  // consumer sleeps, the caller executes the ring's commands itself (the
-  // datagram leaves now) instead of paying a wake-up of the progress thread;
-  // the reply wakes that thread through the transport's descriptor.
-  bool submit(const Command& cmd, bool run_inline_if_idle = false) noexcept {
+  bool submit(const Command& cmd, IfAsleep if_asleep = IfAsleep::kWake) noexcept {
     const PushResult r = ring_.try_push(cmd);
-    if (r == PushResult::kPushedConsumerAsleep &&
-        !(run_inline_if_idle && inline_exec_ && execute_inline()))
-      doorbell_.ring();
+    if (r == PushResult::kPushedConsumerAsleep) {
+      if (!inline_exec_ || if_asleep == IfAsleep::kWake) doorbell_.ring();
+      else if (if_asleep == IfAsleep::kRunInline && !execute_inline()) doorbell_.ring();
+    }
     return r != PushResult::kFull;
   }
 

@@ -127,7 +127,9 @@ ParseStatus parse_datagram(std::span<const std::byte> bytes, const Secret& key, 
     return ParseStatus::kMalformed;
   switch (h.type) {
     case kData:
-      if (h.payload_len == 0 || h.payload_len > max_payload || (h.flags & ~(kFirst | kLast | kDupSeen)))
+      if (h.payload_len == 0 || h.payload_len > max_payload ||
+          (h.flags & ~(kFirst | kLast | kDupSeen | kPacked)) ||
+          ((h.flags & kPacked) && (h.flags & (kFirst | kLast)) != (kFirst | kLast)))
         return ParseStatus::kMalformed;
       break;
     case kAck:

@@ -33,7 +33,10 @@ enum DatagramType : uint8_t { kData = 1, kAck = 2, kPing = 3 };
 // kDupSeen (data or ack): a duplicate arrived since the sender's previous
 // datagram to us, i.e. one of our retransmissions was spurious (D-SACK's
 // signal, RFC 8985 section 6.2): the peer widens its reordering window.
-enum DatagramFlags : uint8_t { kFirst = 1, kLast = 2, kPong = 4, kDupSeen = 8 };
+// kPacked (data, with kFirst | kLast): several whole messages back to back,
+// each a core::MessageHeader and its payload (small messages sent in one
+// batch share a datagram; fragment.hpp).
+enum DatagramFlags : uint8_t { kFirst = 1, kLast = 2, kPong = 4, kDupSeen = 8, kPacked = 16 };
 
 struct WireHeader {
   uint32_t magic;

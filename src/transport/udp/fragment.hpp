@@ -3,6 +3,8 @@
 // bytes each; the first carries kFirst, the last kLast.  Because datagrams are
 // delivered to the reassembler in sequence order, reassembly is appending:
 // a single-datagram message is dispatched straight from the datagram.
+// Packing goes the other way: small messages sent in one batch share a
+// datagram (kPacked), split again by for_each_packed.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +22,26 @@ inline constexpr std::size_t kMsgHeaderSize = sizeof(core::MessageHeader);
 
 inline std::size_t fragment_count(std::size_t message_bytes, std::size_t max_fragment) {
   return (message_bytes + max_fragment - 1) / max_fragment;
+}
+
+// Calls on_message(header, payload) for each message of a kPacked datagram's
+// payload, after checking that the whole payload is well formed (whole
+// messages, each within max_message); false, and no call, otherwise.
+template <typename F>
+bool for_each_packed(std::span<const std::byte> body, std::size_t max_message, F&& on_message) {
+  for (int pass = 0; pass < 2; ++pass) {
+    std::size_t off = 0;
+    while (off < body.size()) {
+      if (body.size() - off < kMsgHeaderSize) return false;
+      core::MessageHeader hdr;
+      std::memcpy(&hdr, body.data() + off, kMsgHeaderSize);
+      if (hdr.payload_len > max_message || hdr.payload_len > body.size() - off - kMsgHeaderSize)
+        return false;
+      if (pass == 1) on_message(hdr, body.data() + off + kMsgHeaderSize);
+      off += kMsgHeaderSize + hdr.payload_len;
+    }
+  }
+  return true;
 }
 
 class Reassembler {
@@ -66,6 +88,7 @@ class Reassembler {
     done_ = true;
     return Result::kMessage;
   }
+  bool idle() const noexcept { return buf_.empty(); }
   // After a reassembled message was dispatched.
   void release() {
     if (done_) {

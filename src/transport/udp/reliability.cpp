@@ -182,6 +182,17 @@ void UdpTransport::on_data(Peer& p, const ParsedDatagram& d, std::byte*& buf, ui
 }
 
 void UdpTransport::deliver(Peer& p, std::span<const std::byte> frag, uint8_t flags) {
+  if (flags & kPacked) {
+    const bool ok = p.reasm.idle() &&
+                    for_each_packed(frag, cfg_.max_message, [&](const core::MessageHeader& h, const std::byte* b) {
+                      keep_for_dispatch(p, h, b);
+                    });
+    if (!ok) {
+      ++st_.reassembly_errors;
+      TSU_LOG_WARN("udp: malformed packed datagram from rank %u dropped", p.rank);
+    }
+    return;
+  }
   core::MessageHeader hdr;
   const std::byte* payload = nullptr;
   switch (p.reasm.feed(frag, flags, cfg_.max_message, hdr, payload)) {
@@ -194,6 +205,12 @@ void UdpTransport::deliver(Peer& p, std::span<const std::byte> frag, uint8_t fla
     case Reassembler::Result::kMessage:
       break;
   }
+  keep_for_dispatch(p, hdr, payload);
+  p.reasm.release();
+}
+
+void UdpTransport::keep_for_dispatch(const Peer& p, const core::MessageHeader& hdr,
+                                     const std::byte* payload) {
   ++st_.msgs_delivered;
   // Kept for dispatch after poll releases the lock (udp_transport.hpp).
   ready_.resize((ready_.size() + 7) & ~std::size_t{7});  // aligned payloads
@@ -201,7 +218,6 @@ void UdpTransport::deliver(Peer& p, std::span<const std::byte> frag, uint8_t fla
   const auto* hb = reinterpret_cast<const std::byte*>(&hdr);
   ready_.insert(ready_.end(), hb, hb + kMsgHeaderSize);
   if (hdr.payload_len) ready_.insert(ready_.end(), payload, payload + hdr.payload_len);
-  p.reasm.release();
 }
 
 void UdpTransport::schedule_tx(Peer& p) {
@@ -233,6 +249,8 @@ void UdpTransport::stage_data(Peer& p, uint32_t seq, uint64_t now) {
   TxSlot& s = p.tx[seq & (cfg_.queue - 1)];
   WireHeader h;
   std::memcpy(&h, s.buf, kHeaderSize);
+  // The payload is final once sent (no more packing into it).
+  if (s.tx == 0) h.payload_crc = crc32c(s.buf + kHeaderSize, h.payload_len);
   h.ack = p.rcv_nxt;
   h.sack = p.sack64();
   h.ts = now;
@@ -298,13 +316,17 @@ void UdpTransport::stage_ack(Peer& p, uint64_t now) {
   p.pong = false;
 }
 
-void UdpTransport::send_pending(uint64_t now, bool defer_lone_acks) {
-  // Data first (it carries acknowledgements), then pure acks still owed.
+void UdpTransport::transmit_scheduled(uint64_t now) {
   for (Peer* p : tx_list_) {
     p->in_tx_list = false;
     transmit(*p, now);
   }
   tx_list_.clear();
+}
+
+void UdpTransport::send_pending(uint64_t now, bool defer_lone_acks) {
+  // Data first (it carries acknowledgements), then pure acks still owed.
+  transmit_scheduled(now);
   if (!defer_lone_acks) {
     send_acks(now);
     return;

@@ -79,6 +79,7 @@ tsu_status_t UdpTransport::send_message(uint32_t dst, const core::MessageHeader&
   if (p.lost) return TSU_ERR_PEER_LOST;
   const std::size_t total = kMsgHeaderSize + header.payload_len;
   const std::size_t frag = max_fragment();
+  if (try_pack(p, header, payload, total)) return TSU_OK;
   const auto n = static_cast<uint32_t>(fragment_count(total, frag));
   if (p.queued() + n > cfg_.queue) {
     ++st_.eagain;
@@ -107,8 +108,7 @@ tsu_status_t UdpTransport::send_message(uint32_t dst, const core::MessageHeader&
     h.src_rank = rank_;
     h.dst_rank = dst;
     h.seq = p.nxt;
-    h.payload_len = static_cast<uint32_t>(len);
-    h.payload_crc = crc32c(dstp, len);
+    h.payload_len = static_cast<uint32_t>(len);  // CRC at first transmission (stage_data)
     std::memcpy(buf, &h, kHeaderSize);
     TxSlot& s = p.tx[p.nxt & (cfg_.queue - 1)];
     s = TxSlot{buf, static_cast<uint32_t>(kHeaderSize + len), 0, 0, false, false};
@@ -116,10 +116,37 @@ tsu_status_t UdpTransport::send_message(uint32_t dst, const core::MessageHeader&
     off += len;
   }
   ++st_.msgs_sent;
+  if (batch_depth_ > 0) {
+    schedule_tx(p);  // leaves at batch_end; later small messages may join it
+    return TSU_OK;
+  }
   const uint64_t now = util::now_ns();
   transmit(p, now);
-  if (batch_depth_ == 0) flush(now);  // outside a batch: send now
+  flush(now);  // outside a batch: send now
   return TSU_OK;
+}
+
+bool UdpTransport::try_pack(Peer& p, const core::MessageHeader& header, const void* payload,
+                            std::size_t total) {
+  // Only into the newest datagram, if it was never sent (queued beyond the
+  // window, or waiting for batch_end) and holds whole messages.
+  if (p.nxt == p.snd_max || total > max_fragment()) return false;
+  TxSlot& s = p.tx[(p.nxt - 1) & (cfg_.queue - 1)];
+  WireHeader h;
+  std::memcpy(&h, s.buf, kHeaderSize);
+  if ((h.flags & (kFirst | kLast)) != (kFirst | kLast) || h.payload_len + total > max_fragment())
+    return false;
+  std::byte* at = s.buf + kHeaderSize + h.payload_len;
+  std::memcpy(at, &header, kMsgHeaderSize);
+  if (header.payload_len) std::memcpy(at + kMsgHeaderSize, payload, header.payload_len);
+  h.payload_len += static_cast<uint32_t>(total);
+  h.flags |= kPacked;
+  std::memcpy(s.buf, &h, kHeaderSize);
+  s.len = static_cast<uint32_t>(kHeaderSize + h.payload_len);
+  ++st_.msgs_sent;
+  ++st_.msgs_packed;
+  if (batch_depth_ > 0) schedule_tx(p);
+  return true;
 }
 
 void UdpTransport::batch_begin() noexcept {
@@ -129,7 +156,10 @@ void UdpTransport::batch_begin() noexcept {
 
 void UdpTransport::batch_end() noexcept {
   std::lock_guard lock(mu_);
-  if (--batch_depth_ == 0) flush(util::now_ns());
+  if (--batch_depth_ != 0) return;
+  const uint64_t now = util::now_ns();
+  transmit_scheduled(now);
+  flush(now);
 }
 
 std::size_t UdpTransport::poll(const core::MessageHandlerTable& handlers) noexcept {
@@ -150,7 +180,9 @@ std::size_t UdpTransport::poll(const core::MessageHandlerTable& handlers) noexce
   }
   {
     std::lock_guard lock(mu_);
-    send_acks(util::now_ns());  // those no reply carried
+    const uint64_t now = util::now_ns();
+    transmit_scheduled(now);  // replies first: they carry the acks
+    send_acks(now);           // those no reply carried
   }
   batch_end();
   dispatching_.clear();
@@ -221,13 +253,14 @@ void UdpTransport::print_stats(std::FILE* f) const {
     srtt = std::max(srtt, static_cast<double>(p->rtt.srtt()) / 1000.0);
   }
   std::fprintf(f,
-               "tsunagi[%u] udp: peers=%llu lost=%llu msgs_sent=%llu msgs_delivered=%llu "
+               "tsunagi[%u] udp: peers=%llu lost=%llu msgs_sent=%llu msgs_packed=%llu msgs_delivered=%llu "
                "datagrams_sent=%llu datagrams_received=%llu send_calls=%llu recv_calls=%llu "
                "data_sent=%llu acks_sent=%llu acks_received=%llu pings=%llu retransmits=%llu "
                "fast_retransmits=%llu timeouts=%llu tail_probes=%llu duplicates=%llu out_of_window=%llu "
                "reordered=%llu spurious_reported=%llu eagain=%llu send_dropped=%llu",
                rank_, (unsigned long long)st_.peers, (unsigned long long)st_.peers_lost,
-               (unsigned long long)st_.msgs_sent, (unsigned long long)st_.msgs_delivered,
+               (unsigned long long)st_.msgs_sent, (unsigned long long)st_.msgs_packed,
+               (unsigned long long)st_.msgs_delivered,
                (unsigned long long)sock_.sent, (unsigned long long)sock_.received,
                (unsigned long long)sock_.send_calls, (unsigned long long)sock_.recv_calls,
                (unsigned long long)st_.data_sent, (unsigned long long)st_.acks_sent,

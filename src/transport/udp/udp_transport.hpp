@@ -59,6 +59,7 @@ struct UdpConfig {
 
 struct UdpStats {
   uint64_t msgs_sent = 0, msgs_delivered = 0, data_sent = 0, data_received = 0;
+  uint64_t msgs_packed = 0;  // messages that joined another's datagram
   uint64_t acks_sent = 0, acks_received = 0, pings_sent = 0;
   uint64_t retransmits = 0, fast_retransmits = 0, timeouts = 0, tail_probes = 0;
   uint64_t duplicates = 0, out_of_window = 0, reordered = 0;
@@ -124,6 +125,7 @@ class UdpTransport final : public Transport {
   void widen_reordering_window(Peer& p);
   void on_data(Peer& p, const ParsedDatagram& d, std::byte*& buf, uint64_t now);
   void deliver(Peer& p, std::span<const std::byte> frag, uint8_t flags);
+  void keep_for_dispatch(const Peer& p, const core::MessageHeader& hdr, const std::byte* payload);
   void transmit(Peer& p, uint64_t now);
   void stage_data(Peer& p, uint32_t seq, uint64_t now);
   void stage_ack(Peer& p, uint64_t now);
@@ -141,6 +143,9 @@ class UdpTransport final : public Transport {
   // Data, then pure acks owed; with `defer_lone_acks`, acks for a lone
   // datagram stay queued for send_acks() after dispatch.
   void send_pending(uint64_t now, bool defer_lone_acks);
+  void transmit_scheduled(uint64_t now);  // peers with queued data (tx_list_)
+  // Appends a small message to the newest unsent datagram to `p` (kPacked).
+  bool try_pack(Peer& p, const core::MessageHeader& header, const void* payload, std::size_t total);
   void send_acks(uint64_t now);
   void flush(uint64_t now);
   // liveness.cpp
