@@ -89,6 +89,8 @@ const std::vector<ConfigVar>& config_vars() {
       {"TSU_PROGRESS", "thread", "thread: a progress thread per process; manual: call tsu_progress()"},
       {"TSU_BYPASS", "1", "1: intra-node RMA and atomics run in the caller; 0: through the engine"},
       {"TSU_SPIN_US", "20", "microseconds an idle progress thread spins before it sleeps"},
+      {"TSU_YIELD", "auto", "1: tsu_progress() calls sched_yield when it found nothing to do "
+                            "(ranks sharing a CPU); auto: when the node has more ranks than CPUs"},
       {"TSU_LOG", "warn", "log level: off, error, warn, info, debug, trace"},
       {"TSU_STATS", "0", "1: print per-rank counters to stderr at finalize"},
       {"TSU_NODE_ID", "(host name)", "node identity; ranks with equal ids share memory"},
@@ -148,6 +150,12 @@ tsu_status_t config_from_env(Config& cfg, const GetEnv& getenv_fn, std::string& 
     uint64_t n;
     if (!parse_u64(v, n) || n > 10'000'000) return bad("TSU_SPIN_US", v, "0..10000000");
     cfg.spin_us = static_cast<uint32_t>(n);
+  }
+  if (const char* v = getenv_fn("TSU_YIELD")) {
+    bool on = false;
+    if (!strcasecmp(v, "auto")) cfg.yield_idle = -1;
+    else if (parse_bool(v, on)) cfg.yield_idle = on ? 1 : 0;
+    else return bad("TSU_YIELD", v, "0, 1 or auto");
   }
   if (const char* v = getenv_fn("TSU_LOG")) {
     if (!parse_log_level(v, cfg.log_level))
@@ -324,6 +332,7 @@ std::vector<std::pair<std::string, std::string>> config_describe(const Config& c
       {"TSU_PROGRESS", cfg.progress_mode == TSU_PROGRESS_MANUAL ? "manual" : "thread"},
       {"TSU_BYPASS", cfg.bypass ? "1" : "0"},
       {"TSU_SPIN_US", std::to_string(cfg.spin_us)},
+      {"TSU_YIELD", cfg.yield_idle < 0 ? "auto" : cfg.yield_idle ? "1" : "0"},
       {"TSU_LOG", levels[cfg.log_level]},
       {"TSU_STATS", cfg.stats ? "1" : "0"},
       {"TSU_NODE_ID", cfg.node_id.empty() ? "(host name)" : cfg.node_id},

@@ -19,6 +19,7 @@ struct Config {
   tsu_progress_mode_t progress_mode = TSU_PROGRESS_THREAD;
   bool bypass = true;                    // intra-node RMA/atomics run in the caller
   uint32_t spin_us = 20;                 // idle progress thread spins, then sleeps
+  int yield_idle = -1;                   // tsu_progress yields when idle: 1, 0, -1 auto
   int log_level = TSU_LOG_WARN;
   bool stats = false;
   std::string node_id;                   // TSU_NODE_ID; empty = host name

@@ -78,6 +78,8 @@ class MsgLayer {
   // tag), removed from the posted lists; nullptr if none.
   std::unique_ptr<Local> take_posted(uint32_t src, uint64_t tag) noexcept;
   void free_entry(uint32_t slot) noexcept;  // lock held
+  // Lock held: l goes into the free shared entry `slot`, last in order.
+  void post_entry(uint16_t slot, std::unique_ptr<Local> l) noexcept;
   void complete(Local& l, uint32_t src, uint64_t tag, std::size_t len, tsu_status_t st) noexcept;
   // Rendezvous: copies from the sender into l's buffer, sends FIN.
   void pull(std::unique_ptr<Local> l, uint32_t src, uint64_t tag, std::size_t len, uint16_t flags,

@@ -358,6 +358,46 @@ TEST(Tagged, ProtocolSelectionByThresholds) {
   mp::sync();
 }
 
+// Single-copy eager into a wildcard receive (any source, masked tag): the
+// receiver learns source, tag and length from the sender's notice, and the
+// posted entry is reused by the next receive (a stale notice would not match).
+TEST(Tagged, SingleCopyHitReportsSourceTagAndLength) {
+  const uint32_t me = mp::rank(), n = mp::size();
+  const size_t len = std::max<size_t>(sc_min(), 1024);
+  if (n < 2 || !sc_on() || len > eager_max()) GTEST_SKIP();
+  if (!same_node(0, 1)) GTEST_SKIP() << "single-copy eager is for node peers only";
+  unsigned char* rbuf = main_seg(5u << 20);
+  std::vector<unsigned char> out(len);
+  for (int round = 0; round < 3; ++round) {
+    const uint64_t tag = 0x500 + 0x11 * static_cast<uint64_t>(round);
+    Done r;
+    tsu_msg_status_t st{};
+    if (me == 1) {
+      ASSERT_EQ(tsu_try_recv(TSU_ANY_SOURCE, 0x500, ~uint64_t{0xff}, rbuf, 2 * len, &st, r.cb(),
+                             nullptr),
+                TSU_OK);
+    }
+    mp::sync();
+    if (me == 0) {
+      fill(out.data(), len, static_cast<unsigned char>(20 + round));
+      const tsu_msg_counters_t c0 = counters();
+      ASSERT_EQ(mp::issue([&] { return tsu_try_send(1, tag, out.data(), len, tsu_cb_none()); }),
+                TSU_OK);
+      EXPECT_EQ(counters().sceager - c0.sceager, 1u) << "single-copy eager hit";
+    }
+    if (me == 1) {
+      ASSERT_TRUE(r.wait());
+      EXPECT_EQ(r.st.load(), TSU_OK);
+      EXPECT_EQ(st.source, 0u);
+      EXPECT_EQ(st.tag, tag);
+      EXPECT_EQ(st.length, len);
+      EXPECT_EQ(st.error, TSU_OK);
+      EXPECT_TRUE(check(rbuf, len, static_cast<unsigned char>(20 + round)));
+    }
+    mp::sync();
+  }
+}
+
 // Try-lock fallback: while rank 1 holds its posted-queue lock, rank 0's
 // sends to a pre-posted shared buffer cannot take it and go eager; they are
 // delivered once the lock is released.  (Bootstrap barriers here: a
