@@ -86,8 +86,12 @@ MsgLayer::MsgLayer(core::Runtime& rt, am::AmLayer& am)
       eager_max_(rt.config().eager_max),
       sceager_min_(rt.config().sceager_min),
       sceager_(rt.config().sceager),
-      sent_(new std::atomic<uint64_t>[rt.size()]) {
-  for (uint32_t r = 0; r < rt.size(); ++r) sent_[r].store(0, std::memory_order_relaxed);
+      sent_(new std::atomic<uint64_t>[rt.size()]),
+      peer_capacity_(new std::atomic<uint32_t>[rt.size()]) {
+  for (uint32_t r = 0; r < rt.size(); ++r) {
+    sent_[r].store(0, std::memory_order_relaxed);
+    peer_capacity_[r].store(0, std::memory_order_relaxed);
+  }
   std::size_t area_size = 0;
   std::byte* area = rt.layer_area(area_size);
   uint32_t capacity = rt.config().posted_slots;
@@ -118,10 +122,17 @@ bool MsgLayer::try_single_copy(uint32_t dst, uint64_t tag, const void* buf, std:
   // (Only memory transports map a peer's layer area: send() does not try
   // single-copy eager towards ranks on other nodes.)
   if (!area) return false;
-  const uint32_t capacity = reinterpret_cast<const PostedHeader*>(area)->capacity;
-  if (!capacity || PostedQueue::bytes_for(capacity, rt_.size()) > area_size) return false;
+  // The queue's capacity, checked once per peer: the header line is then
+  // first touched by the lock's exchange (one transfer, not two).
+  uint32_t capacity = peer_capacity_[dst].load(std::memory_order_relaxed);
+  if (!capacity) {
+    capacity = reinterpret_cast<const PostedHeader*>(area)->capacity;
+    if (!capacity || PostedQueue::bytes_for(capacity, rt_.size()) > area_size ||
+        !PostedQueue(area, capacity, rt_.size()).valid())
+      return false;
+    peer_capacity_[dst].store(capacity, std::memory_order_relaxed);
+  }
   PostedQueue q(area, capacity, rt_.size());
-  if (!q.valid()) return false;
   if (!q.try_lock()) {
     busy = true;
     return false;

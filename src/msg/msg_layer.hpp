@@ -99,6 +99,7 @@ class MsgLayer {
   std::deque<std::unique_ptr<Unexpected>> unexpected_;  // arrival order (lock held)
   uint64_t next_id_ = 1;                                // lock held
   std::unique_ptr<std::atomic<uint64_t>[]> sent_;       // pushed to each rank
+  std::unique_ptr<std::atomic<uint32_t>[]> peer_capacity_;  // 0: not checked yet
   struct Counters {
     std::atomic<uint64_t> eager{0}, sceager{0}, busy{0}, miss{0}, rndv{0}, unexpected{0};
   } counters_;

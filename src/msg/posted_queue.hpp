@@ -98,13 +98,14 @@ class PostedQueue {
   }
   bool valid() const noexcept { return hdr_ && hdr_->magic == kMagic; }
 
-  bool try_lock() noexcept {
-    return hdr_->lock.load(std::memory_order_relaxed) == 0 &&
-           hdr_->lock.exchange(1, std::memory_order_acquire) == 0;
-  }
+  // A plain exchange, without reading the word first: the line usually sits
+  // in the other process's cache, and a read would fetch it shared and then
+  // need a second transfer to own it.
+  bool try_lock() noexcept { return hdr_->lock.exchange(1, std::memory_order_acquire) == 0; }
   void lock() noexcept {
     util::Backoff b;
-    while (!try_lock()) b.pause();
+    while (!try_lock())
+      while (hdr_->lock.load(std::memory_order_relaxed)) b.pause();
   }
   void unlock() noexcept { hdr_->lock.store(0, std::memory_order_release); }
 
