@@ -22,7 +22,7 @@ size_t env_size(const char* var, size_t dflt) {
   return v ? std::strtoull(v, nullptr, 10) : dflt;
 }
 size_t eager_max() { return env_size("TSU_EAGER_MAX", 8192); }
-size_t sc_min() { return env_size("TSU_SCEAGER_MIN", 2048); }
+size_t sc_min() { return env_size("TSU_SCEAGER_MIN", 1024); }
 bool sc_on() { return env_size("TSU_SCEAGER", 1) != 0; }
 // Single-copy eager needs the receiver's memory mapped: same node only (a
 // rank on another node gets plain eager, without trying it).
