@@ -47,8 +47,8 @@ TEST(MsgRing, FullRingRefusesAndRecovers) {
 }
 
 // Every payload size up to max_payload() arrives intact with its header, and
-// a full-size payload does not spill into the next slot (the payload starts
-// inside the 64-byte header area, so small ones share the header's line).
+// a full-size payload does not spill into the next slot (payloads of up to 8
+// bytes sit inside the 64-byte header area, larger ones after it).
 TEST(MsgRing, PayloadsOfEverySizeStayInTheirSlot) {
   RingMem m(4, 192);
   const std::size_t max = m.ring.max_payload();
