@@ -5,7 +5,7 @@
 # Usage: bench/msg/run_pingpong.sh [BUILD_DIR]   (default build/release)
 B=${1:-build/release}
 RUN="$B/tools/tsurun/tsurun -n 2 --timeout 300"
-BENCH="$B/bench/msg/tsu-bench-msg"
+BENCH="$B/bench/tsu-bench"
 BIG="TSU_SHM_SLOT_SIZE=1048640 TSU_SHM_RING_SLOTS=8 TSU_EAGER_MAX=1048576"
 for cpus in 0,1 0,0; do
   # One core: both sides yield while they wait (tsu --yield, Open MPI

@@ -1,6 +1,7 @@
 // tsu-bench: tsunagi's benchmarks (seed 000's latency, overhead and message
-// rate; bandwidth; the physical limits they are judged against).  rma and bw
-// run under tsurun (`tsurun -n 2 tsu-bench rma`); TSU_BYPASS=1/0 picks the
+// rate; bandwidth; the physical limits they are judged against; messaging:
+// pingpong, active messages, collectives).  rma, bw and the messaging ones run
+// under tsurun (`tsurun -n 2 tsu-bench rma`); TSU_BYPASS=1/0 picks the
 // intra-node bypass or the progress engine.  bench/run-all.sh runs everything.
 #include <CLI/CLI.hpp>
 
@@ -135,6 +136,37 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
 
+  // Messaging (msg.cpp): one option set, each subcommand takes what it uses.
+  MsgOptions msg;
+  auto add_msg = [&](const char* name, const char* help, bool sizes, bool threads) {
+    CLI::App* cmd = app.add_subcommand(name, help);
+    if (sizes) {
+      cmd->add_option("--min", msg.min, "Smallest size in bytes")->capture_default_str();
+      cmd->add_option("--max", msg.max, "Largest size in bytes")->capture_default_str();
+    }
+    if (threads)
+      cmd->add_option("--threads", msg.threads, "Threads (am: 1,2,..,T senders; ring: producers)")
+          ->check(CLI::Range(1, 1024))
+          ->capture_default_str();
+    cmd->add_option("--cpus", msg.cpus, "CPUs of the ranks, e.g. 0,1 or 0,0 (one core)")
+        ->delimiter(',');
+    cmd->add_option("--iters", msg.iters, "Iterations per point (default: by size)");
+    cmd->add_flag("--yield", msg.yield,
+                  "TSU_YIELD=1: tsu_progress yields when idle (ranks sharing a CPU)");
+    return cmd;
+  };
+  CLI::App* pingpong_cmd =
+      add_msg("pingpong", "Tagged pingpong, ranks 0 and 1, half round trip by size", true, false);
+  pingpong_cmd->add_flag("--prepost", msg.prepost,
+                         "Post the next receive before sending (seed 004 fig. 7)");
+  CLI::App* am_cmd =
+      add_msg("am", "Active-message round trip and message rate, rank 0 -> rank 1", false, true);
+  CLI::App* coll_cmd = add_msg(
+      "coll", "Barrier, broadcast, allreduce and allgather latency by size", true, false);
+  CLI::App* ring_cmd = add_msg(
+      "ring", "Component: per-receiver vs per-pair message rings, in one process (no tsurun)",
+      false, true);
+
   SummaryOptions summary;
   CLI::App* summary_cmd = app.add_subcommand(
       "summary", "tsunagi figures as ratios to the limits, from the JSON of one run");
@@ -195,6 +227,12 @@ int main(int argc, char** argv) {
                  [](const std::string& t) { return parse_word_list(t, {"own", "peer"}); });
       parse_list(atomic_threads, "--threads", atomic.threads, parse_int_list);
       return run_atomic(atomic);
+    }
+    if (*pingpong_cmd || *am_cmd || *coll_cmd || *ring_cmd) {
+      if (*pingpong_cmd) return run_pingpong(msg);
+      if (*am_cmd) return run_am(msg);
+      if (*coll_cmd) return run_coll(msg);
+      return run_ring(msg);
     }
     return run_summary(summary);
   } catch (const CLI::Error& e) {

@@ -49,6 +49,17 @@ struct AtomicOptions {
   int window = 64;  // outstanding requests per thread (rate, and the interfering stream)
 };
 
+// pingpong, am, coll, ring (msg.cpp): the runtime's TSU_* settings pick the
+// protocols; these only shape the runs.
+struct MsgOptions {
+  bool prepost = false;         // pingpong: post the next receive before sending
+  bool yield = false;           // TSU_YIELD=1: ranks sharing a CPU
+  std::size_t min = 1, max = 1u << 20;
+  int threads = 1;              // am: sender threads (1, 2, .., T); ring: producers
+  std::vector<int> cpus;        // rank r runs on cpus[r % size]
+  int iters = 0;                // 0: by size
+};
+
 struct SummaryOptions {
   std::string input;  // JSON lines written by the other subcommands
 };
@@ -60,6 +71,10 @@ int run_limits(const LimitsOptions& opts);
 int run_summary(const SummaryOptions& opts);
 int run_copy(const CopyOptions& opts);
 int run_atomic(const AtomicOptions& opts);
+int run_pingpong(const MsgOptions& opts);
+int run_am(const MsgOptions& opts);
+int run_coll(const MsgOptions& opts);
+int run_ring(const MsgOptions& opts);
 bool valid_copy_case(const std::string& name);
 
 }  // namespace bench

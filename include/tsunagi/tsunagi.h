@@ -145,7 +145,10 @@ TSU_API tsu_status_t tsu_node_of(uint32_t rank, uint32_t *node);
 TSU_API tsu_status_t tsu_node_count(uint32_t *count);
 
 /* Runs pending progress work (commands, completions, callbacks) in the calling
- * thread.  Required in TSU_PROGRESS_MANUAL mode; harmless in thread mode.  */
+ * thread.  Required in TSU_PROGRESS_MANUAL mode; harmless in thread mode.
+ * When it finds nothing to do and TSU_YIELD is on (auto: more ranks on the
+ * node than CPUs), it also calls sched_yield, so a polling loop on a shared
+ * CPU lets the peer it waits for run.  */
 TSU_API tsu_status_t tsu_progress(void);
 
 /* Collective, blocking: returns when every rank has entered it. */

@@ -90,6 +90,8 @@ const std::vector<ConfigVar>& config_vars() {
       {"TSU_BYPASS", "1", "1: intra-node RMA and atomics run in the caller; 0: through the engine"},
       {"TSU_SPIN_US", "20", "most microseconds an idle progress thread spins before it sleeps (adaptive: less when idle gaps are longer)"},
       {"TSU_INLINE_EXEC", "1", "1: a network RMA/atomic issued while the progress thread sleeps is started by the issuer"},
+      {"TSU_YIELD", "auto", "1: tsu_progress() calls sched_yield when it found nothing to do "
+                            "(ranks sharing a CPU); auto: when the node has more ranks than CPUs"},
       {"TSU_LOG", "warn", "log level: off, error, warn, info, debug, trace"},
       {"TSU_STATS", "0", "1: print per-rank counters to stderr at finalize"},
       {"TSU_NODE_ID", "(host name)", "node identity; ranks with equal ids share memory"},
@@ -97,7 +99,7 @@ const std::vector<ConfigVar>& config_vars() {
       {"TSU_SHM_SLOT_SIZE", "8256", "bytes per message-ring slot: 64 B header + payload (multiple of 64)"},
       {"TSU_AM_MEDIUM_MAX", "8192", "largest medium active-message payload (clamped to the slot payload)"},
       {"TSU_EAGER_MAX", "8192", "tagged messages up to this size go eager, larger ones rendezvous"},
-      {"TSU_SCEAGER_MIN", "2048", "single-copy eager is tried from this size up (measured crossover here; paper: 256)"},
+      {"TSU_SCEAGER_MIN", "1024", "single-copy eager is tried from this size up (measured crossover here; paper: 256)"},
       {"TSU_SCEAGER", "1", "1: senders copy straight into an already posted receive (seed 004)"},
       {"TSU_POSTED_SLOTS", "64", "posted receives per rank visible to node peers (single-copy eager)"},
       {"TSU_UDP_ADDR", "(derived)", "udp: IPv4 address to bind and advertise (default: the "
@@ -152,6 +154,12 @@ tsu_status_t config_from_env(Config& cfg, const GetEnv& getenv_fn, std::string& 
     uint64_t n;
     if (!parse_u64(v, n) || n > 10'000'000) return bad("TSU_SPIN_US", v, "0..10000000");
     cfg.spin_us = static_cast<uint32_t>(n);
+  }
+  if (const char* v = getenv_fn("TSU_YIELD")) {
+    bool on = false;
+    if (!strcasecmp(v, "auto")) cfg.yield_idle = -1;
+    else if (parse_bool(v, on)) cfg.yield_idle = on ? 1 : 0;
+    else return bad("TSU_YIELD", v, "0, 1 or auto");
   }
   if (const char* v = getenv_fn("TSU_LOG")) {
     if (!parse_log_level(v, cfg.log_level))
@@ -329,6 +337,7 @@ std::vector<std::pair<std::string, std::string>> config_describe(const Config& c
       {"TSU_BYPASS", cfg.bypass ? "1" : "0"},
       {"TSU_SPIN_US", std::to_string(cfg.spin_us)},
       {"TSU_INLINE_EXEC", cfg.inline_exec ? "1" : "0"},
+      {"TSU_YIELD", cfg.yield_idle < 0 ? "auto" : cfg.yield_idle ? "1" : "0"},
       {"TSU_LOG", levels[cfg.log_level]},
       {"TSU_STATS", cfg.stats ? "1" : "0"},
       {"TSU_NODE_ID", cfg.node_id.empty() ? "(host name)" : cfg.node_id},

@@ -20,6 +20,7 @@ struct Config {
   bool bypass = true;                    // intra-node RMA/atomics run in the caller
   uint32_t spin_us = 20;                 // idle progress thread spins, then sleeps
   bool inline_exec = true;               // issuer starts network commands while the engine sleeps
+  int yield_idle = -1;                   // tsu_progress yields when idle: 1, 0, -1 auto
   int log_level = TSU_LOG_WARN;
   bool stats = false;
   std::string node_id;                   // TSU_NODE_ID; empty = host name
@@ -28,7 +29,7 @@ struct Config {
   uint32_t shm_slot_size = 8256;         // bytes per ring slot (64 B header + payload)
   std::size_t am_medium_max = 8192;      // largest medium AM payload (<= slot payload)
   std::size_t eager_max = 8192;          // tagged: eager up to this, rendezvous above
-  std::size_t sceager_min = 2048;        // tagged: single-copy eager from this size up (measured)
+  std::size_t sceager_min = 1024;        // tagged: single-copy eager from this size up (measured)
   bool sceager = true;                   // tagged: single-copy eager on/off
   uint32_t posted_slots = 64;            // tagged: posted receives visible to senders
   // udp transport (ranks on other nodes)

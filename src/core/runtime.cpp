@@ -1,5 +1,6 @@
 #include "core/runtime.hpp"
 
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -111,11 +112,24 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
     error = "bootstrap barrier at init failed";
     return st;
   }
-  TSU_LOG_INFO("initialized: rank %u of %u, node %u of %u, bypass=%d, progress=%s",
+  TSU_LOG_INFO("initialized: rank %u of %u, node %u of %u, bypass=%d, progress=%s, yield=%d",
                rt->rank_, rt->size_, rt->node_of_[rt->rank_], rt->node_count_, cfg.bypass,
-               cfg.progress_mode == TSU_PROGRESS_MANUAL ? "manual" : "thread");
+               cfg.progress_mode == TSU_PROGRESS_MANUAL ? "manual" : "thread",
+               rt->yield_when_idle_);
   out = std::move(rt);
   return TSU_OK;
+}
+
+// More ranks on this node than CPUs this process may run on: a waiting rank
+// then holds a CPU a peer needs (TSU_YIELD=auto, as Open MPI's oversubscription
+// detection).  The affinity is the one at tsu_init.
+bool Runtime::oversubscribed() const noexcept {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return false;
+  uint32_t node_ranks = 0;
+  for (uint32_t r = 0; r < size_; ++r) node_ranks += node_of_[r] == node_of_[rank_];
+  return node_ranks > static_cast<uint32_t>(CPU_COUNT(&set));
 }
 
 tsu_status_t Runtime::connect_peers(std::string& error) {
@@ -171,6 +185,7 @@ tsu_status_t Runtime::connect_peers(std::string& error) {
     node_of_[r] = it->second;
   }
   node_count_ = static_cast<uint32_t>(node_ids.size());
+  yield_when_idle_ = cfg_.yield_idle >= 0 ? cfg_.yield_idle == 1 : oversubscribed();
 
   routes_.assign(size_, nullptr);
   msg_routes_.assign(size_, nullptr);

@@ -98,6 +98,8 @@ class Runtime final : public CommandExecutor {
   uint32_t node_count() const noexcept { return node_count_; }
   bool bypass() const noexcept { return cfg_.bypass; }
   bool manual_progress() const noexcept { return cfg_.progress_mode == TSU_PROGRESS_MANUAL; }
+  // TSU_YIELD: tsu_progress() gives the CPU away when it found no work.
+  bool yield_when_idle() const noexcept { return yield_when_idle_; }
   SegmentTable& segments() noexcept { return segments_; }
   ThreadRegistry& threads() noexcept { return threads_; }
   ProgressEngine& engine() noexcept { return *engine_; }
@@ -107,6 +109,7 @@ class Runtime final : public CommandExecutor {
  private:
   explicit Runtime(const Config& cfg, uint64_t epoch);
   tsu_status_t connect_peers(std::string& error);
+  bool oversubscribed() const noexcept;
   tsu_status_t connect_network(const std::vector<bool>& remote, std::string& error);
   static void on_peer_lost(void* ctx, uint32_t rank) noexcept;
 
@@ -115,6 +118,7 @@ class Runtime final : public CommandExecutor {
   uint32_t size_ = 1;
   uint32_t node_count_ = 1;
   std::vector<uint32_t> node_of_;
+  bool yield_when_idle_ = false;
   std::unique_ptr<bootstrap::Bootstrap> boot_;
   SegmentTable segments_;
   transport::SelfTransport self_;

@@ -21,8 +21,8 @@ using transport::Access;
 //           flags bit 0: the address is an offset in the sender's shared
 //           segment flags>>8 (else a pointer in the sender's process)
 //   fin     args[0] cookie, [1] status (receiver -> sender, rendezvous done)
-//   scdone  args[0] entry, [1] generation (sender -> receiver: single-copy
-//           eager filled that posted receive)
+//   scdone  args[0] entry, [1] generation, [2] tag, [3] length (sender ->
+//           receiver: single-copy eager filled that posted receive)
 //   cts     args[0] sender cookie, [1] receiver cookie (NetPull), [2] bytes
 //           wanted (receiver -> sender, off-node rendezvous: "send it")
 //   data    args[0] receiver cookie, [1] offset; payload = a piece of the
@@ -86,8 +86,12 @@ MsgLayer::MsgLayer(core::Runtime& rt, am::AmLayer& am)
       eager_max_(rt.config().eager_max),
       sceager_min_(rt.config().sceager_min),
       sceager_(rt.config().sceager),
-      sent_(new std::atomic<uint64_t>[rt.size()]) {
-  for (uint32_t r = 0; r < rt.size(); ++r) sent_[r].store(0, std::memory_order_relaxed);
+      sent_(new std::atomic<uint64_t>[rt.size()]),
+      peer_capacity_(new std::atomic<uint32_t>[rt.size()]) {
+  for (uint32_t r = 0; r < rt.size(); ++r) {
+    sent_[r].store(0, std::memory_order_relaxed);
+    peer_capacity_[r].store(0, std::memory_order_relaxed);
+  }
   std::size_t area_size = 0;
   std::byte* area = rt.layer_area(area_size);
   uint32_t capacity = rt.config().posted_slots;
@@ -118,10 +122,17 @@ bool MsgLayer::try_single_copy(uint32_t dst, uint64_t tag, const void* buf, std:
   // (Only memory transports map a peer's layer area: send() does not try
   // single-copy eager towards ranks on other nodes.)
   if (!area) return false;
-  const uint32_t capacity = reinterpret_cast<const PostedHeader*>(area)->capacity;
-  if (!capacity || PostedQueue::bytes_for(capacity, rt_.size()) > area_size) return false;
+  // The queue's capacity, checked once per peer: the header line is then
+  // first touched by the lock's exchange (one transfer, not two).
+  uint32_t capacity = peer_capacity_[dst].load(std::memory_order_relaxed);
+  if (!capacity) {
+    capacity = reinterpret_cast<const PostedHeader*>(area)->capacity;
+    if (!capacity || PostedQueue::bytes_for(capacity, rt_.size()) > area_size ||
+        !PostedQueue(area, capacity, rt_.size()).valid())
+      return false;
+    peer_capacity_[dst].store(capacity, std::memory_order_relaxed);
+  }
   PostedQueue q(area, capacity, rt_.size());
-  if (!q.valid()) return false;
   if (!q.try_lock()) {
     busy = true;
     return false;
@@ -133,7 +144,7 @@ bool MsgLayer::try_single_copy(uint32_t dst, uint64_t tag, const void* buf, std:
   if (q.processed(me).load(std::memory_order_acquire) ==
       sent_[dst].load(std::memory_order_seq_cst)) {
     for (uint32_t i = 0; i < q.count(); ++i) {
-      PostedEntry& e = q.entry(q.order(i));
+      const PostedFields& e = q.posted(i);
       if (!tag_matches(e.src, e.tag, e.mask, me, tag)) continue;
       // The earliest match decides: usable or not, nothing later may take it.
       Access a;
@@ -142,12 +153,9 @@ bool MsgLayer::try_single_copy(uint32_t dst, uint64_t tag, const void* buf, std:
               TSU_OK &&
           a.kind == Access::kDirect) {
         if (len) std::memcpy(a.ptr, buf, len);
-        e.r_src = me;
-        e.r_status = TSU_OK;
-        e.r_tag = tag;
-        e.r_len = len;
-        e.state = kEntryDone;
-        slot = q.order(i);
+        // Only read the entry: the owner learns the result from the notice,
+        // so the entry's cache line is not pulled back and forth.
+        slot = e.slot;
         gen = e.gen;
         q.remove_at(i);
         done = true;
@@ -161,6 +169,8 @@ bool MsgLayer::try_single_copy(uint32_t dst, uint64_t tag, const void* buf, std:
   h.handler = kHandlerMsgScDone;
   h.args[0] = slot;
   h.args[1] = gen;
+  h.args[2] = tag;
+  h.args[3] = len;
   const tsu_status_t st = am_.send_or_queue(dst, h, nullptr);
   if (st != TSU_OK) TSU_LOG_ERROR("single-copy notice to rank %u failed: %s", dst, tsu_strerror(st));
   return true;
@@ -251,27 +261,31 @@ void MsgLayer::free_entry(uint32_t slot) noexcept {
   while (!overflow_.empty() && !free_slots_.empty()) {
     const uint16_t s = free_slots_.back();
     free_slots_.pop_back();
-    std::unique_ptr<Local> l = std::move(overflow_.front());
+    post_entry(s, std::move(overflow_.front()));
     overflow_.pop_front();
-    PostedEntry& e = mine_.entry(s);
-    e.state = kEntryPosted;
-    e.src = l->src;
-    e.tag = l->tag;
-    e.mask = l->mask;
-    e.cap = l->cap;
-    e.seg = l->seg;
-    e.offset = l->offset;
-    ++e.gen;
-    slots_[s] = std::move(l);
-    mine_.append(s);
   }
+}
+
+void MsgLayer::post_entry(uint16_t slot, std::unique_ptr<Local> l) noexcept {
+  PostedEntry& e = mine_.entry(slot);
+  e.state = kEntryPosted;
+  e.f.src = l->src;
+  e.f.tag = l->tag;
+  e.f.mask = l->mask;
+  e.f.cap = l->cap;
+  e.f.seg = l->seg;
+  e.f.offset = l->offset;
+  e.f.slot = slot;
+  ++e.f.gen;
+  slots_[slot] = std::move(l);
+  mine_.append(slot);
 }
 
 std::unique_ptr<MsgLayer::Local> MsgLayer::take_posted(uint32_t src, uint64_t tag) noexcept {
   if (mine_.valid()) {
     for (uint32_t i = 0; i < mine_.count(); ++i) {
       const uint16_t s = mine_.order(i);
-      PostedEntry& e = mine_.entry(s);
+      const PostedFields& e = mine_.entry(s).f;
       if (!tag_matches(e.src, e.tag, e.mask, src, tag)) continue;
       mine_.remove_at(i);
       std::unique_ptr<Local> l = std::move(slots_[s]);
@@ -416,23 +430,26 @@ void MsgLayer::on_data(void* ctx, uint32_t, const MessageHeader& h,
                  done->len > done->l->cap ? TSU_ERR_TRUNCATED : TSU_OK);
 }
 
-void MsgLayer::on_sc_done(void* ctx, uint32_t, const MessageHeader& h, const std::byte*) noexcept {
+void MsgLayer::on_sc_done(void* ctx, uint32_t src, const MessageHeader& h,
+                          const std::byte*) noexcept {
   auto* self = static_cast<MsgLayer*>(ctx);
   const auto slot = static_cast<uint32_t>(h.args[0]);
+  if (!self->mine_.valid()) return;  // no shared queue: no sender can fill one
   self->mine_.lock();
-  PostedEntry& e = self->mine_.entry(slot);
-  if (e.state != kEntryDone || e.gen != static_cast<uint32_t>(h.args[1])) {
+  // The sender removed the entry from order[] (so neither matching nor
+  // cancel can reach it) but left it posted; the generation ties the notice
+  // to this use of the entry.
+  if (slot >= self->mine_.capacity() || self->mine_.entry(slot).state != kEntryPosted ||
+      self->mine_.entry(slot).f.gen != static_cast<uint32_t>(h.args[1]) || !self->slots_[slot]) {
     self->mine_.unlock();
     TSU_LOG_ERROR("single-copy notice for entry %u does not match", slot);
     return;
   }
-  const uint32_t src = e.r_src;
-  const tsu_status_t st = e.r_status;
-  const uint64_t tag = e.r_tag, len = e.r_len;
   std::unique_ptr<Local> l = std::move(self->slots_[slot]);
   self->free_entry(slot);
   self->mine_.unlock();
-  if (l) self->complete(*l, src, tag, len, st);
+  // Single-copy eager only fills a buffer the message fits in: never truncated.
+  self->complete(*l, src, h.args[2], h.args[3], TSU_OK);
 }
 
 tsu_status_t MsgLayer::recv(uint32_t src, uint64_t tag, uint64_t mask, void* buf, std::size_t cap,
@@ -476,17 +493,7 @@ tsu_status_t MsgLayer::recv(uint32_t src, uint64_t tag, uint64_t mask, void* buf
   if (mine_.valid() && !free_slots_.empty() && overflow_.empty()) {
     const uint16_t s = free_slots_.back();
     free_slots_.pop_back();
-    PostedEntry& e = mine_.entry(s);
-    e.state = kEntryPosted;
-    e.src = src;
-    e.tag = tag;
-    e.mask = mask;
-    e.cap = cap;
-    e.seg = l->seg;
-    e.offset = l->offset;
-    ++e.gen;
-    slots_[s] = std::move(l);
-    mine_.append(s);
+    post_entry(s, std::move(l));
   } else {
     overflow_.push_back(std::move(l));
   }

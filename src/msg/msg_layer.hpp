@@ -78,6 +78,8 @@ class MsgLayer {
   // tag), removed from the posted lists; nullptr if none.
   std::unique_ptr<Local> take_posted(uint32_t src, uint64_t tag) noexcept;
   void free_entry(uint32_t slot) noexcept;  // lock held
+  // Lock held: l goes into the free shared entry `slot`, last in order.
+  void post_entry(uint16_t slot, std::unique_ptr<Local> l) noexcept;
   void complete(Local& l, uint32_t src, uint64_t tag, std::size_t len, tsu_status_t st) noexcept;
   // Rendezvous: copies from the sender into l's buffer, sends FIN.
   void pull(std::unique_ptr<Local> l, uint32_t src, uint64_t tag, std::size_t len, uint16_t flags,
@@ -97,6 +99,7 @@ class MsgLayer {
   std::deque<std::unique_ptr<Unexpected>> unexpected_;  // arrival order (lock held)
   uint64_t next_id_ = 1;                                // lock held
   std::unique_ptr<std::atomic<uint64_t>[]> sent_;       // pushed to each rank
+  std::unique_ptr<std::atomic<uint32_t>[]> peer_capacity_;  // 0: not checked yet
   struct Counters {
     std::atomic<uint64_t> eager{0}, sceager{0}, busy{0}, miss{0}, rndv{0}, unexpected{0};
   } counters_;

@@ -5,11 +5,19 @@
 // fine; the lock's acquire/release orders them.  Senders only try the lock and
 // fall back to eager when it is busy: a sender never waits for a receiver.
 //
-// Layout: Header | Entry[capacity] | uint16_t order[capacity] |
+// Layout: Header | uint16_t order[capacity] | Entry[capacity] |
 //         SourceCounter[job size]
 //  - order[0..count) lists the posted entries in posting order (matching
-//    takes the first match); a sender that completes an entry removes it from
-//    the list and marks it kDone; the owner frees it after the sender's notice.
+//    takes the first match).  A sender that fills an entry removes it from
+//    the list and tells the owner (a notice message with the length and tag);
+//    the owner frees the entry then.
+//  - The header's cache line also holds a copy of the first posted entry's
+//    match fields (`head`), kept by the owner whenever order[0] changes.  A
+//    sender matching the first posted receive (the common case: receives
+//    posted in the order messages come) touches only that one line of the
+//    owner's (besides the buffer): every further line is a cache-line
+//    transfer between the cores, and those transfers, not the copy, are what
+//    single-copy eager pays over eager for small messages.
 //  - processed[s] counts the tagged messages from rank s (eager and
 //    rendezvous requests) the owner has matched or queued as unexpected.  A
 //    sender counts a message in sent[dst] BEFORE pushing it (and uncounts it
@@ -28,31 +36,35 @@
 
 namespace tsu::msg {
 
+// What a sender needs to match and fill a posted receive.
+struct PostedFields {
+  uint32_t src;     // TSU_ANY_SOURCE or a rank
+  uint32_t gen;     // bumped on each use of the entry
+  uint64_t tag;
+  uint64_t mask;
+  uint64_t cap;     // buffer bytes
+  int32_t seg;      // owner's shared segment holding the buffer, or -1
+  uint32_t slot;    // the entry's index
+  uint64_t offset;  // buffer offset in seg
+};
+static_assert(sizeof(PostedFields) == 48);
+
 struct alignas(64) PostedHeader {
   std::atomic<uint32_t> lock;
   uint32_t capacity;
-  uint32_t count;  // entries in order[]
+  uint32_t count;     // entries in order[]
   uint32_t magic;
+  PostedFields head;  // copy of entry(order[0]) while count > 0
 };
+static_assert(sizeof(PostedHeader) == 64);
 
-enum EntryState : uint32_t { kEntryFree = 0, kEntryPosted = 1, kEntryDone = 2 };
+enum EntryState : uint32_t { kEntryFree = 0, kEntryPosted = 1 };
 
 struct alignas(64) PostedEntry {
-  uint32_t state;
-  uint32_t src;        // TSU_ANY_SOURCE or a rank
-  uint64_t tag;
-  uint64_t mask;
-  uint64_t cap;        // buffer bytes
-  int32_t seg;         // owner's shared segment holding the buffer, or -1
-  uint32_t gen;        // bumped on each use of the entry
-  uint64_t offset;     // buffer offset in seg
-  // Written by the sender that completed it:
-  uint32_t r_src;
-  int32_t r_status;
-  uint64_t r_tag;
-  uint64_t r_len;
+  PostedFields f;
+  uint32_t state;  // owner only
 };
-static_assert(sizeof(PostedEntry) == 128);
+static_assert(sizeof(PostedEntry) == 64);
 
 struct alignas(64) SourceCounter {
   std::atomic<uint64_t> processed;
@@ -61,19 +73,21 @@ struct alignas(64) SourceCounter {
 class PostedQueue {
  public:
   static constexpr uint32_t kMagic = 0x70717531;  // "pqu1"
+  static std::size_t order_bytes(uint32_t capacity) noexcept {
+    return (std::size_t{capacity} * sizeof(uint16_t) + 63) / 64 * 64;
+  }
   static std::size_t bytes_for(uint32_t capacity, uint32_t ranks) noexcept {
-    return sizeof(PostedHeader) + std::size_t{capacity} * sizeof(PostedEntry) +
-           ((std::size_t{capacity} * 2 + 63) / 64) * 64 + std::size_t{ranks} * sizeof(SourceCounter);
+    return sizeof(PostedHeader) + order_bytes(capacity) +
+           std::size_t{capacity} * sizeof(PostedEntry) + std::size_t{ranks} * sizeof(SourceCounter);
   }
   PostedQueue() = default;
   PostedQueue(std::byte* area, uint32_t capacity, uint32_t ranks) noexcept
       : hdr_(reinterpret_cast<PostedHeader*>(area)),
-        entries_(reinterpret_cast<PostedEntry*>(area + sizeof(PostedHeader))),
-        order_(reinterpret_cast<uint16_t*>(area + sizeof(PostedHeader) +
-                                           std::size_t{capacity} * sizeof(PostedEntry))),
-        counters_(reinterpret_cast<SourceCounter*>(
-            area + sizeof(PostedHeader) + std::size_t{capacity} * sizeof(PostedEntry) +
-            ((std::size_t{capacity} * 2 + 63) / 64) * 64)) {
+        order_(reinterpret_cast<uint16_t*>(area + sizeof(PostedHeader))),
+        entries_(reinterpret_cast<PostedEntry*>(area + sizeof(PostedHeader) + order_bytes(capacity))),
+        counters_(reinterpret_cast<SourceCounter*>(area + sizeof(PostedHeader) +
+                                                   order_bytes(capacity) +
+                                                   std::size_t{capacity} * sizeof(PostedEntry))) {
     (void)ranks;
   }
   // Owner, at init (the area is zero-filled memory).
@@ -84,13 +98,14 @@ class PostedQueue {
   }
   bool valid() const noexcept { return hdr_ && hdr_->magic == kMagic; }
 
-  bool try_lock() noexcept {
-    return hdr_->lock.load(std::memory_order_relaxed) == 0 &&
-           hdr_->lock.exchange(1, std::memory_order_acquire) == 0;
-  }
+  // A plain exchange, without reading the word first: the line usually sits
+  // in the other process's cache, and a read would fetch it shared and then
+  // need a second transfer to own it.
+  bool try_lock() noexcept { return hdr_->lock.exchange(1, std::memory_order_acquire) == 0; }
   void lock() noexcept {
     util::Backoff b;
-    while (!try_lock()) b.pause();
+    while (!try_lock())
+      while (hdr_->lock.load(std::memory_order_relaxed)) b.pause();
   }
   void unlock() noexcept { hdr_->lock.store(0, std::memory_order_release); }
 
@@ -98,17 +113,27 @@ class PostedQueue {
   uint32_t count() const noexcept { return hdr_->count; }
   PostedEntry& entry(uint32_t i) noexcept { return entries_[i]; }
   uint16_t order(uint32_t i) const noexcept { return order_[i]; }
-  void append(uint16_t slot) noexcept { order_[hdr_->count++] = slot; }
+  // The match fields of the posted receive at position i: the first one from
+  // the header's line.
+  const PostedFields& posted(uint32_t i) const noexcept {
+    return i == 0 ? hdr_->head : entries_[order_[i]].f;
+  }
+  // Owner: the entry's fields are written before it is appended.
+  void append(uint16_t slot) noexcept {
+    order_[hdr_->count++] = slot;
+    if (hdr_->count == 1) hdr_->head = entries_[slot].f;
+  }
   void remove_at(uint32_t pos) noexcept {
     for (uint32_t i = pos + 1; i < hdr_->count; ++i) order_[i - 1] = order_[i];
     --hdr_->count;
+    if (pos == 0 && hdr_->count) hdr_->head = entries_[order_[0]].f;
   }
   std::atomic<uint64_t>& processed(uint32_t src) noexcept { return counters_[src].processed; }
 
  private:
   PostedHeader* hdr_ = nullptr;
-  PostedEntry* entries_ = nullptr;
   uint16_t* order_ = nullptr;
+  PostedEntry* entries_ = nullptr;
   SourceCounter* counters_ = nullptr;
 };
 

@@ -46,6 +46,45 @@ TEST(MsgRing, FullRingRefusesAndRecovers) {
   EXPECT_EQ(m.ring.max_payload(), 64u);
 }
 
+// Every payload size up to max_payload() arrives intact with its header, and
+// a full-size payload does not spill into the next slot (payloads of up to 8
+// bytes sit inside the 64-byte header area, larger ones after it).
+TEST(MsgRing, PayloadsOfEverySizeStayInTheirSlot) {
+  RingMem m(4, 192);
+  const std::size_t max = m.ring.max_payload();
+  ASSERT_EQ(max, 128u);
+  std::vector<unsigned char> out(max);
+  for (std::size_t len = 0; len <= max; ++len) {
+    for (std::size_t i = 0; i < len; ++i) out[i] = static_cast<unsigned char>(len * 7 + i);
+    MessageHeader h{};
+    h.handler = 9;
+    h.payload_len = static_cast<uint32_t>(len);
+    h.args[3] = len;
+    ASSERT_EQ(m.ring.try_push(2, h, out.data()), MsgRing::Push::kPushed);
+    // A second message behind it: the first one's payload must not touch it.
+    MessageHeader after{};
+    after.handler = 10;
+    after.args[0] = 0xfeedu;
+    ASSERT_EQ(m.ring.try_push(3, after, out.data()), MsgRing::Push::kPushed);
+    int seen = 0;
+    m.ring.drain(2, [&](uint32_t src, const MessageHeader& hh, const std::byte* p) {
+      if (seen++ == 0) {
+        EXPECT_EQ(src, 2u);
+        EXPECT_EQ(hh.handler, 9u);
+        EXPECT_EQ(hh.args[3], len);
+        ASSERT_EQ(hh.payload_len, len);
+        for (std::size_t i = 0; i < len; ++i)
+          ASSERT_EQ(static_cast<unsigned char>(p[i]), static_cast<unsigned char>(len * 7 + i));
+      } else {
+        EXPECT_EQ(src, 3u);
+        EXPECT_EQ(hh.handler, 10u);
+        EXPECT_EQ(hh.args[0], 0xfeedu);
+      }
+    });
+    ASSERT_EQ(seen, 2) << len;
+  }
+}
+
 TEST(MsgRing, AsleepFlagReportedOnce) {
   RingMem m(8, 128);
   MessageHeader h{};

@@ -22,7 +22,7 @@ size_t env_size(const char* var, size_t dflt) {
   return v ? std::strtoull(v, nullptr, 10) : dflt;
 }
 size_t eager_max() { return env_size("TSU_EAGER_MAX", 8192); }
-size_t sc_min() { return env_size("TSU_SCEAGER_MIN", 2048); }
+size_t sc_min() { return env_size("TSU_SCEAGER_MIN", 1024); }
 bool sc_on() { return env_size("TSU_SCEAGER", 1) != 0; }
 // Single-copy eager needs the receiver's memory mapped: same node only (a
 // rank on another node gets plain eager, without trying it).
@@ -356,6 +356,46 @@ TEST(Tagged, ProtocolSelectionByThresholds) {
     EXPECT_TRUE(check(in.data(), 65536, 9));
   }
   mp::sync();
+}
+
+// Single-copy eager into a wildcard receive (any source, masked tag): the
+// receiver learns source, tag and length from the sender's notice, and the
+// posted entry is reused by the next receive (a stale notice would not match).
+TEST(Tagged, SingleCopyHitReportsSourceTagAndLength) {
+  const uint32_t me = mp::rank(), n = mp::size();
+  const size_t len = std::max<size_t>(sc_min(), 1024);
+  if (n < 2 || !sc_on() || len > eager_max()) GTEST_SKIP();
+  if (!same_node(0, 1)) GTEST_SKIP() << "single-copy eager is for node peers only";
+  unsigned char* rbuf = main_seg(5u << 20);
+  std::vector<unsigned char> out(len);
+  for (int round = 0; round < 3; ++round) {
+    const uint64_t tag = 0x500 + 0x11 * static_cast<uint64_t>(round);
+    Done r;
+    tsu_msg_status_t st{};
+    if (me == 1) {
+      ASSERT_EQ(tsu_try_recv(TSU_ANY_SOURCE, 0x500, ~uint64_t{0xff}, rbuf, 2 * len, &st, r.cb(),
+                             nullptr),
+                TSU_OK);
+    }
+    mp::sync();
+    if (me == 0) {
+      fill(out.data(), len, static_cast<unsigned char>(20 + round));
+      const tsu_msg_counters_t c0 = counters();
+      ASSERT_EQ(mp::issue([&] { return tsu_try_send(1, tag, out.data(), len, tsu_cb_none()); }),
+                TSU_OK);
+      EXPECT_EQ(counters().sceager - c0.sceager, 1u) << "single-copy eager hit";
+    }
+    if (me == 1) {
+      ASSERT_TRUE(r.wait());
+      EXPECT_EQ(r.st.load(), TSU_OK);
+      EXPECT_EQ(st.source, 0u);
+      EXPECT_EQ(st.tag, tag);
+      EXPECT_EQ(st.length, len);
+      EXPECT_EQ(st.error, TSU_OK);
+      EXPECT_TRUE(check(rbuf, len, static_cast<unsigned char>(20 + round)));
+    }
+    mp::sync();
+  }
 }
 
 // Try-lock fallback: while rank 1 holds its posted-queue lock, rank 0's

@@ -78,12 +78,25 @@ TEST(Config, EnvironmentOverridesDefaults) {
   EXPECT_EQ(cfg.node_id, "n7");
 }
 
+TEST(Config, YieldIsOnOffOrAuto) {
+  const std::pair<const char*, int> cases[] = {{"1", 1}, {"0", 0}, {"auto", -1}, {"AUTO", -1}};
+  for (const auto& [value, expected] : cases) {
+    Config cfg;
+    cfg.yield_idle = 5;  // overwritten by every valid value
+    std::string error;
+    FakeEnv env{{{"TSU_YIELD", value}}};
+    ASSERT_EQ(config_from_env(cfg, env.fn(), error), TSU_OK) << error;
+    EXPECT_EQ(cfg.yield_idle, expected) << value;
+  }
+  EXPECT_EQ(Config{}.yield_idle, -1) << "auto by default";
+}
+
 TEST(Config, BadEnvironmentValuesNameTheVariable) {
   const std::pair<const char*, const char*> cases[] = {
       {"TSU_SEGMENT_SIZE", "12"},  {"TSU_SEGMENT_SIZE", "lots"}, {"TSU_RING_SIZE", "1000"},
       {"TSU_RING_SIZE", "1"},      {"TSU_PROGRESS", "auto"},     {"TSU_BYPASS", "maybe"},
       {"TSU_SPIN_US", "-3"},       {"TSU_LOG", "verbose"},       {"TSU_STATS", "2"},
-      {"TSU_NODE_ID", ""}};
+      {"TSU_NODE_ID", ""},         {"TSU_YIELD", "sometimes"}};
   for (const auto& [var, value] : cases) {
     Config cfg;
     std::string error;

@@ -1,19 +1,19 @@
-// tsu-bench-msg: messaging benchmarks (to be folded into tsu-bench as
-// subcommands).  Run on 2+ ranks with tsurun; thresholds come from the TSU_*
-// environment (see docs/benchmarks-messaging.md for the exact commands).
+// tsu-bench pingpong | am | coll | ring: messaging benchmarks.  Run on 2+
+// ranks with tsurun; thresholds come from the TSU_* environment (see
+// docs/benchmarks-messaging.md for the exact commands).
 //
-//   tsu-bench-msg pingpong [--prepost] [--min B] [--max B] [--cpus a,b]
+//   pingpong [--prepost] [--min B] [--max B] [--cpus a,b] [--yield]
 //       tagged pingpong between ranks 0 and 1, half round trip in us.
 //       --prepost: every rank posts its next receive before it sends (seed
 //       004's modified osu_latency), so single-copy eager can hit.
-//   tsu-bench-msg am [--threads T] [--cpus a,b]
+//   am [--threads T] [--cpus a,b]
 //       AM round trip (short request -> reply) and message rate (short AMs
 //       from T threads of rank 0 to rank 1) .
-//   tsu-bench-msg ring [--threads P]
+//   ring [--threads P]
 //       component: one per-receiver ring with P producer threads vs P
 //       per-pair rings polled round-robin (throughput, and the cost of a
 //       poll pass over empty rings), in one process.
-//   tsu-bench-msg coll [--max B]
+//   coll [--max B]
 //       barrier, broadcast, allreduce (doubles, sum) and allgather latency vs size.
 #include <sched.h>
 
@@ -27,8 +27,11 @@
 #include <thread>
 #include <vector>
 
+#include "subcommands.hpp"
 #include "transport/shm/msg_ring.hpp"
 #include "tsunagi/tsunagi.h"
+
+using bench::MsgOptions;
 
 namespace {
 
@@ -43,16 +46,7 @@ const char* env_or(const char* var) {
   return v ? v : "default";
 }
 
-struct Options {
-  std::string cmd;
-  bool prepost = false;
-  size_t min = 1, max = 1u << 20;
-  int threads = 1;
-  std::vector<int> cpus;
-  int iters = 0;  // 0: by size
-};
-
-void pin(const Options& o, uint32_t rank) {
+void pin(const MsgOptions& o, uint32_t rank) {
   if (o.cpus.empty()) return;
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -60,18 +54,16 @@ void pin(const Options& o, uint32_t rank) {
   sched_setaffinity(0, sizeof set, &set);
 }
 
-int iters_for(const Options& o, size_t size) {
+int iters_for(const MsgOptions& o, size_t size) {
   if (o.iters) return o.iters;
   return size <= 4096 ? 4000 : size <= 65536 ? 1000 : 200;
 }
 
-bool g_yield = false;  // --yield: both ranks share a core; let the other run
-
+// tsu_progress() yields the CPU when it finds nothing to do and TSU_YIELD is
+// on (--yield sets it): yielding after a pass that did deliver would hand the
+// CPU away once more per message when both ranks share a core.
 void spin_until(const std::atomic<int>& flag, int value) {
-  while (flag.load(std::memory_order_acquire) < value) {
-    tsu_progress();
-    if (g_yield) sched_yield();
-  }
+  while (flag.load(std::memory_order_acquire) < value) tsu_progress();
 }
 
 void count_cb(tsu_status_t st, void* a) {
@@ -86,7 +78,7 @@ void send_retry(uint32_t dst, uint64_t tag, const void* buf, size_t len, std::at
   while (tsu_try_send(dst, tag, buf, len, tsu_cb(count_cb, done)) == TSU_EAGAIN) tsu_progress();
 }
 
-int pingpong(const Options& o) {
+int pingpong(const MsgOptions& o) {
   uint32_t me, n;
   tsu_rank(&me);
   tsu_size(&n);
@@ -172,7 +164,7 @@ std::atomic<uint64_t> g_am_count{0};
 std::atomic<int> g_am_replies{0};
 std::atomic<int> g_am_requests{0};
 
-int am_bench(const Options& o) {
+int am_bench(const MsgOptions& o) {
   uint32_t me, n;
   tsu_rank(&me);
   tsu_size(&n);
@@ -241,7 +233,7 @@ int am_bench(const Options& o) {
   return 0;
 }
 
-int coll_bench(const Options& o) {
+int coll_bench(const MsgOptions& o) {
   uint32_t me, n;
   tsu_rank(&me);
   tsu_size(&n);
@@ -281,7 +273,7 @@ int coll_bench(const Options& o) {
 
 using tsu::transport::MsgRing;
 
-int ring_bench(const Options& o) {
+int ring_bench(const MsgOptions& o) {
   constexpr uint32_t kSlots = 256, kSlotSize = 128;
   const int producers = std::max(1, o.threads);
   const uint64_t per = 2'000'000 / static_cast<uint64_t>(producers);
@@ -347,42 +339,10 @@ int ring_bench(const Options& o) {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Options o;
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: tsu-bench-msg pingpong|am|coll [--prepost] [--min B] [--max B] "
-                         "[--threads T] [--cpus a,b] [--iters N] [--yield]\n");
-    return 2;
-  }
-  o.cmd = argv[1];
-  if (o.cmd == "ring") {
-    for (int i = 2; i + 1 < argc; ++i)
-      if (std::string(argv[i]) == "--threads") o.threads = std::atoi(argv[i + 1]);
-    return ring_bench(o);
-  }
-  for (int i = 2; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : "0"; };
-    if (a == "--prepost") o.prepost = true;
-    else if (a == "--yield") g_yield = true;
-    else if (a == "--min") o.min = std::strtoull(next(), nullptr, 10);
-    else if (a == "--max") o.max = std::strtoull(next(), nullptr, 10);
-    else if (a == "--threads") o.threads = std::atoi(next());
-    else if (a == "--iters") o.iters = std::atoi(next());
-    else if (a == "--cpus") {
-      std::string s = next();
-      for (size_t p = 0; p < s.size();) {
-        const size_t c = s.find(',', p);
-        o.cpus.push_back(std::atoi(s.substr(p, c - p).c_str()));
-        p = c == std::string::npos ? s.size() : c + 1;
-      }
-    } else {
-      std::fprintf(stderr, "unknown option %s\n", a.c_str());
-      return 2;
-    }
-  }
+// Sets up the runtime around one benchmark (ring needs none).
+int run_msg(const std::string& cmd, const MsgOptions& o) {
+  if (cmd == "ring") return ring_bench(o);
+  if (o.yield) setenv("TSU_YIELD", "1", 1);  // read by tsu_init
   if (tsu_init(nullptr) != TSU_OK) {
     std::fprintf(stderr, "tsu_init: %s\n", tsu_last_error());
     return 1;
@@ -391,10 +351,20 @@ int main(int argc, char** argv) {
   tsu_rank(&me);
   pin(o, me);
   int rc = 2;
-  if (o.cmd == "pingpong") rc = pingpong(o);
-  else if (o.cmd == "am") rc = am_bench(o);
-  else if (o.cmd == "coll") rc = coll_bench(o);
-  else std::fprintf(stderr, "unknown subcommand %s\n", o.cmd.c_str());
+  if (cmd == "pingpong") rc = pingpong(o);
+  else if (cmd == "am") rc = am_bench(o);
+  else if (cmd == "coll") rc = coll_bench(o);
   tsu_finalize();
   return rc;
 }
+
+}  // namespace
+
+namespace bench {
+
+int run_pingpong(const MsgOptions& o) { return run_msg("pingpong", o); }
+int run_am(const MsgOptions& o) { return run_msg("am", o); }
+int run_coll(const MsgOptions& o) { return run_msg("coll", o); }
+int run_ring(const MsgOptions& o) { return run_msg("ring", o); }
+
+}  // namespace bench
