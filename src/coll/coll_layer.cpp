@@ -88,6 +88,7 @@ bool CollLayer::advance(Op& op) noexcept {
         if (n) std::memcpy(r.buf, it->second.data.data(), n);
         r.got += it->second.got;
         r.any = true;
+        pool_.give(std::move(it->second.data));
         stash_.erase(it);
       }
     }
@@ -126,16 +127,24 @@ void CollLayer::on_data(void* ctx, uint32_t, const MessageHeader& h,
         done = it->second->cb;
         status = it->second->status;
         finished = true;
+        self->retire(*it->second);
         self->active_.erase(it);
       }
     } else {
-      Stash& s = self->stash_[StashKey{tctx, seq, round, src}];
+      auto [slot, fresh] = self->stash_.try_emplace(StashKey{tctx, seq, round, src});
+      Stash& s = slot->second;
+      if (fresh) s.data = self->pool_.take();
       if (s.data.size() < off + n) s.data.resize(off + n);
       if (n) std::memcpy(s.data.data() + off, payload, n);
       s.got += n;
     }
   }
   if (finished) core::run_callback(done, status);
+}
+
+void CollLayer::retire(Op& op) noexcept {
+  pool_.give(std::move(op.tmp));
+  pool_.give(std::move(op.tmp2));
 }
 
 tsu_status_t CollLayer::start(std::unique_ptr<Op> op) noexcept {
@@ -150,6 +159,7 @@ tsu_status_t CollLayer::start(std::unique_ptr<Op> op) noexcept {
       cb = ref.cb;
       status = ref.status;
       finished = true;
+      retire(ref);
     } else {
       active_.emplace(OpKey{ref.team->ctx, ref.seq}, std::move(op));
     }
@@ -254,13 +264,15 @@ tsu_status_t CollLayer::team_job_rank(tsu_team_t t, uint32_t team_rank, uint32_t
 
 #define TSU_COLL_TEAM(fn)                                                                \
   Team* tm;                                                                              \
+  auto op = std::make_unique<Op>();                                                      \
   {                                                                                      \
     std::lock_guard lock(mu_);                                                           \
     tm = team(team_id);                                                                  \
+    op->tmp = pool_.take();                                                              \
+    op->tmp2 = pool_.take();                                                             \
   }                                                                                      \
   if (!tm) return core::fail(TSU_ERR_INVALID_ARG, "%s: team %u is not valid", fn, team_id); \
   const uint32_t n = static_cast<uint32_t>(tm->members.size()), me = tm->me;             \
-  auto op = std::make_unique<Op>();                                                      \
   op->team = tm;                                                                         \
   op->cb = cb
 

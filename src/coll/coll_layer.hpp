@@ -22,6 +22,7 @@
 #include <tuple>
 #include <vector>
 
+#include "coll/scratch_pool.hpp"
 #include "core/message.hpp"
 #include "tsunagi/tsunagi.h"
 
@@ -108,20 +109,22 @@ class CollLayer {
     bool started = false;
     tsu_cb_t cb{};
     tsu_status_t status = TSU_OK;      // first local failure (the callback's status)
-    std::vector<std::byte> tmp, tmp2;  // op-owned buffers (sized before steps are built)
+    ScratchBuffer tmp, tmp2;           // op-owned buffers (sized before steps are built)
     std::vector<tsu_status_t> heard;   // statuses received by a status-carrying barrier
     std::function<void()> finish;      // after the last step
   };
   using OpKey = std::pair<uint64_t, uint64_t>;                    // ctx, seq
   using StashKey = std::tuple<uint64_t, uint64_t, uint32_t, uint32_t>;  // ctx, seq, round, src
   struct Stash {
-    std::vector<std::byte> data;
+    ScratchBuffer data;
     std::size_t got = 0;
   };
 
   static void on_data(void* ctx, uint32_t src, const core::MessageHeader& h,
                       const std::byte* payload) noexcept;
   Team* team(tsu_team_t t) noexcept;  // mu_ held or setup
+  // mu_ held: hands a finished op's buffers back to the pool.
+  void retire(Op& op) noexcept;
   // Starts `op` (assigns its sequence number); runs callbacks of what completed.
   tsu_status_t start(std::unique_ptr<Op> op) noexcept;
   // mu_ held: runs steps while their receives are complete; true when done.
@@ -163,6 +166,7 @@ class CollLayer {
   std::vector<std::unique_ptr<Team>> teams_;      // handle = index; null when freed
   std::map<OpKey, std::unique_ptr<Op>> active_;   // mu_
   std::map<StashKey, Stash> stash_;               // mu_
+  ScratchPool pool_;                              // mu_
 };
 
 }  // namespace tsu::coll
