@@ -10,8 +10,10 @@
 // member): recursive doubling for small data; above TSU_COLL_LARGE_MIN
 // reduce-scatter + allgather by recursive halving/doubling
 // (allreduce_halving.cpp); on a team whose members share a node, above
-// TSU_COLL_DIRECT_MIN, reduction straight out of the peers' buffers by Cross
-// Memory Attach (allreduce_direct.cpp).
+// TSU_COLL_DIRECT_MIN and when TSU_COLL_DIRECT=1, reduction straight out of
+// the peers' buffers by Cross Memory Attach (allreduce_direct.cpp; off by
+// default: slower than the message path where measured, see
+// docs/benchmarks-messaging.md).
 #pragma once
 
 #include <cstdint>

@@ -99,11 +99,12 @@ const std::vector<ConfigVar>& config_vars() {
       {"TSU_SCEAGER_MIN", "2048", "single-copy eager is tried from this size up (measured crossover here; paper: 256)"},
       {"TSU_SCEAGER", "1", "1: senders copy straight into an already posted receive (seed 004)"},
       {"TSU_POSTED_SLOTS", "64", "posted receives per rank visible to node peers (single-copy eager)"},
-      {"TSU_COLL_LARGE_MIN", "16K", "allreduce of this many bytes up: reduce-scatter + allgather "
+      {"TSU_COLL_LARGE_MIN", "64K", "allreduce of this many bytes up: reduce-scatter + allgather "
                                     "(recursive halving/doubling) instead of recursive doubling"},
-      {"TSU_COLL_DIRECT", "1", "1: allreduce in a team on one node reads and writes the peers' "
-                               "buffers directly (Cross Memory Attach) from TSU_COLL_DIRECT_MIN up"},
-      {"TSU_COLL_DIRECT_MIN", "16K", "smallest allreduce (bytes) that takes the direct path"},
+      {"TSU_COLL_DIRECT", "0", "1: allreduce in a team on one node reads and writes the peers' "
+                               "buffers directly (Cross Memory Attach) from TSU_COLL_DIRECT_MIN "
+                               "up (off: slower than messages on the measured machine)"},
+      {"TSU_COLL_DIRECT_MIN", "64K", "smallest allreduce (bytes) that takes the direct path"},
       {"TSU_UDP_ADDR", "(derived)", "udp: IPv4 address to bind and advertise (default: the "
                                     "address reaching the tcp bootstrap, else 127.0.0.1)"},
       {"TSU_UDP_PORT", "0", "udp: port to bind (0: any free port)"},

@@ -18,7 +18,7 @@ namespace {
 
 using namespace coll_test;
 
-constexpr std::size_t kLargeBytes = 20000;  // above the default thresholds (16 KiB)
+constexpr std::size_t kLargeBytes = 20000;  // many fragments; the env picks the algorithm
 
 template <typename T>
 void check_allreduce(tsu_team_t team, tsu_dtype_t dt, std::size_t count) {
@@ -82,7 +82,7 @@ void every_type(tsu_team_t team) {
 TEST(CollLarge, EveryOpAndTypeWorld) { every_type(TSU_TEAM_WORLD); }
 
 TEST(CollLarge, VeryLargeVector) {
-  // Several chunks of the direct path, many fragments of the message path.
+  // Above the default TSU_COLL_LARGE_MIN; several chunks of the direct path.
   check_allreduce<double>(TSU_TEAM_WORLD, TSU_DT_DOUBLE, odd_count<double>(1u << 20));
 }
 

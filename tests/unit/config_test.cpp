@@ -96,12 +96,13 @@ TEST(Config, BadEnvironmentValuesNameTheVariable) {
 TEST(Config, CollectiveAlgorithmThresholds) {
   Config cfg;
   std::string error;
-  FakeEnv env{{{"TSU_COLL_LARGE_MIN", "64K"}, {"TSU_COLL_DIRECT_MIN", "0"},
-               {"TSU_COLL_DIRECT", "off"}}};
+  EXPECT_FALSE(cfg.coll_direct);  // off by default (slower than messages where measured)
+  FakeEnv env{{{"TSU_COLL_LARGE_MIN", "1M"}, {"TSU_COLL_DIRECT_MIN", "0"},
+               {"TSU_COLL_DIRECT", "on"}}};
   ASSERT_EQ(config_from_env(cfg, env.fn(), error), TSU_OK) << error;
-  EXPECT_EQ(cfg.coll_large_min, 64u << 10);
+  EXPECT_EQ(cfg.coll_large_min, 1u << 20);
   EXPECT_EQ(cfg.coll_direct_min, 0u);
-  EXPECT_FALSE(cfg.coll_direct);
+  EXPECT_TRUE(cfg.coll_direct);
   for (const auto& [var, value] : {std::pair{"TSU_COLL_LARGE_MIN", "big"},
                                    std::pair{"TSU_COLL_DIRECT_MIN", "-1"},
                                    std::pair{"TSU_COLL_DIRECT", "2"}}) {
