@@ -3,15 +3,18 @@
 # coll and tsu-peers-mpi coll at 2 and 4 ranks, 8 B .. 1 MiB, RUNS times each,
 # interleaved (a shared machine's load drifts), then the median per row.
 # Both sides yield while they wait (tsu --yield, Open MPI mpi_yield_when_idle):
-# 4 ranks oversubscribe a 2-core machine.
+# 4 ranks oversubscribe a 2-core machine.  Placement as Open MPI's default:
+# mpirun binds 2 ranks to cores 0 and 1 and leaves 4 (oversubscribed) ranks
+# unbound; tsurun binds nothing, so tsu-bench-msg gets --cpus 0,1 at 2 ranks.
 # Usage: bench/msg/run_coll.sh [BUILD_DIR] [RUNS]   (default build/release, 3)
 B=${1:-build/release}
 RUNS=${2:-3}
 OUT=$(mktemp)
 for run in $(seq "$RUNS"); do
   for n in 2 4; do
+    PIN=""; [ $n = 2 ] && PIN="--cpus 0,1"
     TSU_PROGRESS=manual "$B/tools/tsurun/tsurun" -n $n --timeout 300 \
-      "$B/bench/msg/tsu-bench-msg" coll --max 1048576 --yield | sed 's/^/tsunagi /' >>"$OUT"
+      "$B/bench/msg/tsu-bench-msg" coll --max 1048576 --yield $PIN | sed 's/^/tsunagi /' >>"$OUT"
     mpirun --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 -np $n \
       "$B/bench/peers/tsu-peers-mpi" coll --max 1048576 | sed 's/^/openmpi /' >>"$OUT"
   done
