@@ -8,7 +8,10 @@
  * thread at a time per team (as in MPI); several may be in flight at once.
  * Buffers must stay valid until the callback.  Algorithms are logarithmic in
  * the team size: dissemination barrier, binomial broadcast/reduce/gather,
- * recursive doubling allreduce, Bruck allgather; alltoall is direct.
+ * recursive doubling allreduce (reduce-scatter + allgather by recursive
+ * halving/doubling from TSU_COLL_LARGE_MIN bytes), Bruck allgather; alltoall
+ * is direct.  A callback's status is TSU_OK, or the error of a failed local
+ * step (e.g. cross-memory access refused on the optional direct path).
  * A team of one completes inside the call.
  */
 #ifndef TSUNAGI_COLL_H

@@ -62,8 +62,11 @@ tsu_status_t AmLayer::send_or_queue(uint32_t dst, const MessageHeader& h,
     queued_[dst].fetch_add(1, std::memory_order_release);
     queued_total_.fetch_add(1, std::memory_order_release);
   }
-  // The engine may be asleep (this can be a user thread): wake it.
-  if (!core::in_progress_context()) rt_.engine().doorbell().ring();
+  // The engine may be asleep (this can be a user thread): wake it.  In
+  // manual progress no engine thread sleeps, and the ring is a futex system
+  // call per queued message (measured: one per broadcast from a root that
+  // outruns its receivers).
+  if (!core::in_progress_context() && !rt_.manual_progress()) rt_.engine().doorbell().ring();
   return TSU_OK;
 }
 

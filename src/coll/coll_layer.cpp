@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <type_traits>
 
 #include "am/am_layer.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/progress_engine.hpp"
 #include "core/runtime.hpp"
+#include "coll/reduce_ops.hpp"
 #include "util/backoff.hpp"
 
 namespace tsu::coll {
@@ -21,65 +21,12 @@ using core::MessageHeader;
 namespace {
 
 constexpr uint64_t kWorldContext = 1;
-// Rounds of the allreduce fold-in/out (recursive doubling uses the mask).
-constexpr uint32_t kFoldIn = 1u << 30;
-constexpr uint32_t kFoldOut = (1u << 30) + 1;
 
 uint64_t mix(uint64_t x) noexcept {  // splitmix64 finalizer
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
-}
-
-std::size_t dtype_size(tsu_dtype_t t) noexcept {
-  switch (t) {
-    case TSU_DT_INT8: case TSU_DT_UINT8: return 1;
-    case TSU_DT_INT16: case TSU_DT_UINT16: return 2;
-    case TSU_DT_INT32: case TSU_DT_UINT32: case TSU_DT_FLOAT: return 4;
-    case TSU_DT_INT64: case TSU_DT_UINT64: case TSU_DT_DOUBLE: return 8;
-  }
-  return 0;
-}
-
-template <typename T>
-void combine_typed(tsu_op_t op, std::byte* acc, const std::byte* other, std::size_t count) noexcept {
-  for (std::size_t i = 0; i < count; ++i) {
-    T a, b;
-    std::memcpy(&a, acc + i * sizeof(T), sizeof(T));
-    std::memcpy(&b, other + i * sizeof(T), sizeof(T));
-    T r = a;
-    switch (op) {
-      case TSU_OP_SUM: r = static_cast<T>(a + b); break;
-      case TSU_OP_PROD: r = static_cast<T>(a * b); break;
-      case TSU_OP_MIN: r = b < a ? b : a; break;
-      case TSU_OP_MAX: r = a < b ? b : a; break;
-      case TSU_OP_BAND:
-        if constexpr (std::is_integral_v<T>) r = static_cast<T>(a & b);
-        break;
-      case TSU_OP_BOR:
-        if constexpr (std::is_integral_v<T>) r = static_cast<T>(a | b);
-        break;
-    }
-    std::memcpy(acc + i * sizeof(T), &r, sizeof(T));
-  }
-}
-
-// acc = acc op other, element-wise.
-void combine(tsu_dtype_t t, tsu_op_t op, std::byte* acc, const std::byte* other,
-             std::size_t count) noexcept {
-  switch (t) {
-    case TSU_DT_INT8: combine_typed<int8_t>(op, acc, other, count); break;
-    case TSU_DT_UINT8: combine_typed<uint8_t>(op, acc, other, count); break;
-    case TSU_DT_INT16: combine_typed<int16_t>(op, acc, other, count); break;
-    case TSU_DT_UINT16: combine_typed<uint16_t>(op, acc, other, count); break;
-    case TSU_DT_INT32: combine_typed<int32_t>(op, acc, other, count); break;
-    case TSU_DT_UINT32: combine_typed<uint32_t>(op, acc, other, count); break;
-    case TSU_DT_INT64: combine_typed<int64_t>(op, acc, other, count); break;
-    case TSU_DT_UINT64: combine_typed<uint64_t>(op, acc, other, count); break;
-    case TSU_DT_FLOAT: combine_typed<float>(op, acc, other, count); break;
-    case TSU_DT_DOUBLE: combine_typed<double>(op, acc, other, count); break;
-  }
 }
 
 }  // namespace
@@ -90,11 +37,18 @@ CollLayer::CollLayer(core::Runtime& rt, am::AmLayer& am) : rt_(rt), am_(am) {
   world->members.resize(rt.size());
   for (uint32_t r = 0; r < rt.size(); ++r) world->members[r] = r;
   world->me = rt.rank();
+  world->one_node = on_one_node(world->members);
   teams_.push_back(std::move(world));
   rt.handlers().set(kHandlerCollData, on_data, this);
 }
 
 CollLayer::~CollLayer() = default;
+
+bool CollLayer::on_one_node(const std::vector<uint32_t>& members) const noexcept {
+  for (uint32_t r : members)
+    if (rt_.node_of(r) != rt_.node_of(rt_.rank()) || !rt_.memory_route(r)) return false;
+  return true;
+}
 
 CollLayer::Team* CollLayer::team(tsu_team_t t) noexcept {
   return t < teams_.size() ? teams_[t].get() : nullptr;
@@ -134,6 +88,7 @@ bool CollLayer::advance(Op& op) noexcept {
         if (n) std::memcpy(r.buf, it->second.data.data(), n);
         r.got += it->second.got;
         r.any = true;
+        pool_.give(std::move(it->second.data));
         stash_.erase(it);
       }
     }
@@ -155,6 +110,7 @@ void CollLayer::on_data(void* ctx, uint32_t, const MessageHeader& h,
   const auto src = static_cast<uint32_t>(h.args[2] & 0xffffffffu);
   const std::size_t off = h.args[3], n = h.payload_len;
   tsu_cb_t done{};
+  tsu_status_t status = TSU_OK;
   bool finished = false;
   {
     std::lock_guard lock(self->mu_);
@@ -169,21 +125,31 @@ void CollLayer::on_data(void* ctx, uint32_t, const MessageHeader& h,
       target->any = true;
       if (self->advance(*it->second)) {
         done = it->second->cb;
+        status = it->second->status;
         finished = true;
+        self->retire(*it->second);
         self->active_.erase(it);
       }
     } else {
-      Stash& s = self->stash_[StashKey{tctx, seq, round, src}];
+      auto [slot, fresh] = self->stash_.try_emplace(StashKey{tctx, seq, round, src});
+      Stash& s = slot->second;
+      if (fresh) s.data = self->pool_.take();
       if (s.data.size() < off + n) s.data.resize(off + n);
       if (n) std::memcpy(s.data.data() + off, payload, n);
       s.got += n;
     }
   }
-  if (finished) core::run_callback(done, TSU_OK);
+  if (finished) core::run_callback(done, status);
+}
+
+void CollLayer::retire(Op& op) noexcept {
+  pool_.give(std::move(op.tmp));
+  pool_.give(std::move(op.tmp2));
 }
 
 tsu_status_t CollLayer::start(std::unique_ptr<Op> op) noexcept {
   tsu_cb_t cb{};
+  tsu_status_t status = TSU_OK;
   bool finished = false;
   {
     std::lock_guard lock(mu_);
@@ -191,12 +157,14 @@ tsu_status_t CollLayer::start(std::unique_ptr<Op> op) noexcept {
     Op& ref = *op;
     if (advance(ref)) {
       cb = ref.cb;
+      status = ref.status;
       finished = true;
+      retire(ref);
     } else {
       active_.emplace(OpKey{ref.team->ctx, ref.seq}, std::move(op));
     }
   }
-  if (finished) core::run_callback(cb, TSU_OK);
+  if (finished) core::run_callback(cb, status);
   return TSU_OK;
 }
 
@@ -258,6 +226,7 @@ tsu_status_t CollLayer::split(tsu_team_t parent, int32_t color, uint32_t key,
     if (r == p->me) t->me = static_cast<uint32_t>(t->members.size());
     t->members.push_back(p->members[r]);
   }
+  t->one_node = on_one_node(t->members);
   teams_.push_back(std::move(t));
   out = static_cast<tsu_team_t>(teams_.size() - 1);
   return TSU_OK;
@@ -295,26 +264,47 @@ tsu_status_t CollLayer::team_job_rank(tsu_team_t t, uint32_t team_rank, uint32_t
 
 #define TSU_COLL_TEAM(fn)                                                                \
   Team* tm;                                                                              \
+  auto op = std::make_unique<Op>();                                                      \
   {                                                                                      \
     std::lock_guard lock(mu_);                                                           \
     tm = team(team_id);                                                                  \
+    op->tmp = pool_.take();                                                              \
+    op->tmp2 = pool_.take();                                                             \
   }                                                                                      \
   if (!tm) return core::fail(TSU_ERR_INVALID_ARG, "%s: team %u is not valid", fn, team_id); \
   const uint32_t n = static_cast<uint32_t>(tm->members.size()), me = tm->me;             \
-  auto op = std::make_unique<Op>();                                                      \
   op->team = tm;                                                                         \
   op->cb = cb
 
 tsu_status_t CollLayer::barrier(tsu_team_t team_id, const tsu_cb_t& cb) noexcept {
   TSU_COLL_TEAM("tsu_try_barrier");
-  // Dissemination: round k talks to +-2^k.
-  for (uint32_t dist = 1, round = 0; dist < n; dist <<= 1, ++round) {
-    Step s;
-    s.sends.push_back(Send{(me + dist) % n, nullptr, 0, round});
-    s.recvs.push_back(Recv{(me + n - dist) % n, nullptr, 0, round});
-    op->steps.push_back(std::move(s));
-  }
+  (void)n;
+  (void)me;
+  add_barrier_steps(*op, 0);
   return start(std::move(op));
+}
+
+void CollLayer::add_barrier_steps(Op& op, uint32_t first_round, bool carry_status) noexcept {
+  const uint32_t n = static_cast<uint32_t>(op.team->members.size()), me = op.team->me;
+  uint32_t rounds = 0;
+  for (uint32_t dist = 1; dist < n; dist <<= 1) ++rounds;
+  if (carry_status) op.heard.assign(rounds, TSU_OK);
+  const std::size_t len = carry_status ? sizeof(tsu_status_t) : 0;
+  // Dissemination: round k talks to +-2^k.  After the last round every
+  // member has heard from every other one (directly or through others).
+  Op* o = &op;
+  for (uint32_t dist = 1, k = 0; dist < n; dist <<= 1, ++k) {
+    Step s;
+    const auto* status = carry_status ? reinterpret_cast<const std::byte*>(&op.status) : nullptr;
+    auto* heard = carry_status ? reinterpret_cast<std::byte*>(&op.heard[k]) : nullptr;
+    s.sends.push_back(Send{(me + dist) % n, status, len, first_round + k});
+    s.recvs.push_back(Recv{(me + n - dist) % n, heard, len, first_round + k});
+    if (carry_status)
+      s.post = [o, k] {
+        if (o->status == TSU_OK) o->status = o->heard[k];
+      };
+    op.steps.push_back(std::move(s));
+  }
 }
 
 tsu_status_t CollLayer::broadcast(tsu_team_t team_id, void* buf, std::size_t bytes, uint32_t root,
@@ -359,71 +349,92 @@ tsu_status_t CollLayer::reduce(const char* fn, tsu_team_t team_id, const void* s
     return core::fail(TSU_ERR_NULL_POINTER, "%s: src or dst is NULL", fn);
   const std::size_t bytes = count * es;
   Op* o = op.get();
+  const core::Config& cfg = rt_.config();
+  if (all && n > 1 && tm->one_node && cfg.coll_direct && bytes >= cfg.coll_direct_min) {
+    build_allreduce_direct(*o, static_cast<const std::byte*>(src), static_cast<std::byte*>(dst),
+                           count, type, rop);
+    return start(std::move(op));
+  }
   // The accumulator: dst where this rank gets the result, else op-owned.
-  o->tmp.resize(bytes);
+  o->tmp.resize(is_root ? 0 : bytes);
   o->tmp2.resize(bytes);
   std::byte* acc = is_root ? static_cast<std::byte*>(dst) : o->tmp.data();
   std::byte* in = o->tmp2.data();
   if (bytes && acc != src) std::memmove(acc, src, bytes);
-  auto fold = [=] { combine(type, rop, acc, in, count); };
-  if (!all) {
-    // Binomial tree towards the root.
-    const auto r = static_cast<uint32_t>(root);
-    const uint32_t vr = (me + n - r) % n;
-    auto abs = [&](uint32_t v) { return (v + r) % n; };
-    for (uint32_t mask = 1; mask < n; mask <<= 1) {
-      Step s;
-      if (vr & mask) {
-        s.sends.push_back(Send{abs(vr - mask), acc, bytes, mask});
-        op->steps.push_back(std::move(s));
-        break;
-      }
-      if (vr + mask < n) {
-        s.recvs.push_back(Recv{abs(vr + mask), in, bytes, mask});
-        s.post = fold;
-        op->steps.push_back(std::move(s));
-      }
-    }
+  if (all) {
+    if (n > 1 && bytes >= cfg.coll_large_min)
+      build_allreduce_halving(*o, acc, in, count, type, rop);
+    else
+      build_allreduce_doubling(*o, acc, in, count, type, rop);
     return start(std::move(op));
   }
-  // Allreduce: recursive doubling; the ranks beyond the largest power of two
-  // fold into a partner first and get the result from it at the end.
-  uint32_t p2 = 1;
-  while (p2 * 2 <= n) p2 *= 2;
-  const uint32_t rem = n - p2;
-  int64_t newr;
-  if (me < 2 * rem) {
+  // Binomial tree towards the root.
+  auto fold = [=] { combine(type, rop, acc, in, count); };
+  const auto r = static_cast<uint32_t>(root);
+  const uint32_t vr = (me + n - r) % n;
+  auto abs = [&](uint32_t v) { return (v + r) % n; };
+  for (uint32_t mask = 1; mask < n; mask <<= 1) {
     Step s;
-    if (me % 2 == 0) {
-      s.sends.push_back(Send{me + 1, acc, bytes, kFoldIn});
-      newr = -1;
-    } else {
-      s.recvs.push_back(Recv{me - 1, in, bytes, kFoldIn});
-      s.post = fold;
-      newr = me / 2;
+    if (vr & mask) {
+      s.sends.push_back(Send{abs(vr - mask), acc, bytes, mask});
+      op->steps.push_back(std::move(s));
+      break;
     }
-    op->steps.push_back(std::move(s));
-  } else {
-    newr = me - rem;
-  }
-  if (newr >= 0) {
-    for (uint32_t mask = 1; mask < p2; mask <<= 1) {
-      const uint32_t pn = static_cast<uint32_t>(newr) ^ mask;
-      const uint32_t partner = pn < rem ? pn * 2 + 1 : pn + rem;
-      Step s;
-      s.sends.push_back(Send{partner, acc, bytes, mask});
-      s.recvs.push_back(Recv{partner, in, bytes, mask});
+    if (vr + mask < n) {
+      s.recvs.push_back(Recv{abs(vr + mask), in, bytes, mask});
       s.post = fold;
       op->steps.push_back(std::move(s));
     }
   }
-  if (me < 2 * rem) {
-    Step s;
-    if (me % 2 == 1) s.sends.push_back(Send{me - 1, acc, bytes, kFoldOut});
-    else s.recvs.push_back(Recv{me + 1, acc, bytes, kFoldOut});
-    op->steps.push_back(std::move(s));
-  }
   return start(std::move(op));
+}
+
+void CollLayer::build_allreduce_doubling(Op& op, std::byte* acc, std::byte* in, std::size_t count,
+                                         tsu_dtype_t type, tsu_op_t rop) noexcept {
+  const std::size_t bytes = count * dtype_size(type);
+  uint32_t p2 = 1;
+  const int64_t newr = add_fold_in(op, acc, in, count, type, rop, p2);
+  if (newr >= 0) {
+    const uint32_t n = static_cast<uint32_t>(op.team->members.size());
+    for (uint32_t mask = 1; mask < p2; mask <<= 1) {
+      const uint32_t partner = survivor_rank(static_cast<uint32_t>(newr) ^ mask, n, p2);
+      Step s;
+      s.sends.push_back(Send{partner, acc, bytes, mask});
+      s.recvs.push_back(Recv{partner, in, bytes, mask});
+      s.post = [=] { combine(type, rop, acc, in, count); };
+      op.steps.push_back(std::move(s));
+    }
+  }
+  add_fold_out(op, acc, bytes, p2);
+}
+
+int64_t CollLayer::add_fold_in(Op& op, std::byte* acc, std::byte* in, std::size_t count,
+                               tsu_dtype_t type, tsu_op_t rop, uint32_t& p2) noexcept {
+  const uint32_t n = static_cast<uint32_t>(op.team->members.size()), me = op.team->me;
+  const std::size_t bytes = count * dtype_size(type);
+  p2 = 1;
+  while (p2 * 2 <= n) p2 *= 2;
+  const uint32_t rem = n - p2;
+  if (me >= 2 * rem) return me - rem;
+  Step s;
+  if (me % 2 == 0) {
+    s.sends.push_back(Send{me + 1, acc, bytes, kRoundFoldIn});
+    op.steps.push_back(std::move(s));
+    return -1;
+  }
+  s.recvs.push_back(Recv{me - 1, in, bytes, kRoundFoldIn});
+  s.post = [=] { combine(type, rop, acc, in, count); };
+  op.steps.push_back(std::move(s));
+  return me / 2;
+}
+
+void CollLayer::add_fold_out(Op& op, std::byte* acc, std::size_t bytes, uint32_t p2) noexcept {
+  const uint32_t n = static_cast<uint32_t>(op.team->members.size()), me = op.team->me;
+  if (me >= 2 * (n - p2)) return;
+  Step s;
+  if (me % 2 == 1) s.sends.push_back(Send{me - 1, acc, bytes, kRoundFoldOut});
+  else s.recvs.push_back(Recv{me + 1, acc, bytes, kRoundFoldOut});
+  op.steps.push_back(std::move(s));
 }
 
 tsu_status_t CollLayer::gather(const char* fn, tsu_team_t team_id, const void* src, void* dst,

@@ -5,6 +5,15 @@
 // sequence, round, source); messages that arrive before their op or step has
 // started wait in a stash.  One mutex guards the layer's state (collectives
 // are not the small-message fast path); callbacks run outside it.
+//
+// Allreduce picks its algorithm by size and team (same choice on every
+// member): recursive doubling for small data; above TSU_COLL_LARGE_MIN
+// reduce-scatter + allgather by recursive halving/doubling
+// (allreduce_halving.cpp); on a team whose members share a node, above
+// TSU_COLL_DIRECT_MIN and when TSU_COLL_DIRECT=1, reduction straight out of
+// the peers' buffers by Cross Memory Attach (allreduce_direct.cpp; off by
+// default: slower than the message path where measured, see
+// docs/benchmarks-messaging.md).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +24,7 @@
 #include <tuple>
 #include <vector>
 
+#include "coll/scratch_pool.hpp"
 #include "core/message.hpp"
 #include "tsunagi/tsunagi.h"
 
@@ -28,6 +38,16 @@ class AmLayer;
 namespace tsu::coll {
 
 inline constexpr uint16_t kHandlerCollData = core::kHandlerCollFirst + 0;
+
+// Message rounds (see CollLayer::Send): small numbers are algorithm steps
+// (distance, mask, dissemination round); the tagged ranges below keep the
+// phases of one allreduce apart.
+inline constexpr uint32_t kRoundFoldIn = 1u << 30;        // extra rank -> partner
+inline constexpr uint32_t kRoundFoldOut = (1u << 30) + 1;  // partner -> extra rank
+inline constexpr uint32_t kRoundAddresses = (1u << 30) + 2;  // direct: buffer addresses
+inline constexpr uint32_t kRoundHalvingReduce = 1u << 29;  // | mask
+inline constexpr uint32_t kRoundHalvingGather = 1u << 28;  // | mask
+inline constexpr uint32_t kRoundDirectDone = 1u << 27;     // + dissemination round
 
 class CollLayer {
  public:
@@ -59,6 +79,7 @@ class CollLayer {
     uint32_t me;                   // my team rank
     uint64_t next_seq = 0;         // collectives started on this team
     uint64_t splits = 0;           // splits of this team (context derivation)
+    bool one_node = false;         // every member on this rank's node (CMA reaches them)
   };
   // Messages are matched by (source, round): the round is chosen by the
   // algorithm so that sender and receiver agree on it (their step indices
@@ -89,24 +110,56 @@ class CollLayer {
     std::size_t cur = 0;
     bool started = false;
     tsu_cb_t cb{};
-    std::vector<std::byte> tmp, tmp2;  // op-owned buffers (sized before steps are built)
+    tsu_status_t status = TSU_OK;      // first local failure (the callback's status)
+    ScratchBuffer tmp, tmp2;           // op-owned buffers (sized before steps are built)
+    std::vector<tsu_status_t> heard;   // statuses received by a status-carrying barrier
     std::function<void()> finish;      // after the last step
   };
   using OpKey = std::pair<uint64_t, uint64_t>;                    // ctx, seq
   using StashKey = std::tuple<uint64_t, uint64_t, uint32_t, uint32_t>;  // ctx, seq, round, src
   struct Stash {
-    std::vector<std::byte> data;
+    ScratchBuffer data;
     std::size_t got = 0;
   };
 
   static void on_data(void* ctx, uint32_t src, const core::MessageHeader& h,
                       const std::byte* payload) noexcept;
   Team* team(tsu_team_t t) noexcept;  // mu_ held or setup
+  // mu_ held: hands a finished op's buffers back to the pool.
+  void retire(Op& op) noexcept;
   // Starts `op` (assigns its sequence number); runs callbacks of what completed.
   tsu_status_t start(std::unique_ptr<Op> op) noexcept;
   // mu_ held: runs steps while their receives are complete; true when done.
   bool advance(Op& op) noexcept;
   void send_data(Op& op, const Send& s) noexcept;
+  bool on_one_node(const std::vector<uint32_t>& members) const noexcept;
+  // Allreduce schedules (acc: this rank's dst, already holding its src,
+  // except for the direct one which reads src itself).
+  void build_allreduce_doubling(Op& op, std::byte* acc, std::byte* in, std::size_t count,
+                                tsu_dtype_t type, tsu_op_t rop) noexcept;
+  void build_allreduce_halving(Op& op, std::byte* acc, std::byte* in, std::size_t count,
+                               tsu_dtype_t type, tsu_op_t rop) noexcept;
+  void build_allreduce_direct(Op& op, const std::byte* src, std::byte* dst, std::size_t count,
+                              tsu_dtype_t type, tsu_op_t rop) noexcept;
+  // Non-power-of-two teams: the first 2*rem ranks pair up; the even one of
+  // each pair hands its vector to the odd one (fold in) and gets the result
+  // back at the end (fold out).  Sets p2 (the largest power of two <= size);
+  // returns this rank's index among the p2 survivors, or -1 if folded away.
+  static int64_t add_fold_in(Op& op, std::byte* acc, std::byte* in, std::size_t count,
+                             tsu_dtype_t type, tsu_op_t rop, uint32_t& p2) noexcept;
+  static void add_fold_out(Op& op, std::byte* acc, std::size_t bytes, uint32_t p2) noexcept;
+  // Team rank of survivor `index` (see add_fold_in).
+  static uint32_t survivor_rank(uint32_t index, uint32_t n, uint32_t p2) noexcept {
+    const uint32_t rem = n - p2;
+    return index < rem ? index * 2 + 1 : index + rem;
+  }
+  // The direct allreduce's local work, once every peer's addresses are here.
+  void reduce_direct(Op& op, const std::byte* src, std::byte* dst, std::size_t count,
+                     tsu_dtype_t type, tsu_op_t rop) noexcept;
+  // Appends a dissemination barrier over op's team (rounds first_round + k).
+  // carry_status: each message carries the sender's op status, so that a
+  // failure anywhere becomes every member's callback status.
+  static void add_barrier_steps(Op& op, uint32_t first_round, bool carry_status = false) noexcept;
   tsu_status_t wait_blocking(const std::function<tsu_status_t(tsu_cb_t)>& start_fn) noexcept;
 
   core::Runtime& rt_;
@@ -115,6 +168,7 @@ class CollLayer {
   std::vector<std::unique_ptr<Team>> teams_;      // handle = index; null when freed
   std::map<OpKey, std::unique_ptr<Op>> active_;   // mu_
   std::map<StashKey, Stash> stash_;               // mu_
+  ScratchPool pool_;                              // mu_
 };
 
 }  // namespace tsu::coll

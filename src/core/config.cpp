@@ -102,6 +102,12 @@ const std::vector<ConfigVar>& config_vars() {
       {"TSU_SCEAGER_MIN", "1024", "single-copy eager is tried from this size up (measured crossover here; paper: 256)"},
       {"TSU_SCEAGER", "1", "1: senders copy straight into an already posted receive (seed 004)"},
       {"TSU_POSTED_SLOTS", "64", "posted receives per rank visible to node peers (single-copy eager)"},
+      {"TSU_COLL_LARGE_MIN", "64K", "allreduce of this many bytes up: reduce-scatter + allgather "
+                                    "(recursive halving/doubling) instead of recursive doubling"},
+      {"TSU_COLL_DIRECT", "0", "1: allreduce in a team on one node reads and writes the peers' "
+                               "buffers directly (Cross Memory Attach) from TSU_COLL_DIRECT_MIN "
+                               "up (off: slower than messages on the measured machine)"},
+      {"TSU_COLL_DIRECT_MIN", "64K", "smallest allreduce (bytes) that takes the direct path"},
       {"TSU_UDP_ADDR", "(derived)", "udp: IPv4 address to bind and advertise (default: the "
                                     "address reaching the tcp bootstrap, else 127.0.0.1)"},
       {"TSU_UDP_PORT", "0", "udp: port to bind (0: any free port)"},
@@ -195,6 +201,15 @@ tsu_status_t config_from_env(Config& cfg, const GetEnv& getenv_fn, std::string& 
   }
   if (const char* v = getenv_fn("TSU_SCEAGER")) {
     if (!parse_bool(v, cfg.sceager)) return bad("TSU_SCEAGER", v, "0 or 1");
+  }
+  if (const char* v = getenv_fn("TSU_COLL_LARGE_MIN")) {
+    if (!parse_size(v, cfg.coll_large_min)) return bad("TSU_COLL_LARGE_MIN", v, "a size");
+  }
+  if (const char* v = getenv_fn("TSU_COLL_DIRECT_MIN")) {
+    if (!parse_size(v, cfg.coll_direct_min)) return bad("TSU_COLL_DIRECT_MIN", v, "a size");
+  }
+  if (const char* v = getenv_fn("TSU_COLL_DIRECT")) {
+    if (!parse_bool(v, cfg.coll_direct)) return bad("TSU_COLL_DIRECT", v, "0 or 1");
   }
   if (const char* v = getenv_fn("TSU_POSTED_SLOTS")) {
     uint64_t n;
@@ -348,6 +363,9 @@ std::vector<std::pair<std::string, std::string>> config_describe(const Config& c
       {"TSU_SCEAGER_MIN", std::to_string(cfg.sceager_min)},
       {"TSU_SCEAGER", cfg.sceager ? "1" : "0"},
       {"TSU_POSTED_SLOTS", std::to_string(cfg.posted_slots)},
+      {"TSU_COLL_LARGE_MIN", std::to_string(cfg.coll_large_min)},
+      {"TSU_COLL_DIRECT", cfg.coll_direct ? "1" : "0"},
+      {"TSU_COLL_DIRECT_MIN", std::to_string(cfg.coll_direct_min)},
       {"TSU_UDP_ADDR", cfg.udp_addr.empty() ? "(derived)" : cfg.udp_addr},
       {"TSU_UDP_PORT", std::to_string(cfg.udp_port)},
       {"TSU_UDP_MTU", std::to_string(cfg.udp_mtu)},

@@ -32,6 +32,9 @@ struct Config {
   std::size_t sceager_min = 1024;        // tagged: single-copy eager from this size up (measured)
   bool sceager = true;                   // tagged: single-copy eager on/off
   uint32_t posted_slots = 64;            // tagged: posted receives visible to senders
+  std::size_t coll_large_min = 64u << 10;   // allreduce: reduce-scatter + allgather from here (measured)
+  std::size_t coll_direct_min = 64u << 10;  // allreduce on one node: CMA from here when enabled
+  bool coll_direct = false;                 // allreduce on one node: CMA shortcut (slower here)
   // udp transport (ranks on other nodes)
   std::string udp_addr;                  // TSU_UDP_ADDR; empty = derived
   uint32_t udp_port = 0;

@@ -9,66 +9,13 @@
 #include <memory>
 #include <vector>
 
+#include "coll_util.hpp"
 #include "msg_util.hpp"
 #include "tsunagi/tsunagi.h"
 
 namespace {
 
-struct Flag {
-  std::atomic<int> calls{0};
-  std::atomic<tsu_status_t> st{1};
-  tsu_cb_t cb() {
-    return tsu_cb(
-        [](tsu_status_t s, void* a) {
-          auto* f = static_cast<Flag*>(a);
-          f->st.store(s);
-          f->calls.fetch_add(1);
-        },
-        this);
-  }
-  void wait() {
-    ASSERT_TRUE(mp::wait_until([&] { return calls.load() > 0; }, "collective"));
-    EXPECT_EQ(calls.load(), 1);
-    EXPECT_EQ(st.load(), TSU_OK);
-  }
-};
-
-uint32_t team_size(tsu_team_t t) {
-  uint32_t s = 0;
-  EXPECT_EQ(tsu_team_size(t, &s), TSU_OK);
-  return s;
-}
-uint32_t team_rank(tsu_team_t t) {
-  uint32_t r = 0;
-  EXPECT_EQ(tsu_team_rank(t, &r), TSU_OK);
-  return r;
-}
-
-// Element value of team rank r at index i for op `op` (kept small: exact in
-// every type, no overflow in products).
-template <typename T>
-T value(uint32_t r, std::size_t i, tsu_op_t op) {
-  if (op == TSU_OP_PROD) return static_cast<T>((r + i) % 3 + 1);
-  if (op == TSU_OP_BAND || op == TSU_OP_BOR) return static_cast<T>((r * 5 + i * 3) % 64);
-  return static_cast<T>(static_cast<int>((r * 7 + i) % 13) - (std::is_signed_v<T> ? 6 : 0));
-}
-template <typename T>
-T apply(tsu_op_t op, T a, T b) {
-  switch (op) {
-    case TSU_OP_SUM: return static_cast<T>(a + b);
-    case TSU_OP_PROD: return static_cast<T>(a * b);
-    case TSU_OP_MIN: return std::min(a, b);
-    case TSU_OP_MAX: return std::max(a, b);
-    case TSU_OP_BAND: if constexpr (std::is_integral_v<T>) return static_cast<T>(a & b); break;
-    case TSU_OP_BOR: if constexpr (std::is_integral_v<T>) return static_cast<T>(a | b); break;
-  }
-  return a;
-}
-
-template <typename T>
-bool same(const T* a, const T* b, std::size_t count) {
-  return count == 0 || std::memcmp(a, b, count * sizeof(T)) == 0;
-}
+using namespace coll_test;
 
 template <typename T>
 void check_reductions(tsu_team_t team, tsu_dtype_t dt, std::size_t count) {
