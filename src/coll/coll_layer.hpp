@@ -52,6 +52,10 @@ class CollLayer {
   tsu_status_t alltoall(tsu_team_t team, const void* src, void* dst, std::size_t bytes,
                         const tsu_cb_t& cb) noexcept;
 
+  // `rank` is gone (progress context): collectives on teams that include it
+  // complete with TSU_ERR_PEER_LOST, now and when started later.
+  void on_peer_lost(uint32_t rank) noexcept;
+
  private:
   struct Team {
     uint64_t ctx;                  // same on every member
@@ -108,6 +112,7 @@ class CollLayer {
   bool advance(Op& op) noexcept;
   void send_data(Op& op, const Send& s) noexcept;
   tsu_status_t wait_blocking(const std::function<tsu_status_t(tsu_cb_t)>& start_fn) noexcept;
+  bool has_lost_member(const Team& t) const noexcept;  // mu_ held
 
   core::Runtime& rt_;
   am::AmLayer& am_;
@@ -115,6 +120,7 @@ class CollLayer {
   std::vector<std::unique_ptr<Team>> teams_;      // handle = index; null when freed
   std::map<OpKey, std::unique_ptr<Op>> active_;   // mu_
   std::map<StashKey, Stash> stash_;               // mu_
+  std::vector<uint32_t> lost_;                    // mu_: ranks declared lost
 };
 
 }  // namespace tsu::coll
