@@ -9,7 +9,9 @@
  * Buffers must stay valid until the callback.  Algorithms are logarithmic in
  * the team size: dissemination barrier, binomial broadcast/reduce/gather,
  * recursive doubling allreduce, Bruck allgather; alltoall is direct.
- * A team of one completes inside the call.
+ * A team of one completes inside the call.  When a member of the team is
+ * lost (another node, peer-loss detection), its collectives in flight and
+ * later ones complete with TSU_ERR_PEER_LOST instead of waiting forever.
  */
 #ifndef TSUNAGI_COLL_H
 #define TSUNAGI_COLL_H
