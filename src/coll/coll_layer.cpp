@@ -259,7 +259,9 @@ tsu_status_t CollLayer::wait_blocking(const std::function<tsu_status_t(tsu_cb_t)
       backoff.pause();
     }
   }
-  return done.status;
+  if (done.status != TSU_OK)
+    return core::fail(done.status, "collective failed: %s", tsu_strerror(done.status));
+  return TSU_OK;
 }
 
 tsu_status_t CollLayer::split(tsu_team_t parent, int32_t color, uint32_t key,
