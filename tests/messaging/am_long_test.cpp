@@ -55,7 +55,12 @@ void on_long(tsu_am_token_t* token, const uint64_t* args, uint32_t nargs, void* 
   uint32_t src = 0;
   tsu_am_source(token, &src);
   // args: thread, round, length, source
-  bool ok = nargs == 4 && args[3] == src && args[0] < kThreads && args[2] == len;
+  if (nargs != 4 || args[3] != src || args[0] >= kThreads) {
+    seen.errors.fetch_add(1);
+    return;
+  }
+  seen.calls[src * kThreads + args[0]].fetch_add(1);  // counted even if wrong, so waits end
+  bool ok = args[2] == len;
   if (ok) {
     const auto* expected_at =
         main_base() + kAreaBase + (uint64_t{src} * kThreads + args[0]) * kAreaSize;
@@ -63,11 +68,7 @@ void on_long(tsu_am_token_t* token, const uint64_t* args, uint32_t nargs, void* 
     const auto* p = static_cast<const unsigned char*>(payload);
     for (size_t i = 0; ok && i < len; ++i) ok = p[i] == pattern(src, args[0], args[1], i);
   }
-  if (!ok) {
-    seen.errors.fetch_add(1);
-    return;
-  }
-  seen.calls[src * kThreads + args[0]].fetch_add(1);
+  if (!ok) seen.errors.fetch_add(1);
 }
 
 TEST(AmLongLarge, SizesUpToMiBsFromThreadsExactlyOnce) {
@@ -106,7 +107,15 @@ TEST(AmLongLarge, SizesUpToMiBsFromThreadsExactlyOnce) {
     for (auto& th : threads) th.join();
     for (auto& tr : trackers) tr->expect_all(TSU_OK);
     ++round;
-    // Areas are reused next round: every rank's transfers are done.
+    // Areas are reused next round: every handler of this round has run here
+    // (intra-node the callback runs before the handler), then on every rank.
+    mp::wait_until(
+        [&] {
+          for (const auto& c : seen.calls)
+            if (c.load() < round) return false;
+          return true;
+        },
+        "this round's handlers");
     mp::sync();
   }
   mp::sync();
