@@ -23,7 +23,11 @@
  * Sender completion: the callback of a tsu_try_am_* call runs when the
  * payload has been copied out of the caller's buffer (the message is in the
  * target's queue).  Intra-node this is before tsu_try_am_* returns (like
- * bypassed RMA, docs/design-decisions.md).
+ * bypassed RMA, docs/design-decisions.md).  A long AM to a rank on another
+ * node is the exception: its callback runs once the target has written the
+ * payload and run the handler (or with the target's error, or with
+ * TSU_ERR_PEER_LOST when the target is lost); the caller's buffer is free
+ * as soon as tsu_try_am_long returns.
  */
 #ifndef TSUNAGI_AM_H
 #define TSUNAGI_AM_H
@@ -52,7 +56,8 @@ typedef void (*tsu_am_handler_t)(tsu_am_token_t *token, const uint64_t *args, ui
 
 /* Collective, blocking (drives progress): every rank registers the same id;
  * returns when every rank has, so no message can find it missing.  fn NULL
- * unregisters.  Not from a handler or callback. */
+ * unregisters.  Not from a handler or callback.  TSU_ERR_PEER_LOST (the
+ * handler is set here) when a rank it waits for is lost. */
 TSU_API tsu_status_t tsu_am_register(uint32_t id, tsu_am_handler_t fn, void *ctx);
 
 /* Largest medium payload (TSU_AM_MEDIUM_MAX, bounded by the message slot). */
@@ -69,8 +74,10 @@ TSU_API tsu_status_t tsu_try_am_medium(uint32_t dst, uint32_t id, const uint64_t
                                        tsu_cb_t cb);
 /* Writes payload[0, len) to `dst_addr` (on rank dst: a shared or registered
  * segment), then runs the handler there with a pointer to it.  A bad
- * destination fails at the target: the callback gets the error and no handler
- * runs. */
+ * destination fails at the target: the callback gets the error
+ * (TSU_ERR_OUT_OF_BOUNDS, TSU_ERR_BAD_SEGMENT), nothing is written and no
+ * handler runs.  Any length the target's segment holds (MiBs included), on
+ * any node. */
 TSU_API tsu_status_t tsu_try_am_long(uint32_t dst, uint32_t id, const uint64_t *args,
                                      uint32_t nargs, const void *payload, size_t len,
                                      tsu_gaddr_t dst_addr, tsu_cb_t cb);

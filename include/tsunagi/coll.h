@@ -13,6 +13,9 @@
  * is direct.  A callback's status is TSU_OK, or the error of a failed local
  * step (e.g. cross-memory access refused on the optional direct path).
  * A team of one completes inside the call.
+ * When a member of the team is lost (another node, peer-loss detection),
+ * its collectives in flight and later ones complete with TSU_ERR_PEER_LOST
+ * instead of waiting forever.
  */
 #ifndef TSUNAGI_COLL_H
 #define TSUNAGI_COLL_H

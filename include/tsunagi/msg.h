@@ -44,7 +44,8 @@ extern "C" {
 
 typedef struct tsu_msg_status_s {
   uint32_t source;    /* sender's rank                                   */
-  int32_t error;      /* TSU_OK, TSU_ERR_TRUNCATED or TSU_ERR_CANCELED    */
+  int32_t error;      /* TSU_OK, TSU_ERR_TRUNCATED, TSU_ERR_CANCELED or
+                         TSU_ERR_PEER_LOST (the sender's node is gone)    */
   uint64_t tag;       /* the message's tag                               */
   size_t length;      /* the message's length (may exceed the buffer)    */
 } tsu_msg_status_t;
@@ -53,13 +54,18 @@ typedef struct tsu_msg_status_s {
 typedef uint64_t tsu_recv_t;
 
 /* Sends buf[0, len) to `dst` with `tag`.  buf must stay valid and unchanged
- * until the callback.  TSU_EAGAIN when the target's queue is full. */
+ * until the callback.  TSU_EAGAIN when the target's queue is full.  The
+ * callback gets TSU_ERR_PEER_LOST if `dst` is lost before it took the data;
+ * a send to a rank already lost returns TSU_ERR_PEER_LOST. */
 TSU_API tsu_status_t tsu_try_send(uint32_t dst, uint64_t tag, const void *buf, size_t len,
                                   tsu_cb_t cb);
 
 /* Posts a receive of up to `cap` bytes into buf.  status (may be NULL) is
  * written before the callback.  handle (may be NULL) names the receive for
- * tsu_recv_cancel.  buf in a shared segment makes single-copy eager possible. */
+ * tsu_recv_cancel.  buf in a shared segment makes single-copy eager possible.
+ * A receive naming a source that is lost (or whose data stops coming because
+ * it is lost) completes with TSU_ERR_PEER_LOST, unless a message from it had
+ * already arrived whole; TSU_ANY_SOURCE receives stay posted. */
 TSU_API tsu_status_t tsu_try_recv(uint32_t src, uint64_t tag, uint64_t mask, void *buf, size_t cap,
                                   tsu_msg_status_t *status, tsu_cb_t cb, tsu_recv_t *handle);
 

@@ -83,7 +83,8 @@ std::size_t AmLayer::poll() noexcept {
       const tsu_status_t st = rt_.message_route(it->dst)->send_message(
           it->dst, it->header, it->payload.empty() ? nullptr : it->payload.data());
       if (st != TSU_EAGAIN) {
-        if (st != TSU_OK)
+        // A lost peer's requests are failed by on_peer_lost; its messages go.
+        if (st != TSU_OK && st != TSU_ERR_PEER_LOST)
           TSU_LOG_ERROR("queued message to rank %u failed: %s", it->dst, tsu_strerror(st));
         queued_[it->dst].fetch_sub(1, std::memory_order_release);
         queued_total_.fetch_sub(1, std::memory_order_release);
@@ -96,6 +97,16 @@ std::size_t AmLayer::poll() noexcept {
     ++it;
   }
   return sent;
+}
+
+void AmLayer::on_peer_lost(uint32_t rank) noexcept {
+  {
+    std::lock_guard lock(q_mu_);
+    const auto dropped = std::erase_if(queue_, [&](const Queued& q) { return q.dst == rank; });
+    queued_[rank].fetch_sub(static_cast<uint32_t>(dropped), std::memory_order_release);
+    queued_total_.fetch_sub(dropped, std::memory_order_release);
+  }
+  remote_long_.on_peer_lost(rank);
 }
 
 void AmLayer::on_sync(void* ctx, uint32_t, const MessageHeader& h, const std::byte*) noexcept {
@@ -115,6 +126,9 @@ tsu_status_t AmLayer::sync_all() noexcept {
     h.args[1] = round;
     const tsu_status_t st = send_or_queue((me + dist) % n, h, nullptr);
     if (st != TSU_OK) return st;
+    // The rank this round waits for; if it is lost, nothing will come.
+    const uint32_t from = (me + n - dist) % n;
+    transport::Transport* from_route = rt_.message_route(from);
     for (;;) {
       {
         std::lock_guard lock(sync_mu_);
@@ -125,6 +139,8 @@ tsu_status_t AmLayer::sync_all() noexcept {
           break;
         }
       }
+      if (from_route && from_route->is_peer_lost(from))
+        return core::fail(TSU_ERR_PEER_LOST, "synchronization: rank %u is lost", from);
       if (rt_.engine().progress()) {
         backoff.reset();
       } else {
@@ -175,6 +191,25 @@ void AmLayer::dispatch_user(void* ctx, uint32_t src, const MessageHeader& h,
      h.payload_len, e->ctx);
 }
 
+tsu_status_t AmLayer::run_user_handler(uint32_t src, uint32_t id, const MessageHeader& h,
+                                       void* payload, std::size_t len) noexcept {
+  UserEntry* e = nullptr;
+  {
+    std::lock_guard lock(reg_mu_);
+    for (auto& p : entries_)
+      if (p->id == id) e = p.get();
+  }
+  // Entries are never freed before the layer: e stays valid without the lock.
+  const tsu_am_handler_t fn = e ? e->fn.load(std::memory_order_acquire) : nullptr;
+  if (!fn) {
+    TSU_LOG_WARN("long AM from rank %u names handler %u, which is not registered", src, id);
+    return TSU_ERR_INVALID_ARG;
+  }
+  tsu_am_token_s token{src, true, false};
+  fn(&token, h.args, h.flags & kFlagArgsMask, payload, len, e->ctx);
+  return TSU_OK;
+}
+
 tsu_status_t AmLayer::send_user(const char* fn, uint32_t dst, uint32_t id, const uint64_t* args,
                                 uint32_t nargs, const void* payload, std::size_t len,
                                 const tsu_gaddr_t* long_addr, const tsu_cb_t& cb) noexcept {
@@ -205,6 +240,9 @@ tsu_status_t AmLayer::send_user(const char* fn, uint32_t dst, uint32_t id, const
   if (long_addr->rank != dst)
     return core::fail(TSU_ERR_INVALID_ARG, "%s: destination address is on rank %u, not %u", fn,
                       long_addr->rank, dst);
+  // Another node: the payload travels in messages, the target answers
+  // (remote_long.hpp); the callback runs on that answer.
+  if (!rt_.memory_route(dst)) return remote_long_.send(dst, id, h, payload, len, *long_addr, cb);
   // Long: room in the ring first (so a refused request wrote nothing), then
   // the payload by RMA, then the notice.
   if (queued_[dst].load(std::memory_order_acquire)) return TSU_EAGAIN;

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <vector>
 
+#include "am/remote_long.hpp"
 #include "core/message.hpp"
 #include "tsunagi/tsunagi.h"
 
@@ -64,6 +65,11 @@ class AmLayer {
                          const tsu_gaddr_t* long_addr, const tsu_cb_t& cb) noexcept;
   tsu_status_t reply(tsu_am_token_t* token, uint32_t id, const uint64_t* args, uint32_t nargs,
                      const void* payload, std::size_t len) noexcept;
+  // Runs user handler `id` for a long payload already in place (the off-node
+  // protocol's notice, progress context).  TSU_ERR_INVALID_ARG when no
+  // handler is registered under `id`.
+  tsu_status_t run_user_handler(uint32_t src, uint32_t id, const core::MessageHeader& h,
+                                void* payload, std::size_t len) noexcept;
 
   // ---- Synchronization -------------------------------------------------------
   // Collective, blocking, drives progress: a dissemination barrier over all
@@ -75,6 +81,10 @@ class AmLayer {
   // ---- Progress -------------------------------------------------------------
   std::size_t poll() noexcept;  // sends queued messages
   bool idle() const noexcept { return queued_total_.load(std::memory_order_acquire) == 0; }
+  // No off-node long AM waits for its target's answer (finalize waits for it).
+  bool no_long_in_flight() const noexcept { return remote_long_.none_in_flight(); }
+  // Drops queued messages to `rank` and fails its long AMs (TSU_ERR_PEER_LOST).
+  void on_peer_lost(uint32_t rank) noexcept;
 
   core::Runtime& runtime() noexcept { return rt_; }
 
@@ -108,6 +118,7 @@ class AmLayer {
   std::mutex sync_mu_;
   uint64_t sync_epoch_ = 0;                                  // caller of sync_all only
   std::vector<std::pair<uint64_t, uint32_t>> sync_arrived_;  // (epoch, round), guarded
+  RemoteLong remote_long_{*this};  // long AMs to ranks on other nodes
 };
 
 // Internal handler ids of this layer (message.hpp's AM range).

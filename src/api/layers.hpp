@@ -3,8 +3,11 @@
 // collectives.  Made at init by make_layers (before the init barrier).
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "am/am_layer.hpp"
 #include "coll/coll_layer.hpp"
@@ -14,13 +17,48 @@
 namespace tsu::api {
 
 struct Layers final : core::Extension {
-  explicit Layers(core::Runtime& rt) : am(rt), msg(rt, am), coll(rt, am) {}
-  std::size_t poll() noexcept override { return am.poll(); }
-  bool idle() const noexcept override { return am.idle(); }
+  explicit Layers(core::Runtime& rt) : am(rt), msg(rt, am), coll(rt, am) {
+    lost_.reserve(rt.size());  // a rank is declared lost at most once
+  }
+  std::size_t poll() noexcept override { return fail_lost_peers() + am.poll(); }
+  bool idle() const noexcept override {
+    return am.idle() && !lost_pending_.load(std::memory_order_acquire);
+  }
+  // Also waits for off-node long AMs still waiting for their target's answer.
+  bool quiescent() const noexcept override { return idle() && am.no_long_in_flight(); }
+  void note_peer_lost(uint32_t rank) noexcept override {
+    std::lock_guard lock(lost_mu_);
+    lost_.push_back(rank);
+    lost_pending_.store(true, std::memory_order_release);
+  }
 
   am::AmLayer am;
   msg::MsgLayer msg;
   coll::CollLayer coll;
+
+ private:
+  // Fails every request waiting on a rank the transport declared lost (in
+  // progress context, outside the transport's lock).
+  std::size_t fail_lost_peers() noexcept {
+    if (!lost_pending_.load(std::memory_order_acquire)) return 0;
+    std::vector<uint32_t> lost;
+    {
+      std::lock_guard lock(lost_mu_);
+      lost = lost_;
+      lost_.clear();  // keeps its capacity: note_peer_lost never allocates
+      lost_pending_.store(false, std::memory_order_release);
+    }
+    for (uint32_t r : lost) {
+      am.on_peer_lost(r);
+      msg.on_peer_lost(r);
+      coll.on_peer_lost(r);
+    }
+    return lost.size();
+  }
+
+  std::mutex lost_mu_;
+  std::vector<uint32_t> lost_;  // guarded by lost_mu_
+  std::atomic<bool> lost_pending_{false};
 };
 
 std::unique_ptr<core::Extension> make_layers(core::Runtime& rt, std::string& error);

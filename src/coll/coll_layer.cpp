@@ -147,6 +147,36 @@ void CollLayer::retire(Op& op) noexcept {
   pool_.give(std::move(op.tmp2));
 }
 
+bool CollLayer::has_lost_member(const Team& t) const noexcept {
+  for (uint32_t r : lost_)
+    if (std::find(t.members.begin(), t.members.end(), r) != t.members.end()) return true;
+  return false;
+}
+
+void CollLayer::on_peer_lost(uint32_t rank) noexcept {
+  std::vector<tsu_cb_t> failed;
+  {
+    std::lock_guard lock(mu_);
+    try {
+      lost_.push_back(rank);
+      for (auto it = active_.begin(); it != active_.end();) {
+        const std::vector<uint32_t>& m = it->second->team->members;
+        if (std::find(m.begin(), m.end(), rank) != m.end()) {
+          failed.push_back(it->second->cb);
+          it = active_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    } catch (const std::bad_alloc&) {
+      TSU_LOG_ERROR("collectives: out of memory while failing rank %u's collectives", rank);
+    }
+  }
+  if (!failed.empty())
+    TSU_LOG_WARN("rank %u lost: %zu collectives fail", rank, failed.size());
+  for (const tsu_cb_t& cb : failed) core::run_callback(cb, TSU_ERR_PEER_LOST);
+}
+
 tsu_status_t CollLayer::start(std::unique_ptr<Op> op) noexcept {
   tsu_cb_t cb{};
   tsu_status_t status = TSU_OK;
@@ -155,7 +185,12 @@ tsu_status_t CollLayer::start(std::unique_ptr<Op> op) noexcept {
     std::lock_guard lock(mu_);
     op->seq = op->team->next_seq++;
     Op& ref = *op;
-    if (advance(ref)) {
+    if (has_lost_member(*ref.team)) {
+      // A member is gone: the collective can never complete.
+      cb = ref.cb;
+      finished = true;
+      status = TSU_ERR_PEER_LOST;
+    } else if (advance(ref)) {
       cb = ref.cb;
       status = ref.status;
       finished = true;
@@ -171,19 +206,28 @@ tsu_status_t CollLayer::start(std::unique_ptr<Op> op) noexcept {
 // ---- Teams ----------------------------------------------------------------------
 
 tsu_status_t CollLayer::wait_blocking(const std::function<tsu_status_t(tsu_cb_t)>& start_fn) noexcept {
-  std::atomic<bool> done{false};
+  struct Done {
+    std::atomic<bool> flag{false};
+    tsu_status_t status = TSU_OK;  // written before flag's release store
+  } done;
   const tsu_status_t st = start_fn(tsu_cb(
-      [](tsu_status_t, void* a) { static_cast<std::atomic<bool>*>(a)->store(true, std::memory_order_release); },
+      [](tsu_status_t s, void* a) {
+        auto* d = static_cast<Done*>(a);
+        d->status = s;
+        d->flag.store(true, std::memory_order_release);
+      },
       &done));
   if (st != TSU_OK) return st;
   util::Backoff backoff;
-  while (!done.load(std::memory_order_acquire)) {
+  while (!done.flag.load(std::memory_order_acquire)) {
     if (rt_.engine().progress()) {
       backoff.reset();
     } else {
       backoff.pause();
     }
   }
+  if (done.status != TSU_OK)
+    return core::fail(done.status, "collective failed: %s", tsu_strerror(done.status));
   return TSU_OK;
 }
 

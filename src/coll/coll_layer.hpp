@@ -72,6 +72,10 @@ class CollLayer {
   tsu_status_t alltoall(tsu_team_t team, const void* src, void* dst, std::size_t bytes,
                         const tsu_cb_t& cb) noexcept;
 
+  // `rank` is gone (progress context): collectives on teams that include it
+  // complete with TSU_ERR_PEER_LOST, now and when started later.
+  void on_peer_lost(uint32_t rank) noexcept;
+
  private:
   struct Team {
     uint64_t ctx;                  // same on every member
@@ -161,6 +165,7 @@ class CollLayer {
   // failure anywhere becomes every member's callback status.
   static void add_barrier_steps(Op& op, uint32_t first_round, bool carry_status = false) noexcept;
   tsu_status_t wait_blocking(const std::function<tsu_status_t(tsu_cb_t)>& start_fn) noexcept;
+  bool has_lost_member(const Team& t) const noexcept;  // mu_ held
 
   core::Runtime& rt_;
   am::AmLayer& am_;
@@ -169,6 +174,7 @@ class CollLayer {
   std::map<OpKey, std::unique_ptr<Op>> active_;   // mu_
   std::map<StashKey, Stash> stash_;               // mu_
   ScratchPool pool_;                              // mu_
+  std::vector<uint32_t> lost_;                    // mu_: ranks declared lost
 };
 
 }  // namespace tsu::coll

@@ -321,6 +321,7 @@ tsu_status_t Runtime::connect_network(const std::vector<bool>& remote, std::stri
 void Runtime::on_peer_lost(void* ctx, uint32_t rank) noexcept {
   auto* rt = static_cast<Runtime*>(ctx);
   rt->remote_.on_peer_lost(rank);
+  if (rt->extension_) rt->extension_->note_peer_lost(rank);
 }
 
 tsu_status_t Runtime::barrier() noexcept {

@@ -33,6 +33,10 @@ class Extension : public Poller {
  public:
   // False while the layers still have work to finish before finalize.
   virtual bool quiescent() const noexcept { return idle(); }
+  // A network transport declared `rank` lost.  Called from the transport's
+  // poll while it holds its own lock: only record it; the requests waiting on
+  // that rank are failed from poll() (the layers take their locks there).
+  virtual void note_peer_lost(uint32_t rank) noexcept { (void)rank; }
 };
 using ExtensionFactory = std::unique_ptr<Extension> (*)(Runtime& rt, std::string& error);
 

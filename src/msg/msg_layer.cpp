@@ -24,7 +24,8 @@ using transport::Access;
 //   scdone  args[0] entry, [1] generation, [2] tag, [3] length (sender ->
 //           receiver: single-copy eager filled that posted receive)
 //   cts     args[0] sender cookie, [1] receiver cookie (NetPull), [2] bytes
-//           wanted (receiver -> sender, off-node rendezvous: "send it")
+//           wanted (receiver -> sender, off-node rendezvous: "send it"); a
+//           receive that cannot take the data answers with a FIN instead
 //   data    args[0] receiver cookie, [1] offset; payload = a piece of the
 //           sender's buffer (sender -> receiver, after a cts)
 namespace {
@@ -60,14 +61,13 @@ struct MsgLayer::Unexpected {
   std::vector<std::byte> data;
 };
 
-// Travels as a cookie through the receiver and back in its FIN.  The
-// happens-before from the sending thread to the thread that runs the FIN goes
-// through another process, which ThreadSanitizer cannot see: `armed` states it
-// (a release store by the sender, an acquire load by the FIN handler).
+// A rendezvous send, named by a cookie in its RTS and in the receiver's FIN
+// or CTS (sends_; net_mu_ also orders the sending thread before the handler).
 struct MsgLayer::SendReq {
   tsu_cb_t cb;
   const std::byte* buf;  // the user's buffer (off-node: sent on CTS)
-  std::atomic<uint32_t> armed{0};
+  std::size_t len;
+  uint32_t dst;
 };
 
 // Off-node rendezvous, receiver side: the matched receive and how much of
@@ -79,6 +79,63 @@ struct MsgLayer::NetPull {
   uint64_t tag;
   std::size_t len, want, got;
 };
+
+uint64_t MsgLayer::add_send(std::unique_ptr<SendReq>& req) noexcept {
+  std::lock_guard lock(net_mu_);
+  const uint64_t cookie = next_cookie_++;
+  try {
+    sends_[cookie] = std::move(req);  // moved only once the slot exists
+  } catch (const std::bad_alloc&) {
+    return 0;
+  }
+  return cookie;
+}
+
+std::unique_ptr<MsgLayer::SendReq> MsgLayer::take_send(uint64_t cookie, uint32_t peer) noexcept {
+  std::lock_guard lock(net_mu_);
+  auto it = sends_.find(cookie);
+  if (it == sends_.end() || it->second->dst != peer) return nullptr;
+  std::unique_ptr<SendReq> req = std::move(it->second);
+  sends_.erase(it);
+  return req;
+}
+
+uint64_t MsgLayer::add_pull(std::unique_ptr<NetPull>& np) noexcept {
+  std::lock_guard lock(net_mu_);
+  const uint64_t cookie = next_cookie_++;
+  try {
+    pulls_[cookie] = std::move(np);  // moved only once the slot exists
+  } catch (const std::bad_alloc&) {
+    return 0;
+  }
+  return cookie;
+}
+
+std::unique_ptr<MsgLayer::NetPull> MsgLayer::take_pull(uint64_t cookie, uint32_t peer) noexcept {
+  std::lock_guard lock(net_mu_);
+  auto it = pulls_.find(cookie);
+  if (it == pulls_.end() || it->second->src != peer) return nullptr;
+  std::unique_ptr<NetPull> np = std::move(it->second);
+  pulls_.erase(it);
+  return np;
+}
+
+bool MsgLayer::source_lost(uint32_t src) const noexcept {
+  if (src >= rt_.size()) return false;
+  const transport::Transport* t = rt_.message_route(src);
+  return t && t->is_peer_lost(src);
+}
+
+void MsgLayer::send_fin(uint32_t dst, uint64_t cookie, tsu_status_t st) noexcept {
+  MessageHeader fin{};
+  fin.handler = kHandlerMsgFin;
+  fin.args[0] = cookie;
+  fin.args[1] = static_cast<uint64_t>(static_cast<int64_t>(st));
+  const tsu_status_t fst = am_.send_or_queue(dst, fin, nullptr);
+  // A lost sender's request was failed by its own side's peer-loss handling.
+  if (fst != TSU_OK && fst != TSU_ERR_PEER_LOST)
+    TSU_LOG_ERROR("rendezvous FIN to rank %u failed: %s", dst, tsu_strerror(fst));
+}
 
 MsgLayer::MsgLayer(core::Runtime& rt, am::AmLayer& am)
     : rt_(rt),
@@ -214,15 +271,16 @@ tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::si
     return TSU_OK;
   }
   // Rendezvous: the receiver copies from our buffer, then says FIN.
-  auto* req = new (std::nothrow) SendReq{cb, static_cast<const std::byte*>(buf)};
-  if (!req) return core::fail(TSU_ERR_NO_MEMORY, "tsu_try_send: out of memory");
-  req->armed.store(1, std::memory_order_release);
+  auto req = std::unique_ptr<SendReq>(
+      new (std::nothrow) SendReq{cb, static_cast<const std::byte*>(buf), len, dst});
+  const uint64_t cookie = req ? add_send(req) : 0;
+  if (!cookie) return core::fail(TSU_ERR_NO_MEMORY, "tsu_try_send: out of memory");
   MessageHeader h{};
   h.handler = kHandlerMsgRts;
   h.args[0] = tag;
   h.args[1] = len;
   h.args[2] = reinterpret_cast<uint64_t>(buf);
-  h.args[3] = reinterpret_cast<uint64_t>(req);
+  h.args[3] = cookie;
   tsu_seg_t seg;
   uint64_t offset;
   std::byte* p;
@@ -237,17 +295,20 @@ tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::si
   const tsu_status_t st = am_.try_send(dst, h, nullptr);
   if (st != TSU_OK) {
     sent_[dst].fetch_sub(1, std::memory_order_relaxed);
-    delete req;
+    take_send(cookie, dst);
     return st;
   }
   counters_.rndv.fetch_add(1, std::memory_order_relaxed);
   return TSU_OK;
 }
 
-void MsgLayer::on_fin(void*, uint32_t, const MessageHeader& h, const std::byte*) noexcept {
-  std::unique_ptr<SendReq> req(reinterpret_cast<SendReq*>(h.args[0]));
-  if (req->armed.load(std::memory_order_acquire) != 1)
-    TSU_LOG_ERROR("rendezvous FIN for a request that is not armed");
+void MsgLayer::on_fin(void* ctx, uint32_t src, const MessageHeader& h, const std::byte*) noexcept {
+  auto* self = static_cast<MsgLayer*>(ctx);
+  std::unique_ptr<SendReq> req = self->take_send(h.args[0], src);
+  if (!req) {
+    TSU_LOG_ERROR("rendezvous FIN from rank %u names no pending send", src);
+    return;
+  }
   core::run_callback(req->cb, static_cast<tsu_status_t>(static_cast<int64_t>(h.args[1])));
 }
 
@@ -314,21 +375,32 @@ void MsgLayer::pull(std::unique_ptr<Local> lp, uint32_t src, uint64_t tag, std::
   const std::size_t n = std::min(len, l.cap);
   if (n && !memory_reachable(rt_, src)) {
     // Another node: ask the sender for the bytes (CTS); DATA completes it.
-    auto* np = new (std::nothrow) NetPull{std::move(lp), src, tag, len, n, 0};
+    auto np = std::unique_ptr<NetPull>(new (std::nothrow) NetPull{nullptr, src, tag, len, n, 0});
     tsu_status_t st = TSU_ERR_NO_MEMORY;
     if (np) {
-      MessageHeader cts{};
-      cts.handler = kHandlerMsgCts;
-      cts.args[0] = cookie;
-      cts.args[1] = reinterpret_cast<uint64_t>(np);
-      cts.args[2] = n;
-      st = am_.send_or_queue(src, cts, nullptr);
-      if (st == TSU_OK) return;
-      lp = std::move(np->l);
-      delete np;
+      np->l = std::move(lp);
+      const uint64_t pull_cookie = add_pull(np);
+      if (!pull_cookie) {
+        lp = std::move(np->l);
+      } else {
+        MessageHeader cts{};
+        cts.handler = kHandlerMsgCts;
+        cts.args[0] = cookie;
+        cts.args[1] = pull_cookie;
+        cts.args[2] = n;
+        st = am_.send_or_queue(src, cts, nullptr);
+        if (st == TSU_OK) return;
+        // Whoever takes it completes it (peer loss may have done so already).
+        np = take_pull(pull_cookie, src);
+        if (!np) return;
+        lp = std::move(np->l);
+      }
     }
-    // The sender's request stays pending (it cannot be told); ours fails.
-    TSU_LOG_ERROR("rendezvous CTS to rank %u failed: %s", src, tsu_strerror(st));
+    // Both sides fail: ours here, the sender's by a FIN carrying the error
+    // (it cannot arrive if the sender is lost; its side fails it then).
+    if (st != TSU_ERR_PEER_LOST)
+      TSU_LOG_ERROR("rendezvous CTS to rank %u failed: %s", src, tsu_strerror(st));
+    send_fin(src, cookie, st);
     complete(*lp, src, tag, len, st);
     return;
   }
@@ -342,12 +414,7 @@ void MsgLayer::pull(std::unique_ptr<Local> lp, uint32_t src, uint64_t tag, std::
              : mem->resolve_process_memory(src, addr, n, from);
   if (st == TSU_OK && n)
     st = rt_.copy_access(Access{Access::kDirect, static_cast<std::byte*>(l.buf), 0, 0}, from, n);
-  MessageHeader fin{};
-  fin.handler = kHandlerMsgFin;
-  fin.args[0] = cookie;
-  fin.args[1] = static_cast<uint64_t>(static_cast<int64_t>(st));
-  const tsu_status_t fst = am_.send_or_queue(src, fin, nullptr);
-  if (fst != TSU_OK) TSU_LOG_ERROR("rendezvous FIN to rank %u failed: %s", src, tsu_strerror(fst));
+  send_fin(src, cookie, st);
   if (st != TSU_OK)
     TSU_LOG_WARN("rendezvous copy from rank %u failed: %s", src, tsu_strerror(st));
   complete(l, src, tag, len, st != TSU_OK ? st : (len > l.cap ? TSU_ERR_TRUNCATED : TSU_OK));
@@ -394,9 +461,18 @@ void MsgLayer::on_rts(void* ctx, uint32_t src, const MessageHeader& h, const std
 // or queued in order by the AM layer), so the user's buffer is free now.
 void MsgLayer::on_cts(void* ctx, uint32_t src, const MessageHeader& h, const std::byte*) noexcept {
   auto* self = static_cast<MsgLayer*>(ctx);
-  std::unique_ptr<SendReq> req(reinterpret_cast<SendReq*>(h.args[0]));
-  if (req->armed.load(std::memory_order_acquire) != 1)
-    TSU_LOG_ERROR("rendezvous CTS for a request that is not armed");
+  std::unique_ptr<SendReq> req = self->take_send(h.args[0], src);
+  if (!req) {
+    TSU_LOG_ERROR("rendezvous CTS from rank %u names no pending send", src);
+    return;
+  }
+  if (h.args[2] > req->len) {
+    // Never read past the user's buffer; the receiver is told nothing more.
+    TSU_LOG_ERROR("rendezvous CTS from rank %u wants %llu B of a %zu B send", src,
+                  static_cast<unsigned long long>(h.args[2]), req->len);
+    core::run_callback(req->cb, TSU_ERR_INVALID_ARG);
+    return;
+  }
   const std::size_t want = h.args[2];
   const std::size_t piece = std::max<std::size_t>(self->am_.max_payload(src), 1);
   tsu_status_t st = TSU_OK;
@@ -408,26 +484,42 @@ void MsgLayer::on_cts(void* ctx, uint32_t src, const MessageHeader& h, const std
     d.payload_len = static_cast<uint32_t>(std::min(piece, want - off));
     st = self->am_.send_or_queue(src, d, req->buf + off);
   }
-  if (st != TSU_OK) TSU_LOG_ERROR("rendezvous data to rank %u failed: %s", src, tsu_strerror(st));
+  if (st != TSU_OK && st != TSU_ERR_PEER_LOST)
+    TSU_LOG_ERROR("rendezvous data to rank %u failed: %s", src, tsu_strerror(st));
   core::run_callback(req->cb, st);
 }
 
 // Off-node rendezvous, receiver side: one piece; the last one completes.
-void MsgLayer::on_data(void* ctx, uint32_t, const MessageHeader& h,
+// Only the progress context runs handlers, so the entry is used in place and
+// removed on completion (peer loss runs there too).
+void MsgLayer::on_data(void* ctx, uint32_t src, const MessageHeader& h,
                        const std::byte* payload) noexcept {
   auto* self = static_cast<MsgLayer*>(ctx);
-  auto* np = reinterpret_cast<NetPull*>(h.args[0]);
-  const std::size_t off = h.args[1], n = h.payload_len;
-  if (off + n > np->want) {
-    TSU_LOG_ERROR("rendezvous data from rank %u out of range", np->src);
+  const uint64_t cookie = h.args[0];
+  NetPull* np = nullptr;
+  {
+    std::lock_guard lock(self->net_mu_);
+    auto it = self->pulls_.find(cookie);
+    if (it != self->pulls_.end() && it->second->src == src) np = it->second.get();
+  }
+  if (!np) {
+    TSU_LOG_ERROR("rendezvous data from rank %u names no pending receive", src);
     return;
   }
-  if (n) std::memcpy(static_cast<std::byte*>(np->l->buf) + off, payload, n);
-  np->got += n;
-  if (np->got < np->want) return;
-  std::unique_ptr<NetPull> done(np);
-  self->complete(*done->l, done->src, done->tag, done->len,
-                 done->len > done->l->cap ? TSU_ERR_TRUNCATED : TSU_OK);
+  const std::size_t off = h.args[1], n = h.payload_len;
+  tsu_status_t st = TSU_OK;
+  if (off > np->want || n > np->want - off) {
+    TSU_LOG_ERROR("rendezvous data from rank %u out of range", src);
+    st = TSU_ERR_INVALID_ARG;
+  } else {
+    if (n) std::memcpy(static_cast<std::byte*>(np->l->buf) + off, payload, n);
+    np->got += n;
+    if (np->got < np->want) return;
+  }
+  std::unique_ptr<NetPull> done = self->take_pull(cookie, src);
+  if (!done) return;
+  if (st == TSU_OK) st = done->len > done->l->cap ? TSU_ERR_TRUNCATED : TSU_OK;
+  self->complete(*done->l, done->src, done->tag, done->len, st);
 }
 
 void MsgLayer::on_sc_done(void* ctx, uint32_t src, const MessageHeader& h,
@@ -490,6 +582,13 @@ tsu_status_t MsgLayer::recv(uint32_t src, uint64_t tag, uint64_t mask, void* buf
     }
     return TSU_OK;
   }
+  // Nothing more will come from a lost source (checked under the lock, so a
+  // receive either sees the loss here or is found by on_peer_lost).
+  if (src != TSU_ANY_SOURCE && source_lost(src)) {
+    mine_.unlock();
+    complete(*l, src, tag, 0, TSU_ERR_PEER_LOST);
+    return TSU_OK;
+  }
   if (mine_.valid() && !free_slots_.empty() && overflow_.empty()) {
     const uint16_t s = free_slots_.back();
     free_slots_.pop_back();
@@ -544,6 +643,59 @@ tsu_status_t MsgLayer::cancel(tsu_recv_t handle) noexcept {
                       static_cast<unsigned long long>(handle));
   complete(*l, l->src, l->tag, 0, TSU_ERR_CANCELED);
   return TSU_OK;
+}
+
+void MsgLayer::on_peer_lost(uint32_t rank) noexcept {
+  std::vector<std::unique_ptr<SendReq>> sends;
+  std::vector<std::unique_ptr<NetPull>> pulls;
+  {
+    std::lock_guard lock(net_mu_);
+    for (auto it = sends_.begin(); it != sends_.end();) {
+      if (it->second->dst == rank) {
+        sends.push_back(std::move(it->second));
+        it = sends_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto it = pulls_.begin(); it != pulls_.end();) {
+      if (it->second->src == rank) {
+        pulls.push_back(std::move(it->second));
+        it = pulls_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  // Posted receives that name the lost rank (any-source ones stay).
+  std::vector<std::unique_ptr<Local>> posted;
+  mine_.lock();
+  for (uint32_t i = 0; mine_.valid() && i < mine_.count();) {
+    const uint16_t slot = mine_.order(i);
+    if (mine_.entry(slot).f.src != rank) {
+      ++i;
+      continue;
+    }
+    mine_.remove_at(i);
+    posted.push_back(std::move(slots_[slot]));
+    free_entry(slot);  // may move overflow receives in at the end: still scanned
+  }
+  for (auto it = overflow_.begin(); it != overflow_.end();) {
+    if ((*it)->src == rank) {
+      posted.push_back(std::move(*it));
+      it = overflow_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  mine_.unlock();
+  if (!sends.empty() || !pulls.empty() || !posted.empty())
+    TSU_LOG_WARN("rank %u lost: failing %zu rendezvous sends, %zu transfers, %zu receives", rank,
+                 sends.size(), pulls.size(), posted.size());
+  for (auto& req : sends) core::run_callback(req->cb, TSU_ERR_PEER_LOST);
+  for (auto& np : pulls) complete(*np->l, np->src, np->tag, np->len, TSU_ERR_PEER_LOST);
+  for (auto& l : posted)
+    if (l) complete(*l, rank, l->tag, 0, TSU_ERR_PEER_LOST);
 }
 
 void MsgLayer::counters(tsu_msg_counters_t& out) const noexcept {

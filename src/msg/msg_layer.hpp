@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "core/message.hpp"
@@ -55,6 +57,10 @@ class MsgLayer {
   // Tests: hold this rank's posted-queue lock (senders then fall back to eager).
   void test_hold_lock(bool hold) noexcept;
 
+  // `rank` is gone (progress context): rendezvous sends to it, receives fed
+  // by it and receives naming it as source complete with TSU_ERR_PEER_LOST.
+  void on_peer_lost(uint32_t rank) noexcept;
+
  private:
   struct Local;       // a posted receive, owner side
   struct Unexpected;  // an arrived, unmatched message
@@ -86,6 +92,15 @@ class MsgLayer {
             uint64_t addr, uint64_t cookie) noexcept;
   bool try_single_copy(uint32_t dst, uint64_t tag, const void* buf, std::size_t len,
                        bool& busy) noexcept;
+  // Tells a rendezvous sender its transfer ended with `st` (FIN).
+  void send_fin(uint32_t dst, uint64_t cookie, tsu_status_t st) noexcept;
+  // Rendezvous bookkeeping, by cookie (net_mu_).  take_* removes the entry
+  // when it belongs to `peer`, so each request completes exactly once.
+  uint64_t add_send(std::unique_ptr<SendReq>& req) noexcept;  // 0: out of memory (kept)
+  std::unique_ptr<SendReq> take_send(uint64_t cookie, uint32_t peer) noexcept;
+  uint64_t add_pull(std::unique_ptr<NetPull>& np) noexcept;  // 0: out of memory (kept)
+  std::unique_ptr<NetPull> take_pull(uint64_t cookie, uint32_t peer) noexcept;
+  bool source_lost(uint32_t src) const noexcept;
 
   core::Runtime& rt_;
   am::AmLayer& am_;
@@ -100,6 +115,13 @@ class MsgLayer {
   uint64_t next_id_ = 1;                                // lock held
   std::unique_ptr<std::atomic<uint64_t>[]> sent_;       // pushed to each rank
   std::unique_ptr<std::atomic<uint32_t>[]> peer_capacity_;  // 0: not checked yet
+  // Rendezvous in flight: sends waiting for FIN/CTS, off-node receives
+  // waiting for DATA.  Cookies, not pointers, travel (a late or forged
+  // message finds nothing).
+  std::mutex net_mu_;
+  std::unordered_map<uint64_t, std::unique_ptr<SendReq>> sends_;  // net_mu_
+  std::unordered_map<uint64_t, std::unique_ptr<NetPull>> pulls_;  // net_mu_
+  uint64_t next_cookie_ = 1;                                      // net_mu_
   struct Counters {
     std::atomic<uint64_t> eager{0}, sceager{0}, busy{0}, miss{0}, rndv{0}, unexpected{0};
   } counters_;

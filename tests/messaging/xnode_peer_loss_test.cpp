@@ -1,0 +1,183 @@
+// Messaging when a rank on another node dies mid-conversation.  Run under
+// `tsurun --ranks-per-node 1 --tolerate-rank-loss` with a short
+// TSU_UDP_PEER_TIMEOUT; the last rank is the victim.  It sends a rendezvous
+// message to every survivor (who posted the receive in advance, so a CTS goes
+// back to a dead rank) and dies.  Each survivor then has in flight: that
+// receive, a receive nobody will match, a rendezvous send and a multi-MiB
+// long AM to the victim, and a barrier on the world team.  Every one of them
+// must complete exactly once with TSU_ERR_PEER_LOST; new requests to the
+// victim fail the same way; blocking collectives over all ranks return
+// TSU_ERR_PEER_LOST instead of hanging; the survivors still talk to each
+// other and finalize cleanly.  Prints "rank R: PASS" / "FAIL: ...".
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "tsunagi/tsunagi.h"
+
+namespace {
+
+struct Request {
+  const char* what;
+  std::atomic<int> calls{0};
+  std::atomic<tsu_status_t> status{1};
+};
+
+void on_done(tsu_status_t st, void* arg) {
+  auto* r = static_cast<Request*>(arg);
+  r->status.store(st);
+  r->calls.fetch_add(1);
+}
+tsu_cb_t cb_for(Request& r) { return tsu_cb(on_done, &r); }
+
+int fail(uint32_t me, const char* what) {
+  std::printf("rank %u: FAIL: %s (%s)\n", me, what, tsu_last_error());
+  std::fflush(stdout);
+  return 1;
+}
+
+template <typename Pred>
+bool wait_for(Pred&& pred, double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!pred()) {
+    tsu_progress();
+    sched_yield();
+    if (std::chrono::steady_clock::now() > end) return false;
+  }
+  return true;
+}
+
+// Retries TSU_EAGAIN for a bounded time.
+template <typename F>
+tsu_status_t issue(F&& try_fn) {
+  tsu_status_t st;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((st = try_fn()) == TSU_EAGAIN && std::chrono::steady_clock::now() < end) tsu_progress();
+  return st;
+}
+
+std::atomic<int> g_long_handled{0};
+void on_long(tsu_am_token_t*, const uint64_t*, uint32_t, void*, size_t, void*) {
+  g_long_handled.fetch_add(1);
+}
+
+}  // namespace
+
+int main() {
+  if (tsu_init(nullptr) != TSU_OK) return fail(0, "tsu_init");
+  uint32_t me = 0, n = 0;
+  tsu_rank(&me);
+  tsu_size(&n);
+  if (n < 2) return fail(me, "needs at least 2 ranks");
+  const uint32_t victim = n - 1;
+  const size_t kRndv = 1u << 20, kLong = 3u << 20;
+  std::vector<unsigned char> out(kLong, 0x3C), in(kRndv, 0);
+
+  // Before the victim dies: the receive its rendezvous will match.
+  Request from_victim{"receive of the victim's rendezvous"};
+  tsu_msg_status_t from_victim_status{};
+  if (me != victim &&
+      tsu_try_recv(victim, 7, TSU_TAG_EXACT, in.data(), in.size(), &from_victim_status,
+                   cb_for(from_victim), nullptr) != TSU_OK)
+    return fail(me, "posting the receive");
+  // Collective, drives progress: every rank is here and has posted.
+  if (tsu_am_register(5, on_long, nullptr) != TSU_OK) return fail(me, "tsu_am_register");
+
+  if (me == victim) {
+    for (uint32_t s = 0; s < victim; ++s)
+      if (issue([&] { return tsu_try_send(s, 7, out.data(), kRndv, tsu_cb_none()); }) != TSU_OK)
+        return fail(me, "rendezvous send");
+    std::printf("rank %u: dying now\n", me);
+    std::fflush(stdout);
+    raise(SIGKILL);
+  }
+
+  // Survivors: requests to (and from) the victim, in flight as it dies.
+  Request never{"receive nobody matches"}, rndv{"rendezvous send"}, long_am{"long AM"},
+      barrier{"barrier on the world team"};
+  if (tsu_try_recv(victim, 8, TSU_TAG_EXACT, in.data(), 64, nullptr, cb_for(never), nullptr) != TSU_OK)
+    return fail(me, "posting the unmatched receive");
+  if (issue([&] { return tsu_try_send(victim, 6, out.data(), kRndv, cb_for(rndv)); }) != TSU_OK)
+    return fail(me, "rendezvous send to the victim");
+  if (issue([&] {
+        return tsu_try_am_long(victim, 5, nullptr, 0, out.data(), kLong,
+                               tsu_gaddr(victim, TSU_SEG_MAIN, 1u << 20), cb_for(long_am));
+      }) != TSU_OK)
+    return fail(me, "long AM to the victim");
+  if (tsu_try_barrier(TSU_TEAM_WORLD, cb_for(barrier)) != TSU_OK) return fail(me, "tsu_try_barrier");
+
+  const char* to = std::getenv("TSU_UDP_PEER_TIMEOUT");
+  const double limit = (to ? std::atof(to) : 10.0) + 10.0;
+  Request* all[] = {&from_victim, &never, &rndv, &long_am, &barrier};
+  for (Request* r : all) {
+    if (!wait_for([&] { return r->calls.load() > 0; }, limit)) {
+      std::printf("rank %u: FAIL: %s never completed\n", me, r->what);
+      std::fflush(stdout);
+      return 1;
+    }
+    if (r->status.load() != TSU_ERR_PEER_LOST) {
+      std::printf("rank %u: FAIL: %s completed with %s, not TSU_ERR_PEER_LOST\n", me, r->what,
+                  tsu_strerror(r->status.load()));
+      std::fflush(stdout);
+      return 1;
+    }
+  }
+  if (from_victim_status.error != TSU_ERR_PEER_LOST) return fail(me, "receive status");
+
+  // New requests involving the victim fail the same way (at once, or through
+  // the callback).
+  Request late_recv{"late receive"}, late_long{"late long AM"};
+  if (tsu_try_recv(victim, 9, TSU_TAG_EXACT, in.data(), 8, nullptr, cb_for(late_recv), nullptr) != TSU_OK)
+    return fail(me, "late receive");
+  if (late_recv.calls.load() != 1 || late_recv.status.load() != TSU_ERR_PEER_LOST)
+    return fail(me, "a receive from a lost rank completes with TSU_ERR_PEER_LOST at once");
+  const tsu_status_t st = tsu_try_am_long(victim, 5, nullptr, 0, out.data(), 100,
+                                          tsu_gaddr(victim, TSU_SEG_MAIN, 0), cb_for(late_long));
+  if (st != TSU_ERR_PEER_LOST &&
+      !(st == TSU_OK && wait_for([&] { return late_long.calls.load() > 0; }, 5) &&
+        late_long.status.load() == TSU_ERR_PEER_LOST))
+    return fail(me, "late long AM to the lost rank");
+  if (tsu_try_send(victim, 1, out.data(), kRndv, tsu_cb_none()) != TSU_ERR_PEER_LOST)
+    return fail(me, "late rendezvous send to the lost rank");
+  // Blocking collectives over every rank report the loss instead of hanging.
+  if (tsu_am_register(6, on_long, nullptr) != TSU_ERR_PEER_LOST)
+    return fail(me, "tsu_am_register with a lost rank");
+  tsu_team_t team = TSU_TEAM_NULL;
+  if (tsu_team_split(TSU_TEAM_WORLD, 0, me, &team) != TSU_ERR_PEER_LOST)
+    return fail(me, "tsu_team_split with a lost rank");
+
+  // The survivors still reach each other: a long AM between them.
+  if (n > 2) {
+    Request peer{"long AM between survivors"};
+    const uint32_t other = me == 0 ? 1 : 0;
+    if (issue([&] {
+          return tsu_try_am_long(other, 5, nullptr, 0, out.data(), 300000,
+                                 tsu_gaddr(other, TSU_SEG_MAIN, (2u << 20) + me * 400000),
+                                 cb_for(peer));
+        }) != TSU_OK)
+      return fail(me, "long AM to a survivor");
+    if (!wait_for([&] { return peer.calls.load() > 0; }, 20) || peer.status.load() != TSU_OK)
+      return fail(me, "long AM to a survivor did not complete OK");
+    if (!wait_for([&] { return g_long_handled.load() >= 1; }, 20))
+      return fail(me, "the other survivor's long AM did not arrive");
+  }
+  // Exactly once: nothing completes a second time.
+  for (int i = 0; i < 50; ++i) tsu_progress();
+  for (Request* r : all)
+    if (r->calls.load() != 1) {
+      std::printf("rank %u: FAIL: %s completed %d times\n", me, r->what, r->calls.load());
+      std::fflush(stdout);
+      return 1;
+    }
+  std::printf("rank %u: PASS\n", me);
+  std::fflush(stdout);
+  if (tsu_finalize() != TSU_OK) return fail(me, "finalize");
+  std::printf("rank %u: finalized cleanly\n", me);
+  return 0;
+}
