@@ -209,9 +209,10 @@ void UdpTransport::deliver(Peer& p, std::span<const std::byte> frag, uint8_t fla
   p.reasm.release();
 }
 
-void UdpTransport::keep_for_dispatch(const Peer& p, const core::MessageHeader& hdr,
+void UdpTransport::keep_for_dispatch(Peer& p, const core::MessageHeader& hdr,
                                      const std::byte* payload) {
   ++st_.msgs_delivered;
+  p.rx_message = true;
   // Kept for dispatch after poll releases the lock (udp_transport.hpp).
   ready_.resize((ready_.size() + 7) & ~std::size_t{7});  // aligned payloads
   ready_at_.emplace_back(ready_.size(), p.rank);
@@ -264,6 +265,7 @@ void UdpTransport::stage_data(Peer& p, uint32_t seq, uint64_t now) {
   p.ack_pending = false;  // piggybacked
   p.ack_now = false;
   p.rx_unacked = 0;
+  p.rx_message = false;
   p.ack_deadline = UINT64_MAX;
   p.pong = false;
   p.rto_deadline = std::min(p.rto_deadline, now + p.rtt.rto());
@@ -312,6 +314,7 @@ void UdpTransport::stage_ack(Peer& p, uint64_t now) {
   p.ack_pending = false;
   p.ack_now = false;
   p.rx_unacked = 0;
+  p.rx_message = false;
   p.ack_deadline = UINT64_MAX;
   p.pong = false;
 }
@@ -333,7 +336,7 @@ void UdpTransport::send_pending(uint64_t now, bool defer_lone_acks) {
   }
   std::size_t kept = 0;
   for (Peer* p : ack_list_) {
-    if (p->ack_pending && !p->lost && !p->ack_now && p->rx_unacked < kAckEvery) {
+    if (p->ack_pending && !p->lost && !p->ack_now && p->rx_unacked < kAckEvery && p->rx_message) {
       ack_list_[kept++] = p;  // a handler's reply may carry it (send_acks later)
       continue;
     }
@@ -347,7 +350,9 @@ void UdpTransport::send_acks(uint64_t now) {
   for (Peer* p : ack_list_) {
     p->in_ack_list = false;
     if (!p->ack_pending || p->lost) continue;
-    if (p->ack_now || p->rx_unacked >= kAckEvery || now >= p->ack_deadline) {
+    // Only a lone datagram that completed a message waits: a fragment in the
+    // middle of a transfer is acknowledged at once (the sender is clocked by it).
+    if (p->ack_now || p->rx_unacked >= kAckEvery || !p->rx_message || now >= p->ack_deadline) {
       stage_ack(*p, now);
     } else if (p->ack_deadline == UINT64_MAX) {
       // A lone datagram no handler answered (typically a reply at the

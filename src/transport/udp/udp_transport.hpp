@@ -125,7 +125,7 @@ class UdpTransport final : public Transport {
   void widen_reordering_window(Peer& p);
   void on_data(Peer& p, const ParsedDatagram& d, std::byte*& buf, uint64_t now);
   void deliver(Peer& p, std::span<const std::byte> frag, uint8_t flags);
-  void keep_for_dispatch(const Peer& p, const core::MessageHeader& hdr, const std::byte* payload);
+  void keep_for_dispatch(Peer& p, const core::MessageHeader& hdr, const std::byte* payload);
   void transmit(Peer& p, uint64_t now);
   void stage_data(Peer& p, uint32_t seq, uint64_t now);
   void stage_ack(Peer& p, uint64_t now);
