@@ -39,6 +39,15 @@ fi
 ip netns exec "$a" env TSU_SEGMENT_SIZE=160M TSU_STATS=1 TSU_UDP_TRACE="$out/trace" \
   "$build/tools/tsurun/tsurun" -n 2 --hosts "$a,$b" --spawn 'ip netns exec {host}' \
   --bootstrap-addr 10.98.0.1 --timeout 300 ${TSU_BENCH_WRAP:-} "$bench" tsu ${TSU_BENCH_ARGS:-} 2>"$out/tsu_stats.txt" | tee -a "$res"
+# The same latencies with the waiting thread in tsu_quiet() (it drives
+# progress itself, polling the socket like the raw client) instead of
+# yielding to the progress thread.
+if [[ -z ${TSU_BENCH_ARGS:-} ]]; then
+  ip netns exec "$a" env TSU_SEGMENT_SIZE=160M \
+    "$build/tools/tsurun/tsurun" -n 2 --hosts "$a,$b" --spawn 'ip netns exec {host}' \
+    --bootstrap-addr 10.98.0.1 --timeout 120 ${TSU_BENCH_WRAP:-} "$bench" tsu --only latency --wait quiet \
+    2>>"$out/tsu_stats.txt" | tee -a "$res"
+fi
 # UCX over tcp on the same pair.
 if [[ $loss == 0 && -z ${SKIP_PEERS:-} ]] && command -v ucx_perftest >/dev/null; then
   : >"$out/ucx.txt"
