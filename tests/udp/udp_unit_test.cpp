@@ -442,3 +442,19 @@ TEST(UdpPacking, SplitsWholeMessagesAndRejectsMalformedBodies) {
   }
   EXPECT_FALSE(for_each_packed(body, 16, [&](const core::MessageHeader&, const std::byte*) { FAIL(); }));
 }
+
+TEST(UdpCongestion, SpuriousTimeoutIsUndone) {
+  CongestionControl cc(200, 4, 1024);
+  cc.on_timeout(500);
+  EXPECT_DOUBLE_EQ(cc.cwnd(), 4.0);
+  cc.undo_timeout();  // an original transmission was acknowledged after all
+  EXPECT_DOUBLE_EQ(cc.cwnd(), 200.0);
+  EXPECT_EQ(cc.undone_timeouts(), 1u);
+  cc.undo_timeout();  // only once per timeout
+  EXPECT_EQ(cc.undone_timeouts(), 1u);
+  // A timeout confirmed by a retransmission's ack stays.
+  cc.on_timeout(900);
+  cc.forget_undo();
+  cc.undo_timeout();
+  EXPECT_DOUBLE_EQ(cc.cwnd(), 4.0);
+}

@@ -98,12 +98,26 @@ class CongestionControl {
     return true;
   }
   void on_timeout(uint32_t snd_max) noexcept {
+    undo_cwnd_ = cwnd_;
+    undo_ssthresh_ = ssthresh_;
     ssthresh_ = std::max(cwnd_ / 2, min_);
     cwnd_ = min_;
     in_recovery_ = true;
     recovery_end_ = snd_max;
     ++reductions_;
   }
+  // The timeout was spurious (an original transmission from before it was
+  // acknowledged: the path was only slow, e.g. a scheduling stall longer
+  // than the RTO): the window goes back to where it was (Eifel, RFC 3522).
+  void undo_timeout() noexcept {
+    if (undo_cwnd_ <= 0) return;
+    cwnd_ = std::max(cwnd_, undo_cwnd_);
+    ssthresh_ = std::max(ssthresh_, undo_ssthresh_);
+    undo_cwnd_ = 0;
+    ++undone_timeouts_;
+  }
+  void forget_undo() noexcept { undo_cwnd_ = 0; }
+  uint64_t undone_timeouts() const noexcept { return undone_timeouts_; }
   void on_una(uint32_t una) noexcept {
     if (in_recovery_ && static_cast<int32_t>(una - recovery_end_) >= 0) in_recovery_ = false;
   }
@@ -121,6 +135,8 @@ class CongestionControl {
   uint32_t recovery_end_ = 0;
   uint64_t reductions_ = 0;
   uint64_t random_losses_ = 0;
+  double undo_cwnd_ = 0, undo_ssthresh_ = 0;  // before the last timeout (0: none)
+  uint64_t undone_timeouts_ = 0;
 };
 
 }  // namespace tsu::transport::udp

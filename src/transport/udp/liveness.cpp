@@ -63,6 +63,7 @@ void UdpTransport::check_retransmit(Peer& p, uint64_t now) {
         fired = true;
         ++st_.timeouts;
         p.cc.on_timeout(p.snd_max);
+        p.rto_fired_ns = now;
         p.rtt.backoff();
         budget = std::max(p.cc.window(), 1u);
         trace(p, now, 'T');

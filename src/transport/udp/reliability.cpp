@@ -91,6 +91,18 @@ void UdpTransport::on_ack_fields(Peer& p, const ParsedDatagram& d, uint64_t now)
     }
   }
   if (newly) {
+    // Spurious timeout: this ack echoes a transmission from before the
+    // timeout (the echo is only ever moved later, by the peer's hold time).
+    if (p.rto_fired_ns && d.h.echo_ts) {
+      if (d.h.echo_ts < p.rto_fired_ns) {
+        p.cc.undo_timeout();
+        ++st_.spurious_timeouts;
+        trace(p, now, 'U');
+      } else {
+        p.cc.forget_undo();  // a retransmission got through: it was real
+      }
+      p.rto_fired_ns = 0;
+    }
     p.cc.on_ack(newly);
     if (d.h.echo_ts && d.h.echo_ts <= now) p.rtt.sample(now - d.h.echo_ts);
   }

@@ -62,6 +62,7 @@ struct Peer {
   RttEstimator rtt;
   CongestionControl cc;
   uint64_t rto_deadline = UINT64_MAX;  // earliest unacked sent_ns + rto
+  uint64_t rto_fired_ns = 0;  // last timeout, while its undo is possible (0: none)
   uint64_t rack_ns = 0;  // newest transmission time known delivered (RACK)
   // RACK reordering window = reo_mult * srtt / 4: widened when the peer
   // reports a duplicate (our retransmission was spurious: the "lost" datagram

@@ -257,7 +257,7 @@ void UdpTransport::print_stats(std::FILE* f) const {
                "datagrams_sent=%llu datagrams_received=%llu send_calls=%llu recv_calls=%llu "
                "data_sent=%llu acks_sent=%llu acks_received=%llu pings=%llu retransmits=%llu "
                "fast_retransmits=%llu timeouts=%llu tail_probes=%llu duplicates=%llu out_of_window=%llu "
-               "reordered=%llu spurious_reported=%llu eagain=%llu send_dropped=%llu",
+               "reordered=%llu spurious_reported=%llu spurious_timeouts=%llu eagain=%llu send_dropped=%llu",
                rank_, (unsigned long long)st_.peers, (unsigned long long)st_.peers_lost,
                (unsigned long long)st_.msgs_sent, (unsigned long long)st_.msgs_packed,
                (unsigned long long)st_.msgs_delivered,
@@ -270,6 +270,7 @@ void UdpTransport::print_stats(std::FILE* f) const {
                (unsigned long long)st_.duplicates,
                (unsigned long long)st_.out_of_window, (unsigned long long)st_.reordered,
                (unsigned long long)st_.spurious_retransmits,
+               (unsigned long long)st_.spurious_timeouts,
                (unsigned long long)st_.eagain, (unsigned long long)sock_.send_dropped);
   for (int i = 1; i < static_cast<int>(ParseStatus::kCount); ++i)
     std::fprintf(f, " drop_%s=%llu", parse_status_name(static_cast<ParseStatus>(i)),

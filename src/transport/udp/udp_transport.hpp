@@ -64,6 +64,7 @@ struct UdpStats {
   uint64_t retransmits = 0, fast_retransmits = 0, timeouts = 0, tail_probes = 0;
   uint64_t duplicates = 0, out_of_window = 0, reordered = 0;
   uint64_t spurious_retransmits = 0;  // peers' kDupSeen reports
+  uint64_t spurious_timeouts = 0;     // timeouts undone (Eifel)
   uint64_t drops[static_cast<int>(ParseStatus::kCount)] = {};
   uint64_t unknown_handler = 0, reassembly_errors = 0, from_lost_peer = 0;
   uint64_t eagain = 0, peers = 0, peers_lost = 0;
