@@ -168,20 +168,7 @@ TEST(AmLongLarge, BadDestinationFailsAtTargetAndWritesNothing) {
   ASSERT_EQ(tsu_am_register(kHandler, nullptr, nullptr), TSU_OK);
 }
 
-struct Done {
-  std::atomic<int> calls{0};
-  std::atomic<tsu_status_t> st{1};
-  tsu_cb_t cb() {
-    return tsu_cb(
-        [](tsu_status_t s, void* a) {
-          auto* d = static_cast<Done*>(a);
-          d->st.store(s);
-          d->calls.fetch_add(1);
-        },
-        this);
-  }
-  bool wait() { return mp::wait_until([&] { return calls.load() > 0; }, "completion"); }
-};
+using mp::Done;
 
 TEST(TaggedLarge, RendezvousTruncatedIntoSmallerReceive) {
   const uint32_t me = mp::rank(), n = mp::size();

@@ -15,20 +15,10 @@
 
 namespace coll_test {
 
-struct Flag {
-  std::atomic<int> calls{0};
-  std::atomic<tsu_status_t> st{1};
-  tsu_cb_t cb() {
-    return tsu_cb(
-        [](tsu_status_t s, void* a) {
-          auto* f = static_cast<Flag*>(a);
-          f->st.store(s);
-          f->calls.fetch_add(1);
-        },
-        this);
-  }
+// A collective's completion: exactly one callback, with TSU_OK.
+struct Flag : mp::Done {
   void wait() {
-    ASSERT_TRUE(mp::wait_until([&] { return calls.load() > 0; }, "collective"));
+    ASSERT_TRUE(Done::wait("collective"));
     EXPECT_EQ(calls.load(), 1);
     EXPECT_EQ(st.load(), TSU_OK);
   }

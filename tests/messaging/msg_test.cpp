@@ -46,20 +46,7 @@ unsigned char* main_seg(uint64_t offset) {
   return static_cast<unsigned char*>(base) + offset;
 }
 
-struct Done {
-  std::atomic<int> calls{0};
-  std::atomic<tsu_status_t> st{1};
-  tsu_cb_t cb() {
-    return tsu_cb(
-        [](tsu_status_t s, void* a) {
-          auto* d = static_cast<Done*>(a);
-          d->st.store(s);
-          d->calls.fetch_add(1);
-        },
-        this);
-  }
-  bool wait() { return mp::wait_until([&] { return calls.load() > 0; }, "completion"); }
-};
+using mp::Done;
 
 void fill(unsigned char* p, size_t len, uint64_t seed) {
   for (size_t i = 0; i < len; ++i) p[i] = static_cast<unsigned char>(seed * 7 + i);

@@ -61,6 +61,25 @@ bool wait_until(Pred&& pred, const char* what = "condition") {
   return true;
 }
 
+// A single request's callback, for tests that check it by hand: how often it
+// ran and its last status (Tracker below counts many requests).
+struct Done {
+  std::atomic<int> calls{0};
+  std::atomic<tsu_status_t> st{1};
+  tsu_cb_t cb() {
+    return tsu_cb(
+        [](tsu_status_t s, void* a) {
+          auto* d = static_cast<Done*>(a);
+          d->st.store(s);
+          d->calls.fetch_add(1);
+        },
+        this);
+  }
+  bool wait(const char* what = "completion") {
+    return wait_until([&] { return calls.load() > 0; }, what);
+  }
+};
+
 // Issues `try_fn` until it is not TSU_EAGAIN (driving progress in between).
 // Returns its final status; `eagains` (if given) counts the refusals.
 template <typename F>
