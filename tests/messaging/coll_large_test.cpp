@@ -26,13 +26,8 @@ void check_allreduce(tsu_team_t team, tsu_dtype_t dt, std::size_t count) {
   const tsu_op_t ops[] = {TSU_OP_SUM, TSU_OP_PROD, TSU_OP_MIN, TSU_OP_MAX, TSU_OP_BAND, TSU_OP_BOR};
   for (tsu_op_t op : ops) {
     if (!std::is_integral_v<T> && (op == TSU_OP_BAND || op == TSU_OP_BOR)) continue;
-    std::vector<T> src(count), expect(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      src[i] = value<T>(me, i, op);
-      T acc = value<T>(0, i, op);
-      for (uint32_t r = 1; r < n; ++r) acc = apply(op, acc, value<T>(r, i, op));
-      expect[i] = acc;
-    }
+    std::vector<T> src, expect;
+    reduction_case<T>(op, me, n, count, src, expect);
     std::vector<T> dst(count, T{});
     Flag f;
     ASSERT_EQ(tsu_try_allreduce(team, src.data(), dst.data(), count, dt, op, f.cb()), TSU_OK);

@@ -28,13 +28,8 @@ void check_reductions(tsu_team_t team, tsu_dtype_t dt, std::size_t count) {
                 TSU_ERR_INVALID_ARG);
       continue;
     }
-    std::vector<T> src(count), expect(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      src[i] = value<T>(me, i, op);
-      T acc = value<T>(0, i, op);
-      for (uint32_t r = 1; r < n; ++r) acc = apply(op, acc, value<T>(r, i, op));
-      expect[i] = acc;
-    }
+    std::vector<T> src, expect;
+    reduction_case<T>(op, me, n, count, src, expect);
     // allreduce (out of place, then in place)
     std::vector<T> dst(count, T{});
     Flag f;

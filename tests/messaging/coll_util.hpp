@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "msg_util.hpp"
 #include "tsunagi/tsunagi.h"
@@ -54,6 +55,21 @@ T apply(tsu_op_t op, T a, T b) {
     case TSU_OP_BOR: if constexpr (std::is_integral_v<T>) return static_cast<T>(a | b); break;
   }
   return a;
+}
+
+// This rank's input of a reduction over `n` ranks and the result every rank
+// expects (folded in rank order, as the exact values make any order equal).
+template <typename T>
+void reduction_case(tsu_op_t op, uint32_t me, uint32_t n, std::size_t count, std::vector<T>& src,
+                    std::vector<T>& expect) {
+  src.resize(count);
+  expect.resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    src[i] = value<T>(me, i, op);
+    T acc = value<T>(0, i, op);
+    for (uint32_t r = 1; r < n; ++r) acc = apply(op, acc, value<T>(r, i, op));
+    expect[i] = acc;
+  }
 }
 
 template <typename T>

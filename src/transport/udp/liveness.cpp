@@ -87,14 +87,7 @@ void UdpTransport::check_retransmit(Peer& p, uint64_t now) {
 
 void UdpTransport::send_ping(Peer& p, uint64_t now) {
   if (p.addr.sin_family != AF_INET) return;
-  WireHeader h{};
-  h.type = kPing;
-  h.src_rank = rank_;
-  h.dst_rank = p.rank;
-  h.ack = p.rcv_nxt;
-  h.sack = p.sack64();
-  h.ts = now;
-  h.echo_ts = p.echo_for(now);
+  WireHeader h = control_header(p, kPing, now);
   h.payload_crc = crc32c(nullptr, 0);
   seal_header(h, secret_);
   std::memcpy(p.ping_buf, &h, kHeaderSize);

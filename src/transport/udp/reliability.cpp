@@ -292,17 +292,22 @@ void UdpTransport::stage_data(Peer& p, uint32_t seq, uint64_t now) {
   sock_.stage(s.buf, s.len, p.addr);
 }
 
-void UdpTransport::stage_ack(Peer& p, uint64_t now) {
+WireHeader UdpTransport::control_header(const Peer& p, uint8_t type, uint64_t now) const {
   WireHeader h{};
-  h.type = kAck;
-  h.flags = static_cast<uint8_t>((p.pong ? kPong : 0) | (p.dup_seen ? kDupSeen : 0));
-  p.dup_seen = false;
+  h.type = type;
   h.src_rank = rank_;
   h.dst_rank = p.rank;
   h.ack = p.rcv_nxt;
   h.sack = p.sack64();
   h.ts = now;
   h.echo_ts = p.echo_for(now);
+  return h;
+}
+
+void UdpTransport::stage_ack(Peer& p, uint64_t now) {
+  WireHeader h = control_header(p, kAck, now);
+  h.flags = static_cast<uint8_t>((p.pong ? kPong : 0) | (p.dup_seen ? kDupSeen : 0));
+  p.dup_seen = false;
   // Extended selective acks beyond the first 64 (only as far as needed).
   std::byte* ext = p.ack_buf + kHeaderSize;
   std::size_t ext_len = 0;

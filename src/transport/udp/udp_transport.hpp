@@ -130,6 +130,8 @@ class UdpTransport final : public Transport {
   void transmit(Peer& p, uint64_t now);
   void stage_data(Peer& p, uint32_t seq, uint64_t now);
   void stage_ack(Peer& p, uint64_t now);
+  // Header of an ack or ping to p: addressing, acknowledgement fields, times.
+  WireHeader control_header(const Peer& p, uint8_t type, uint64_t now) const;
   void schedule_tx(Peer& p);
   void schedule_ack(Peer& p);
   // A protocol deadline at `t`: poll must run by then, also when the engine
