@@ -21,8 +21,8 @@ using transport::Access;
 //           flags bit 0: the address is an offset in the sender's shared
 //           segment flags>>8 (else a pointer in the sender's process)
 //   fin     args[0] cookie, [1] status (receiver -> sender, rendezvous done)
-//   scdone  args[0] entry, [1] generation, [2] tag, [3] length (sender ->
-//           receiver: single-copy eager filled that posted receive)
+//   scpoke  no arguments (sender -> receiver: a single-copy record waits in
+//           your posted queue; only where the route cannot wake the engine)
 //   cts     args[0] sender cookie, [1] receiver cookie (NetPull), [2] bytes
 //           wanted (receiver -> sender, off-node rendezvous: "send it"); a
 //           receive that cannot take the data answers with a FIN instead
@@ -151,18 +151,18 @@ MsgLayer::MsgLayer(core::Runtime& rt, am::AmLayer& am)
   }
   std::size_t area_size = 0;
   std::byte* area = rt.layer_area(area_size);
-  uint32_t capacity = rt.config().posted_slots;
+  uint32_t capacity = std::min(rt.config().posted_slots, PostedQueue::kMaxCapacity);
   while (capacity && PostedQueue::bytes_for(capacity, rt.size()) > area_size) capacity /= 2;
   if (area && capacity) {
     mine_ = PostedQueue(area, capacity, rt.size());
-    mine_.format(capacity);
+    mine_.format();
     slots_.resize(capacity);
     for (uint32_t i = capacity; i-- > 0;) free_slots_.push_back(static_cast<uint16_t>(i));
   }
   rt.handlers().set(kHandlerMsgEager, on_eager, this);
   rt.handlers().set(kHandlerMsgRts, on_rts, this);
   rt.handlers().set(kHandlerMsgFin, on_fin, this);
-  rt.handlers().set(kHandlerMsgScDone, on_sc_done, this);
+  rt.handlers().set(kHandlerMsgScPoke, on_sc_poke, this);
   rt.handlers().set(kHandlerMsgCts, on_cts, this);
   rt.handlers().set(kHandlerMsgData, on_data, this);
 }
@@ -178,14 +178,15 @@ bool MsgLayer::try_single_copy(uint32_t dst, uint64_t tag, const void* buf, std:
   std::byte* area = mem ? mem->peer_layer_area(dst, area_size) : nullptr;
   // (Only memory transports map a peer's layer area: send() does not try
   // single-copy eager towards ranks on other nodes.)
-  if (!area) return false;
+  if (!area || len > UINT32_MAX) return false;
   // The queue's capacity, checked once per peer: the header line is then
-  // first touched by the lock's exchange (one transfer, not two).
+  // first touched by the lock's compare-exchange (one transfer, not two).
   uint32_t capacity = peer_capacity_[dst].load(std::memory_order_relaxed);
   if (!capacity) {
-    capacity = reinterpret_cast<const PostedHeader*>(area)->capacity;
-    if (!capacity || PostedQueue::bytes_for(capacity, rt_.size()) > area_size ||
-        !PostedQueue(area, capacity, rt_.size()).valid())
+    if (area_size < sizeof(PostedInfo)) return false;
+    capacity = PostedQueue::capacity_of(area);
+    if (!capacity || capacity > PostedQueue::kMaxCapacity ||
+        PostedQueue::bytes_for(capacity, rt_.size()) > area_size)
       return false;
     peer_capacity_[dst].store(capacity, std::memory_order_relaxed);
   }
@@ -195,8 +196,6 @@ bool MsgLayer::try_single_copy(uint32_t dst, uint64_t tag, const void* buf, std:
     return false;
   }
   const uint32_t me = rt_.rank();
-  bool done = false;
-  uint32_t slot = 0, gen = 0;
   // Only when none of our earlier messages to dst is still in flight.
   if (q.processed(me).load(std::memory_order_acquire) ==
       sent_[dst].load(std::memory_order_seq_cst)) {
@@ -205,32 +204,30 @@ bool MsgLayer::try_single_copy(uint32_t dst, uint64_t tag, const void* buf, std:
       if (!tag_matches(e.src, e.tag, e.mask, me, tag)) continue;
       // The earliest match decides: usable or not, nothing later may take it.
       Access a;
-      if (e.seg >= 0 && len <= e.cap &&
+      if (e.seg >= 0 && e.slot < capacity && len <= e.cap &&
           mem->resolve(tsu_gaddr(dst, static_cast<uint32_t>(e.seg), e.offset), len, a) ==
               TSU_OK &&
           a.kind == Access::kDirect) {
         if (len) std::memcpy(a.ptr, buf, len);
-        // Only read the entry: the owner learns the result from the notice,
-        // so the entry's cache line is not pulled back and forth.
-        slot = e.slot;
-        gen = e.gen;
+        const uint16_t slot = e.slot;
         q.remove_at(i);
-        done = true;
+        // The record rides in the header line we hold; the owner completes
+        // the receive when its progress sees it.
+        q.publish_filled(slot, me, tag, static_cast<uint32_t>(len));
+        if (!mem->notify_peer(dst)) {
+          MessageHeader h{};
+          h.handler = kHandlerMsgScPoke;
+          const tsu_status_t st = am_.send_or_queue(dst, h, nullptr);
+          if (st != TSU_OK)
+            TSU_LOG_ERROR("single-copy notice to rank %u failed: %s", dst, tsu_strerror(st));
+        }
+        return true;
       }
       break;
     }
   }
   q.unlock();
-  if (!done) return false;
-  MessageHeader h{};
-  h.handler = kHandlerMsgScDone;
-  h.args[0] = slot;
-  h.args[1] = gen;
-  h.args[2] = tag;
-  h.args[3] = len;
-  const tsu_status_t st = am_.send_or_queue(dst, h, nullptr);
-  if (st != TSU_OK) TSU_LOG_ERROR("single-copy notice to rank %u failed: %s", dst, tsu_strerror(st));
-  return true;
+  return false;
 }
 
 tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::size_t len,
@@ -314,6 +311,58 @@ void MsgLayer::on_fin(void* ctx, uint32_t src, const MessageHeader& h, const std
 
 // ---- Receiver -----------------------------------------------------------------
 
+void MsgLayer::lock_queue(Filled& f) noexcept {
+  util::Backoff b;
+  while (owner_busy_.exchange(true, std::memory_order_acquire))
+    while (owner_busy_.load(std::memory_order_relaxed)) b.pause();
+  if (mine_.valid() && mine_.owner_lock()) take_filled(f);
+}
+
+void MsgLayer::unlock_queue(Filled& f) noexcept {
+  if (mine_.valid()) mine_.unlock();
+  owner_busy_.store(false, std::memory_order_release);
+  if (f.l) {
+    std::unique_ptr<Local> l = std::move(f.l);
+    // Single-copy eager only fills a buffer the message fits in: never truncated.
+    complete(*l, f.src, f.tag, f.len, TSU_OK);
+  }
+}
+
+void MsgLayer::take_filled(Filled& f) noexcept {
+  const uint32_t slot = mine_.filled_slot();
+  // The sender removed the entry from order[] (so neither matching nor
+  // cancel reaches it) but left it posted.  A record naming anything else
+  // (a corrupt or buggy peer) is dropped, not followed.
+  if (slot >= mine_.capacity() || mine_.entry(slot).state != kEntryPosted || !slots_[slot] ||
+      mine_.filled_src() >= rt_.size() || mine_.filled_len() > slots_[slot]->cap) {
+    TSU_LOG_ERROR("single-copy record for entry %u from rank %u does not match", slot,
+                  mine_.filled_src());
+    return;
+  }
+  f.l = std::move(slots_[slot]);
+  f.src = mine_.filled_src();
+  f.tag = mine_.filled_tag();
+  f.len = mine_.filled_len();
+  free_entry(slot);
+}
+
+std::size_t MsgLayer::poll() noexcept {
+  // One load of a line that stays in our cache until a sender takes it.
+  if (!mine_.valid() || !mine_.filled_pending()) return 0;
+  if (test_defer_filled_.load(std::memory_order_relaxed)) return 0;
+  // Another owner thread at work will take the record itself.
+  if (owner_busy_.exchange(true, std::memory_order_acquire)) return 0;
+  Filled f;
+  if (mine_.owner_lock()) take_filled(f);
+  unlock_queue(f);
+  return 1;
+}
+
+bool MsgLayer::idle() const noexcept {
+  return !mine_.valid() || !mine_.filled_pending(std::memory_order_seq_cst) ||
+         test_defer_filled_.load(std::memory_order_relaxed);
+}
+
 void MsgLayer::free_entry(uint32_t slot) noexcept {
   mine_.entry(slot).state = kEntryFree;
   slots_[slot].reset();
@@ -333,11 +382,10 @@ void MsgLayer::post_entry(uint16_t slot, std::unique_ptr<Local> l) noexcept {
   e.f.src = l->src;
   e.f.tag = l->tag;
   e.f.mask = l->mask;
-  e.f.cap = l->cap;
-  e.f.seg = l->seg;
+  e.f.cap = static_cast<uint32_t>(std::min<std::size_t>(l->cap, UINT32_MAX));
+  e.f.seg = static_cast<int16_t>(l->seg);
   e.f.offset = l->offset;
   e.f.slot = slot;
-  ++e.f.gen;
   slots_[slot] = std::move(l);
   mine_.append(slot);
 }
@@ -425,7 +473,8 @@ void MsgLayer::on_eager(void* ctx, uint32_t src, const MessageHeader& h,
   auto* self = static_cast<MsgLayer*>(ctx);
   const uint64_t tag = h.args[0];
   const std::size_t len = h.payload_len;
-  self->mine_.lock();
+  Filled filled;
+  self->lock_queue(filled);
   std::unique_ptr<Local> l = self->take_posted(src, tag);
   if (!l) {
     auto u = std::unique_ptr<Unexpected>(new Unexpected{src, tag, len, false, 0, 0, 0, {}});
@@ -434,7 +483,7 @@ void MsgLayer::on_eager(void* ctx, uint32_t src, const MessageHeader& h,
     self->counters_.unexpected.fetch_add(1, std::memory_order_relaxed);
   }
   if (self->mine_.valid()) self->mine_.processed(src).fetch_add(1, std::memory_order_release);
-  self->mine_.unlock();
+  self->unlock_queue(filled);
   if (!l) return;
   const std::size_t n = std::min(len, l->cap);
   if (n) std::memcpy(l->buf, payload, n);
@@ -444,7 +493,8 @@ void MsgLayer::on_eager(void* ctx, uint32_t src, const MessageHeader& h,
 void MsgLayer::on_rts(void* ctx, uint32_t src, const MessageHeader& h, const std::byte*) noexcept {
   auto* self = static_cast<MsgLayer*>(ctx);
   const uint64_t tag = h.args[0];
-  self->mine_.lock();
+  Filled filled;
+  self->lock_queue(filled);
   std::unique_ptr<Local> l = self->take_posted(src, tag);
   if (!l) {
     self->unexpected_.push_back(std::unique_ptr<Unexpected>(
@@ -452,7 +502,7 @@ void MsgLayer::on_rts(void* ctx, uint32_t src, const MessageHeader& h, const std
     self->counters_.unexpected.fetch_add(1, std::memory_order_relaxed);
   }
   if (self->mine_.valid()) self->mine_.processed(src).fetch_add(1, std::memory_order_release);
-  self->mine_.unlock();
+  self->unlock_queue(filled);
   if (l) self->pull(std::move(l), src, tag, h.args[1], h.flags, h.args[2], h.args[3]);
 }
 
@@ -522,26 +572,8 @@ void MsgLayer::on_data(void* ctx, uint32_t src, const MessageHeader& h,
   self->complete(*done->l, done->src, done->tag, done->len, st);
 }
 
-void MsgLayer::on_sc_done(void* ctx, uint32_t src, const MessageHeader& h,
-                          const std::byte*) noexcept {
-  auto* self = static_cast<MsgLayer*>(ctx);
-  const auto slot = static_cast<uint32_t>(h.args[0]);
-  if (!self->mine_.valid()) return;  // no shared queue: no sender can fill one
-  self->mine_.lock();
-  // The sender removed the entry from order[] (so neither matching nor
-  // cancel can reach it) but left it posted; the generation ties the notice
-  // to this use of the entry.
-  if (slot >= self->mine_.capacity() || self->mine_.entry(slot).state != kEntryPosted ||
-      self->mine_.entry(slot).f.gen != static_cast<uint32_t>(h.args[1]) || !self->slots_[slot]) {
-    self->mine_.unlock();
-    TSU_LOG_ERROR("single-copy notice for entry %u does not match", slot);
-    return;
-  }
-  std::unique_ptr<Local> l = std::move(self->slots_[slot]);
-  self->free_entry(slot);
-  self->mine_.unlock();
-  // Single-copy eager only fills a buffer the message fits in: never truncated.
-  self->complete(*l, src, h.args[2], h.args[3], TSU_OK);
+void MsgLayer::on_sc_poke(void* ctx, uint32_t, const MessageHeader&, const std::byte*) noexcept {
+  static_cast<MsgLayer*>(ctx)->poll();
 }
 
 tsu_status_t MsgLayer::recv(uint32_t src, uint64_t tag, uint64_t mask, void* buf, std::size_t cap,
@@ -565,14 +597,15 @@ tsu_status_t MsgLayer::recv(uint32_t src, uint64_t tag, uint64_t mask, void* buf
     l->seg = static_cast<int32_t>(seg);
     l->offset = offset;
   }
-  mine_.lock();
+  Filled filled;
+  lock_queue(filled);
   l->id = next_id_++;
   if (handle) *handle = l->id;
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     if (!tag_matches(src, tag, mask, (*it)->src, (*it)->tag)) continue;
     std::unique_ptr<Unexpected> u = std::move(*it);
     unexpected_.erase(it);
-    mine_.unlock();
+    unlock_queue(filled);
     if (u->rndv) {
       pull(std::move(l), u->src, u->tag, u->len, u->flags, u->addr, u->cookie);
     } else {
@@ -585,7 +618,7 @@ tsu_status_t MsgLayer::recv(uint32_t src, uint64_t tag, uint64_t mask, void* buf
   // Nothing more will come from a lost source (checked under the lock, so a
   // receive either sees the loss here or is found by on_peer_lost).
   if (src != TSU_ANY_SOURCE && source_lost(src)) {
-    mine_.unlock();
+    unlock_queue(filled);
     complete(*l, src, tag, 0, TSU_ERR_PEER_LOST);
     return TSU_OK;
   }
@@ -596,7 +629,7 @@ tsu_status_t MsgLayer::recv(uint32_t src, uint64_t tag, uint64_t mask, void* buf
   } else {
     overflow_.push_back(std::move(l));
   }
-  mine_.unlock();
+  unlock_queue(filled);
   return TSU_OK;
 }
 
@@ -606,20 +639,22 @@ tsu_status_t MsgLayer::probe(uint32_t src, uint64_t tag, uint64_t mask,
   if (src != TSU_ANY_SOURCE && src >= rt_.size())
     return core::fail(TSU_ERR_BAD_RANK, "tsu_msg_probe: rank %u >= job size %u", src, rt_.size());
   if (!core::in_progress_context()) rt_.engine().progress();
-  mine_.lock();
+  Filled filled;
+  lock_queue(filled);
   for (const auto& u : unexpected_)
     if (tag_matches(src, tag, mask, u->src, u->tag)) {
       *status = tsu_msg_status_t{u->src, TSU_OK, u->tag, u->len};
-      mine_.unlock();
+      unlock_queue(filled);
       return TSU_OK;
     }
-  mine_.unlock();
+  unlock_queue(filled);
   return TSU_EAGAIN;
 }
 
 tsu_status_t MsgLayer::cancel(tsu_recv_t handle) noexcept {
   std::unique_ptr<Local> l;
-  mine_.lock();
+  Filled filled;
+  lock_queue(filled);
   for (uint32_t i = 0; mine_.valid() && i < mine_.count(); ++i) {
     const uint16_t s = mine_.order(i);
     if (slots_[s] && slots_[s]->id == handle) {
@@ -636,7 +671,7 @@ tsu_status_t MsgLayer::cancel(tsu_recv_t handle) noexcept {
         overflow_.erase(it);
         break;
       }
-  mine_.unlock();
+  unlock_queue(filled);
   if (!l)
     return core::fail(TSU_ERR_INVALID_ARG,
                       "tsu_recv_cancel: receive %llu is not pending (matched, done or unknown)",
@@ -669,7 +704,8 @@ void MsgLayer::on_peer_lost(uint32_t rank) noexcept {
   }
   // Posted receives that name the lost rank (any-source ones stay).
   std::vector<std::unique_ptr<Local>> posted;
-  mine_.lock();
+  Filled filled;
+  lock_queue(filled);
   for (uint32_t i = 0; mine_.valid() && i < mine_.count();) {
     const uint16_t slot = mine_.order(i);
     if (mine_.entry(slot).f.src != rank) {
@@ -688,7 +724,7 @@ void MsgLayer::on_peer_lost(uint32_t rank) noexcept {
       ++it;
     }
   }
-  mine_.unlock();
+  unlock_queue(filled);
   if (!sends.empty() || !pulls.empty() || !posted.empty())
     TSU_LOG_WARN("rank %u lost: failing %zu rendezvous sends, %zu transfers, %zu receives", rank,
                  sends.size(), pulls.size(), posted.size());
@@ -708,8 +744,13 @@ void MsgLayer::counters(tsu_msg_counters_t& out) const noexcept {
 }
 
 void MsgLayer::test_hold_lock(bool hold) noexcept {
+  if (!mine_.valid()) return;
   if (hold) {
-    mine_.lock();
+    util::Backoff b;
+    while (!mine_.try_lock()) {
+      poll();  // a record waiting there keeps senders (and us) out
+      b.pause();
+    }
   } else {
     mine_.unlock();
   }

@@ -32,7 +32,9 @@ namespace tsu::msg {
 inline constexpr uint16_t kHandlerMsgEager = core::kHandlerMsgFirst + 0;
 inline constexpr uint16_t kHandlerMsgRts = core::kHandlerMsgFirst + 1;
 inline constexpr uint16_t kHandlerMsgFin = core::kHandlerMsgFirst + 2;
-inline constexpr uint16_t kHandlerMsgScDone = core::kHandlerMsgFirst + 3;
+// "A single-copy record waits in your posted queue": only where the route
+// cannot wake the receiver's engine itself (Transport::notify_peer).
+inline constexpr uint16_t kHandlerMsgScPoke = core::kHandlerMsgFirst + 3;
 // Rendezvous with a peer whose memory this process cannot reach (another
 // node, udp): the receiver asks for the data (CTS), the sender sends it in
 // message-sized pieces (DATA) and completes; no FIN.
@@ -54,8 +56,19 @@ class MsgLayer {
   tsu_status_t cancel(tsu_recv_t handle) noexcept;
   void counters(tsu_msg_counters_t& out) const noexcept;
 
-  // Tests: hold this rank's posted-queue lock (senders then fall back to eager).
+  // Progress (the layers' poller): completes a receive a node peer filled by
+  // single-copy eager.  idle(): none waits (checked before the engine sleeps).
+  std::size_t poll() noexcept;
+  bool idle() const noexcept;
+
+  // Tests: hold this rank's posted-queue lock as a sender would (senders then
+  // fall back to eager).
   void test_hold_lock(bool hold) noexcept;
+  // Tests: progress leaves a filled record alone (so a message arriving next
+  // finds it pending: the owner's matching takes it first).
+  void test_defer_filled(bool defer) noexcept {
+    test_defer_filled_.store(defer, std::memory_order_relaxed);
+  }
 
   // `rank` is gone (progress context): rendezvous sends to it, receives fed
   // by it and receives naming it as source complete with TSU_ERR_PEER_LOST.
@@ -73,12 +86,27 @@ class MsgLayer {
                      const std::byte* payload) noexcept;
   static void on_fin(void* ctx, uint32_t src, const core::MessageHeader& h,
                      const std::byte* payload) noexcept;
-  static void on_sc_done(void* ctx, uint32_t src, const core::MessageHeader& h,
+  static void on_sc_poke(void* ctx, uint32_t src, const core::MessageHeader& h,
                          const std::byte* payload) noexcept;
   static void on_cts(void* ctx, uint32_t src, const core::MessageHeader& h,
                      const std::byte* payload) noexcept;
   static void on_data(void* ctx, uint32_t src, const core::MessageHeader& h,
                       const std::byte* payload) noexcept;
+
+  // A receive a sender filled (single-copy eager), completed after unlock.
+  struct Filled {
+    std::unique_ptr<Local> l;
+    uint32_t src = 0;
+    uint64_t tag = 0;
+    std::size_t len = 0;
+  };
+  // Owner side: takes the process-local lock, then the shared queue's lock;
+  // a record a sender left there is taken into `f`.  unlock_queue releases
+  // both and completes f's receive (before any the caller completes next:
+  // that message was matched first).
+  void lock_queue(Filled& f) noexcept;
+  void unlock_queue(Filled& f) noexcept;
+  void take_filled(Filled& f) noexcept;  // lock held, record pending
 
   // Owner side, queue lock held: the first posted receive matching (src,
   // tag), removed from the posted lists; nullptr if none.
@@ -108,6 +136,11 @@ class MsgLayer {
   std::size_t sceager_min_;
   bool sceager_;
   PostedQueue mine_;  // this rank's queue (owner)
+  // Owner threads (user threads posting, the progress thread matching)
+  // exclude each other here before taking mine_'s lock: a filled record then
+  // has one reader.  A spin lock: held for a few list operations.
+  std::atomic<bool> owner_busy_{false};
+  std::atomic<bool> test_defer_filled_{false};
   std::vector<std::unique_ptr<Local>> slots_;    // per entry (lock held)
   std::vector<uint16_t> free_slots_;             // lock held
   std::deque<std::unique_ptr<Local>> overflow_;  // posted after the shared entries (lock held)

@@ -1,23 +1,34 @@
 // The posted-receive queue a rank shares with its node peers (seed 004), in
-// the rank's layer area (Transport::peer_layer_area).  Everything here is
-// accessed only under `lock`, by the owner (posting, matching arrivals,
-// cancel, freeing) and by senders (single-copy eager), so plain fields are
-// fine; the lock's acquire/release orders them.  Senders only try the lock and
+// the rank's layer area (Transport::peer_layer_area).  The owner posts,
+// matches arrivals, cancels and frees; senders (single-copy eager) fill the
+// buffer of a posted receive.  Everything is accessed under `lock`, whose
+// acquire/release orders the plain fields.  Senders only try the lock and
 // fall back to eager when it is busy: a sender never waits for a receiver.
 //
-// Layout: Header | uint16_t order[capacity] | Entry[capacity] |
+// Layout: Info | Header | uint16_t order[capacity] | Entry[capacity] |
 //         SourceCounter[job size]
 //  - order[0..count) lists the posted entries in posting order (matching
-//    takes the first match).  A sender that fills an entry removes it from
-//    the list and tells the owner (a notice message with the length and tag);
-//    the owner frees the entry then.
+//    takes the first match).
 //  - The header's cache line also holds a copy of the first posted entry's
-//    match fields (`head`), kept by the owner whenever order[0] changes.  A
-//    sender matching the first posted receive (the common case: receives
-//    posted in the order messages come) touches only that one line of the
-//    owner's (besides the buffer): every further line is a cache-line
-//    transfer between the cores, and those transfers, not the copy, are what
-//    single-copy eager pays over eager for small messages.
+//    match fields (`head`, kept by the owner whenever order[0] changes) and
+//    the "filled" record.  A sender that fills a receive removes it from
+//    order[], writes the record (entry, source, tag, length) into the same
+//    line and leaves the lock in state kFilled instead of releasing it; the
+//    owner's progress sees kFilled, completes the receive and releases.  In
+//    the common case (receives posted in the order messages come) a message
+//    then costs two transfers of this one line -- the sender's lock, the
+//    owner's read -- instead of the lock, a notice through the ring and the
+//    owner taking the line back to free the entry: those transfers, not the
+//    copy, are what single-copy eager pays over eager for small messages.
+//  - Lock states: kFree; kHeld (a sender, or the owner); kFilled (the record
+//    is valid; only the owner leaves it, so while the lock says kFilled no
+//    sender can take it and the owner may write the line with plain stores).
+//    Owner threads exclude each other with a process-local lock first
+//    (MsgLayer::lock_queue), so kFilled has one reader.
+//  - A sender that leaves kFilled wakes the owner's engine if it sleeps
+//    (Transport::notify_peer): seq_cst store of kFilled then seq_cst load of
+//    the owner's "asleep" word, against the owner's seq_cst store of "asleep"
+//    then seq_cst load of the lock (MsgLayer::idle): one of them sees the other.
 //  - processed[s] counts the tagged messages from rank s (eager and
 //    rendezvous requests) the owner has matched or queued as unexpected.  A
 //    sender counts a message in sent[dst] BEFORE pushing it (and uncounts it
@@ -38,23 +49,32 @@ namespace tsu::msg {
 
 // What a sender needs to match and fill a posted receive.
 struct PostedFields {
-  uint32_t src;     // TSU_ANY_SOURCE or a rank
-  uint32_t gen;     // bumped on each use of the entry
   uint64_t tag;
   uint64_t mask;
-  uint64_t cap;     // buffer bytes
-  int32_t seg;      // owner's shared segment holding the buffer, or -1
-  uint32_t slot;    // the entry's index
   uint64_t offset;  // buffer offset in seg
+  uint32_t src;     // TSU_ANY_SOURCE or a rank
+  uint32_t cap;     // buffer bytes (clipped: eager messages are far smaller)
+  int16_t seg;      // owner's shared segment holding the buffer, or -1
+  uint16_t slot;    // the entry's index
 };
-static_assert(sizeof(PostedFields) == 48);
+static_assert(sizeof(PostedFields) == 40);
+
+// Read once per peer: the sender caches the capacity.
+struct alignas(64) PostedInfo {
+  uint32_t capacity;
+  uint32_t magic;
+};
+
+enum LockState : uint32_t { kFree = 0, kHeld = 1, kFilled = 2 };
 
 struct alignas(64) PostedHeader {
   std::atomic<uint32_t> lock;
-  uint32_t capacity;
-  uint32_t count;     // entries in order[]
-  uint32_t magic;
-  PostedFields head;  // copy of entry(order[0]) while count > 0
+  uint16_t count;        // entries in order[]
+  uint16_t filled_slot;  // record (valid while lock == kFilled)
+  PostedFields head;     // copy of entry(order[0]) while count > 0
+  uint64_t filled_tag;
+  uint32_t filled_len;
+  uint32_t filled_src;
 };
 static_assert(sizeof(PostedHeader) == 64);
 
@@ -72,44 +92,86 @@ struct alignas(64) SourceCounter {
 
 class PostedQueue {
  public:
-  static constexpr uint32_t kMagic = 0x70717531;  // "pqu1"
+  static constexpr uint32_t kMagic = 0x70717532;  // "pqu2"
+  static constexpr uint32_t kMaxCapacity = UINT16_MAX;
   static std::size_t order_bytes(uint32_t capacity) noexcept {
     return (std::size_t{capacity} * sizeof(uint16_t) + 63) / 64 * 64;
   }
   static std::size_t bytes_for(uint32_t capacity, uint32_t ranks) noexcept {
-    return sizeof(PostedHeader) + order_bytes(capacity) +
+    return sizeof(PostedInfo) + sizeof(PostedHeader) + order_bytes(capacity) +
            std::size_t{capacity} * sizeof(PostedEntry) + std::size_t{ranks} * sizeof(SourceCounter);
+  }
+  // The capacity a peer's area says it has (0 if it is not a queue).
+  static uint32_t capacity_of(const std::byte* area) noexcept {
+    const auto* info = reinterpret_cast<const PostedInfo*>(area);
+    return info->magic == kMagic ? info->capacity : 0;
   }
   PostedQueue() = default;
   PostedQueue(std::byte* area, uint32_t capacity, uint32_t ranks) noexcept
-      : hdr_(reinterpret_cast<PostedHeader*>(area)),
-        order_(reinterpret_cast<uint16_t*>(area + sizeof(PostedHeader))),
-        entries_(reinterpret_cast<PostedEntry*>(area + sizeof(PostedHeader) + order_bytes(capacity))),
-        counters_(reinterpret_cast<SourceCounter*>(area + sizeof(PostedHeader) +
-                                                   order_bytes(capacity) +
-                                                   std::size_t{capacity} * sizeof(PostedEntry))) {
+      : info_(reinterpret_cast<PostedInfo*>(area)),
+        hdr_(reinterpret_cast<PostedHeader*>(area + sizeof(PostedInfo))),
+        order_(reinterpret_cast<uint16_t*>(area + sizeof(PostedInfo) + sizeof(PostedHeader))),
+        entries_(reinterpret_cast<PostedEntry*>(area + sizeof(PostedInfo) + sizeof(PostedHeader) +
+                                                order_bytes(capacity))),
+        counters_(reinterpret_cast<SourceCounter*>(
+            area + sizeof(PostedInfo) + sizeof(PostedHeader) + order_bytes(capacity) +
+            std::size_t{capacity} * sizeof(PostedEntry))),
+        capacity_(capacity) {
     (void)ranks;
   }
   // Owner, at init (the area is zero-filled memory).
-  void format(uint32_t capacity) noexcept {
-    hdr_->capacity = capacity;
+  void format() noexcept {
+    info_->capacity = capacity_;
     hdr_->count = 0;
-    hdr_->magic = kMagic;
+    info_->magic = kMagic;
   }
-  bool valid() const noexcept { return hdr_ && hdr_->magic == kMagic; }
+  bool valid() const noexcept { return hdr_ != nullptr; }
 
-  // A plain exchange, without reading the word first: the line usually sits
+  // ---- Senders ----
+  // A compare-exchange without reading the word first: the line usually sits
   // in the other process's cache, and a read would fetch it shared and then
-  // need a second transfer to own it.
-  bool try_lock() noexcept { return hdr_->lock.exchange(1, std::memory_order_acquire) == 0; }
-  void lock() noexcept {
-    util::Backoff b;
-    while (!try_lock())
-      while (hdr_->lock.load(std::memory_order_relaxed)) b.pause();
+  // need a second transfer to own it.  Fails on kHeld and kFilled.
+  bool try_lock() noexcept {
+    uint32_t expected = kFree;
+    return hdr_->lock.compare_exchange_strong(expected, kHeld, std::memory_order_acquire,
+                                              std::memory_order_relaxed);
   }
-  void unlock() noexcept { hdr_->lock.store(0, std::memory_order_release); }
+  void unlock() noexcept { hdr_->lock.store(kFree, std::memory_order_release); }
+  // Lock held, the receive at `slot` filled and removed from order[]: hands
+  // the lock to the owner with the record (seq_cst: see the header comment).
+  void publish_filled(uint16_t slot, uint32_t src, uint64_t tag, uint32_t len) noexcept {
+    hdr_->filled_slot = slot;
+    hdr_->filled_src = src;
+    hdr_->filled_tag = tag;
+    hdr_->filled_len = len;
+    hdr_->lock.store(kFilled, std::memory_order_seq_cst);
+  }
 
-  uint32_t capacity() const noexcept { return hdr_->capacity; }
+  // ---- Owner (process-local lock held) ----
+  // Takes the lock: true if a sender left a filled record (read it, then
+  // unlock()), false if it was taken free.  Waits while a sender holds it.
+  bool owner_lock() noexcept {
+    util::Backoff b;
+    for (;;) {
+      uint32_t v = hdr_->lock.load(std::memory_order_acquire);
+      if (v == kFilled) return true;
+      if (v == kFree &&
+          hdr_->lock.compare_exchange_weak(v, kHeld, std::memory_order_acquire,
+                                           std::memory_order_relaxed))
+        return false;
+      b.pause();
+    }
+  }
+  // Progress, idle check: a record waits (seq_cst for the sleep handshake).
+  bool filled_pending(std::memory_order mo = std::memory_order_acquire) const noexcept {
+    return hdr_->lock.load(mo) == kFilled;
+  }
+  uint16_t filled_slot() const noexcept { return hdr_->filled_slot; }
+  uint32_t filled_src() const noexcept { return hdr_->filled_src; }
+  uint64_t filled_tag() const noexcept { return hdr_->filled_tag; }
+  uint32_t filled_len() const noexcept { return hdr_->filled_len; }
+
+  uint32_t capacity() const noexcept { return capacity_; }
   uint32_t count() const noexcept { return hdr_->count; }
   PostedEntry& entry(uint32_t i) noexcept { return entries_[i]; }
   uint16_t order(uint32_t i) const noexcept { return order_[i]; }
@@ -131,10 +193,12 @@ class PostedQueue {
   std::atomic<uint64_t>& processed(uint32_t src) noexcept { return counters_[src].processed; }
 
  private:
+  PostedInfo* info_ = nullptr;
   PostedHeader* hdr_ = nullptr;
   uint16_t* order_ = nullptr;
   PostedEntry* entries_ = nullptr;
   SourceCounter* counters_ = nullptr;
+  uint32_t capacity_ = 0;
 };
 
 inline bool tag_matches(uint32_t rsrc, uint64_t rtag, uint64_t rmask, uint32_t src,

@@ -68,6 +68,15 @@ class Transport {
     return nullptr;
   }
 
+  // A layer changed state in `rank`'s layer area that its progress must see
+  // (a filled single-copy record): wakes its engine if it sleeps.  Called
+  // after a seq_cst store there.  False where the transport cannot (the
+  // caller then sends a message instead).
+  virtual bool notify_peer(uint32_t rank) noexcept {
+    (void)rank;
+    return false;
+  }
+
   // ---- Messages (kCapMessages) ----------------------------------------------
   // Largest payload send_message accepts (larger ones are the caller's to split).
   virtual std::size_t max_message_payload() const noexcept { return 0; }

@@ -385,6 +385,75 @@ TEST(Tagged, SingleCopyHitReportsSourceTagAndLength) {
   }
 }
 
+// A filled single-copy record waits in the receiver's posted queue until its
+// progress takes it; meanwhile the queue is closed to senders (busy: they go
+// eager), and a message arriving behind the record is matched only after the
+// record's receive completes.  Three receives posted for one tag get the
+// three messages in order and complete in order.
+TEST(Tagged, SingleCopyRecordIsTakenBeforeLaterArrivals) {
+  const uint32_t me = mp::rank(), n = mp::size();
+  const size_t len = std::max<size_t>(sc_min(), 1024);
+  if (n < 2 || !sc_on() || len > eager_max()) GTEST_SKIP();
+  if (!same_node(0, 1)) GTEST_SKIP() << "single-copy eager is for node peers only";
+  auto& msg = tsu::api::layers(*tsu::core::g_runtime.load()).msg;
+  unsigned char* rbuf = main_seg(6u << 20);
+  constexpr int kMsgs = 3;
+  std::atomic<int> order[kMsgs] = {};
+  std::atomic<int> next{0};
+  struct Slot {
+    std::atomic<int>* order;
+    std::atomic<int>* next;
+    int i;
+  } slots[kMsgs];
+  tsu_msg_status_t st[kMsgs] = {};
+  if (me == 1) {
+    msg.test_defer_filled(true);
+    for (int i = 0; i < kMsgs; ++i) {
+      slots[i] = Slot{order, &next, i};
+      ASSERT_EQ(tsu_try_recv(0, 0x77, TSU_TAG_EXACT, rbuf + i * len, len, &st[i],
+                             tsu_cb(
+                                 [](tsu_status_t, void* arg) {
+                                   auto* s = static_cast<Slot*>(arg);
+                                   s->order[s->i].store(s->next->fetch_add(1) + 1);
+                                 },
+                                 &slots[i]),
+                             nullptr),
+                TSU_OK);
+    }
+  }
+  mp::barrier();
+  if (me == 0) {
+    std::vector<unsigned char> out(len);
+    const tsu_msg_counters_t c0 = counters();
+    for (int i = 0; i < kMsgs; ++i) {
+      fill(out.data(), len, 40 + static_cast<uint64_t>(i));
+      ASSERT_EQ(mp::issue([&] { return tsu_try_send(1, 0x77, out.data(), len, tsu_cb_none()); }),
+                TSU_OK);
+    }
+    const tsu_msg_counters_t c1 = counters();
+    // The second finds the record waiting; the third goes either way (the
+    // second's arrival took the record and reopened the queue).
+    EXPECT_GE(c1.sceager - c0.sceager, 1u) << "the first fills the first receive";
+    EXPECT_GE(c1.sceager_busy - c0.sceager_busy, 1u);
+    EXPECT_GE(c1.eager - c0.eager, 1u);
+    EXPECT_EQ((c1.sceager - c0.sceager) + (c1.eager - c0.eager), uint64_t{kMsgs});
+  }
+  if (me == 1) {
+    // The first two complete without progress taking the record: the
+    // second's arrival does.  A third record needs progress again.
+    ASSERT_TRUE(mp::wait_until([&] { return next.load() >= 2; }, "two receives"));
+    msg.test_defer_filled(false);
+    ASSERT_TRUE(mp::wait_until([&] { return next.load() == kMsgs; }, "three receives"));
+    for (int i = 0; i < kMsgs; ++i) {
+      EXPECT_EQ(order[i].load(), i + 1) << "receive " << i << " completed out of order";
+      EXPECT_EQ(st[i].length, len);
+      EXPECT_EQ(st[i].error, TSU_OK);
+      EXPECT_TRUE(check(rbuf + i * len, len, 40 + static_cast<uint64_t>(i))) << "message " << i;
+    }
+  }
+  mp::sync();
+}
+
 // Try-lock fallback: while rank 1 holds its posted-queue lock, rank 0's
 // sends to a pre-posted shared buffer cannot take it and go eager; they are
 // delivered once the lock is released.  (Bootstrap barriers here: a

@@ -41,6 +41,11 @@ class SelfTransport final : public Transport {
     return area_;
   }
 
+  bool notify_peer(uint32_t) noexcept override {
+    if (!ring_.valid()) return false;
+    if (ring_.take_asleep()) doorbell_.ring();
+    return true;
+  }
   // Messages: a private ring (same code as the shared one) and the rank's own
   // doorbell, rung when the engine sleeps.  `area` is the rank's layer area.
   bool init_messages(uint32_t my_rank, uint32_t slots, uint32_t slot_size, core::Doorbell doorbell,

@@ -134,10 +134,13 @@ class MsgRing {
       std::memcpy(reinterpret_cast<std::byte*>(s) + payload_offset(h.payload_len), payload,
                   h.payload_len);
     s->seq.store(pos + 1, std::memory_order_release);
-    if (ctl_->asleep.load(std::memory_order_seq_cst) &&
-        ctl_->asleep.exchange(0, std::memory_order_seq_cst))
-      return Push::kPushedAsleep;
-    return Push::kPushed;
+    return take_asleep() ? Push::kPushedAsleep : Push::kPushed;
+  }
+  // Any thread: true if the consumer slept, and then this caller (only one)
+  // must ring its doorbell.  After a seq_cst store of what it must see.
+  bool take_asleep() noexcept {
+    return ctl_->asleep.load(std::memory_order_seq_cst) &&
+           ctl_->asleep.exchange(0, std::memory_order_seq_cst);
   }
 
   // Consumer only.  Calls f(src, header, payload) for up to `max` messages in

@@ -161,6 +161,13 @@ std::byte* ShmTransport::peer_layer_area(uint32_t rank, std::size_t& size) noexc
   return peers_[rank]->area;
 }
 
+bool ShmTransport::notify_peer(uint32_t rank) noexcept {
+  if (!reaches(rank) || !peers_[rank]->ring.valid()) return false;
+  Peer& peer = *peers_[rank];
+  if (peer.ring.take_asleep()) peer.doorbell.ring();
+  return true;
+}
+
 tsu_status_t ShmTransport::send_message(uint32_t dst, const core::MessageHeader& header,
                                         const void* payload) noexcept {
   if (!reaches(dst)) return TSU_ERR_UNREACHABLE;

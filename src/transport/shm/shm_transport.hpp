@@ -52,6 +52,7 @@ class ShmTransport final : public Transport {
   tsu_status_t resolve_process_memory(uint32_t rank, uint64_t addr, std::size_t len,
                                       Access& out) noexcept override;
   std::byte* peer_layer_area(uint32_t rank, std::size_t& size) noexcept override;
+  bool notify_peer(uint32_t rank) noexcept override;
 
   std::size_t max_message_payload() const noexcept override { return max_payload_; }
   tsu_status_t send_message(uint32_t dst, const core::MessageHeader& header,
