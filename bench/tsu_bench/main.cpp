@@ -159,6 +159,12 @@ int main(int argc, char** argv) {
       add_msg("pingpong", "Tagged pingpong, ranks 0 and 1, half round trip by size", true, false);
   pingpong_cmd->add_flag("--prepost", msg.prepost,
                          "Post the next receive before sending (seed 004 fig. 7)");
+  CLI::App* stream_cmd = add_msg(
+      "stream", "Tagged message rate by size: a window of pre-posted receives, rank 0 -> 1", true,
+      false);
+  stream_cmd->add_option("--window", msg.window, "Receives posted per round")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
   CLI::App* am_cmd =
       add_msg("am", "Active-message round trip and message rate, rank 0 -> rank 1", false, true);
   CLI::App* coll_cmd = add_msg(
@@ -228,8 +234,9 @@ int main(int argc, char** argv) {
       parse_list(atomic_threads, "--threads", atomic.threads, parse_int_list);
       return run_atomic(atomic);
     }
-    if (*pingpong_cmd || *am_cmd || *coll_cmd || *ring_cmd) {
+    if (*pingpong_cmd || *stream_cmd || *am_cmd || *coll_cmd || *ring_cmd) {
       if (*pingpong_cmd) return run_pingpong(msg);
+      if (*stream_cmd) return run_stream(msg);
       if (*am_cmd) return run_am(msg);
       if (*coll_cmd) return run_coll(msg);
       return run_ring(msg);

@@ -6,6 +6,11 @@
 //       tagged pingpong between ranks 0 and 1, half round trip in us.
 //       --prepost: every rank posts its next receive before it sends (seed
 //       004's modified osu_latency), so single-copy eager can hit.
+//   stream [--window W] [--min B] [--max B] [--cpus a,b]
+//       tagged message rate by size: rank 1 posts W receives (shared
+//       segment), says so, rank 0 sends W messages back to back; repeated.
+//       Shows what a full window costs each protocol (single-copy eager
+//       closes the receiver's queue until its progress takes the record).
 //   am [--threads T] [--cpus a,b]
 //       AM round trip (short request -> reply) and message rate (short AMs
 //       from T threads of rank 0 to rank 1) .
@@ -156,6 +161,78 @@ int pingpong(const MsgOptions& o) {
                   static_cast<unsigned long long>(c1.sceager_busy - c0.sceager_busy));
     std::fflush(stdout);
     tsu_barrier();
+    if (size == 0) break;
+  }
+  return 0;
+}
+
+int stream(const MsgOptions& o) {
+  uint32_t me, n;
+  tsu_rank(&me);
+  tsu_size(&n);
+  if (n < 2) return std::fprintf(stderr, "stream needs 2 ranks\n"), 2;
+  void* base;
+  size_t seg;
+  tsu_segment_info(TSU_SEG_MAIN, &base, &seg);
+  const int w = o.window;
+  auto* sbuf = static_cast<unsigned char*>(base);
+  auto* rbuf = static_cast<unsigned char*>(base) + (8u << 20);
+  if ((8u << 20) + o.max * static_cast<size_t>(w) > seg)
+    return std::fprintf(stderr, "stream: window x max exceeds the main segment\n"), 2;
+  std::memset(sbuf, 1, o.max);
+  if (me == 0) {
+    std::printf("# stream: window %d, rank 0 -> 1; TSU_EAGER_MAX=%s TSU_SCEAGER=%s TSU_SCEAGER_MIN=%s\n",
+                w, env_or("TSU_EAGER_MAX"), env_or("TSU_SCEAGER"), env_or("TSU_SCEAGER_MIN"));
+    std::printf("%10s %12s %10s %8s %8s %8s %8s\n", "bytes", "Mmsg/s", "MB/s", "eager", "sceager",
+                "rndv", "busy");
+  }
+  const uint64_t kData = 1, kReady = 2;
+  for (size_t size = o.min; size <= o.max; size = size ? size * 2 : 1) {
+    if (me > 1) {
+      tsu_barrier();
+      continue;
+    }
+    const int rounds = o.iters ? o.iters : std::max(20, static_cast<int>((4u << 20) / (size + 64) / w));
+    tsu_msg_counters_t c0;
+    tsu_msg_counters(&c0);
+    tsu_barrier();
+    std::atomic<int> rdone{0}, sdone{0}, ready{0};
+    int sends = 0, posted = 0, readies = 0;
+    const double t0 = now_us();
+    for (int r = 0; r < rounds; ++r) {
+      if (me == 1) {
+        for (int i = 0; i < w; ++i) {
+          while (tsu_try_recv(0, kData, TSU_TAG_EXACT, rbuf + i * size, size, nullptr,
+                              tsu_cb(count_cb, &rdone), nullptr) == TSU_EAGAIN)
+            tsu_progress();
+          ++posted;
+        }
+        send_retry(0, kReady, nullptr, 0, &sdone);
+        ++sends;
+        spin_until(rdone, posted);
+      } else {
+        while (tsu_try_recv(1, kReady, TSU_TAG_EXACT, nullptr, 0, nullptr, tsu_cb(count_cb, &ready),
+                            nullptr) == TSU_EAGAIN)
+          tsu_progress();
+        spin_until(ready, ++readies);
+        for (int i = 0; i < w; ++i) send_retry(1, kData, sbuf, size, &sdone);
+        sends += w;
+      }
+    }
+    spin_until(sdone, sends);
+    tsu_barrier();  // rank 1 has every message
+    const double us = now_us() - t0;
+    tsu_msg_counters_t c1;
+    tsu_msg_counters(&c1);
+    const double msgs = static_cast<double>(rounds) * w;
+    if (me == 0)
+      std::printf("%10zu %12.3f %10.1f %8llu %8llu %8llu %8llu\n", size, msgs / us,
+                  msgs * static_cast<double>(size) / us,
+                  static_cast<unsigned long long>(c1.eager - c0.eager),
+                  static_cast<unsigned long long>(c1.sceager - c0.sceager),
+                  static_cast<unsigned long long>(c1.rendezvous - c0.rendezvous),
+                  static_cast<unsigned long long>(c1.sceager_busy - c0.sceager_busy));
+    std::fflush(stdout);
     if (size == 0) break;
   }
   return 0;
@@ -363,6 +440,7 @@ int run_msg(const std::string& cmd, const MsgOptions& o) {
   pin(o, me);
   int rc = 2;
   if (cmd == "pingpong") rc = pingpong(o);
+  else if (cmd == "stream") rc = stream(o);
   else if (cmd == "am") rc = am_bench(o);
   else if (cmd == "coll") rc = coll_bench(o);
   tsu_finalize();
@@ -374,6 +452,7 @@ int run_msg(const std::string& cmd, const MsgOptions& o) {
 namespace bench {
 
 int run_pingpong(const MsgOptions& o) { return run_msg("pingpong", o); }
+int run_stream(const MsgOptions& o) { return run_msg("stream", o); }
 int run_am(const MsgOptions& o) { return run_msg("am", o); }
 int run_coll(const MsgOptions& o) { return run_msg("coll", o); }
 int run_ring(const MsgOptions& o) { return run_msg("ring", o); }

@@ -49,7 +49,7 @@ struct AtomicOptions {
   int window = 64;  // outstanding requests per thread (rate, and the interfering stream)
 };
 
-// pingpong, am, coll, ring (msg.cpp): the runtime's TSU_* settings pick the
+// pingpong, stream, am, coll, ring (msg.cpp): the runtime's TSU_* settings pick the
 // protocols; these only shape the runs.
 struct MsgOptions {
   bool prepost = false;         // pingpong: post the next receive before sending
@@ -58,6 +58,7 @@ struct MsgOptions {
   int threads = 1;              // am: sender threads (1, 2, .., T); ring: producers
   std::vector<int> cpus;        // rank r runs on cpus[r % size]
   int iters = 0;                // 0: by size
+  int window = 64;              // stream: receives posted per round
 };
 
 struct SummaryOptions {
@@ -72,6 +73,7 @@ int run_summary(const SummaryOptions& opts);
 int run_copy(const CopyOptions& opts);
 int run_atomic(const AtomicOptions& opts);
 int run_pingpong(const MsgOptions& opts);
+int run_stream(const MsgOptions& opts);
 int run_am(const MsgOptions& opts);
 int run_coll(const MsgOptions& opts);
 int run_ring(const MsgOptions& opts);

@@ -29,7 +29,7 @@ struct Config {
   uint32_t shm_slot_size = 8256;         // bytes per ring slot (64 B header + payload)
   std::size_t am_medium_max = 8192;      // largest medium AM payload (<= slot payload)
   std::size_t eager_max = 8192;          // tagged: eager up to this, rendezvous above
-  std::size_t sceager_min = 1024;        // tagged: single-copy eager from this size up (measured)
+  std::size_t sceager_min = 512;         // tagged: single-copy eager from this size up (measured)
   bool sceager = true;                   // tagged: single-copy eager on/off
   uint32_t posted_slots = 64;            // tagged: posted receives visible to senders
   std::size_t coll_large_min = 64u << 10;   // allreduce: reduce-scatter + allgather from here (measured)

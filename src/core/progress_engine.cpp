@@ -18,6 +18,7 @@ namespace tsu::core {
 
 namespace {
 thread_local bool t_in_progress_context = false;
+thread_local bool t_in_consumer_pass = false;
 
 struct ProgressContextScope {
   bool saved = t_in_progress_context;
@@ -34,6 +35,7 @@ constexpr uint64_t kMaxSleepNs = 200'000'000;  // safety net only: wakers ring
 }  // namespace
 
 bool in_progress_context() noexcept { return t_in_progress_context; }
+bool in_consumer_pass() noexcept { return t_in_consumer_pass; }
 
 void run_callback(const tsu_cb_t& cb, tsu_status_t status) noexcept {
   if (!cb.fn) return;
@@ -98,7 +100,9 @@ void ProgressEngine::stop() {
 
 std::size_t ProgressEngine::progress() noexcept {
   if (!try_lock()) return 0;
+  t_in_consumer_pass = true;
   const std::size_t n = pass();
+  t_in_consumer_pass = false;
   unlock();
   return n;
 }

@@ -61,6 +61,10 @@ struct EngineStats {
 // True while the calling thread runs a completion callback or is the progress
 // thread: blocking waits (quiet, counter wait) there would deadlock.
 bool in_progress_context() noexcept;
+// True in the thread running a progress pass (it holds the consumer role:
+// one thread at a time), including the handlers and callbacks that pass
+// runs; false in callbacks run elsewhere (an issuer's inline completion).
+bool in_consumer_pass() noexcept;
 
 // Runs a completion callback, marking the thread as in progress context.
 void run_callback(const tsu_cb_t& cb, tsu_status_t status) noexcept;

@@ -144,21 +144,31 @@ MsgLayer::MsgLayer(core::Runtime& rt, am::AmLayer& am)
       sceager_min_(rt.config().sceager_min),
       sceager_(rt.config().sceager),
       sent_(new std::atomic<uint64_t>[rt.size()]),
+      ranks_(rt.size()),
+      sc_skip_(new std::atomic<uint32_t>[rt.size()]),
       peer_capacity_(new std::atomic<uint32_t>[rt.size()]) {
   for (uint32_t r = 0; r < rt.size(); ++r) {
     sent_[r].store(0, std::memory_order_relaxed);
+    sc_skip_[r].store(0, std::memory_order_relaxed);
     peer_capacity_[r].store(0, std::memory_order_relaxed);
   }
   std::size_t area_size = 0;
   std::byte* area = rt.layer_area(area_size);
   uint32_t capacity = std::min(rt.config().posted_slots, PostedQueue::kMaxCapacity);
   while (capacity && PostedQueue::bytes_for(capacity, rt.size()) > area_size) capacity /= 2;
-  if (area && capacity) {
-    mine_ = PostedQueue(area, capacity, rt.size());
-    mine_.format();
-    slots_.resize(capacity);
-    for (uint32_t i = capacity; i-- > 0;) free_slots_.push_back(static_cast<uint16_t>(i));
+  if (!area || !capacity) {
+    // No transport shares a layer area (cannot happen with shm or self; kept
+    // so the queue and its lock always exist): a private one, which no
+    // sender reaches.
+    capacity = 1;
+    area_size = PostedQueue::bytes_for(capacity, rt.size());
+    private_area_.reset(new (std::nothrow) AreaLine[(area_size + 63) / 64]());
+    area = reinterpret_cast<std::byte*>(private_area_.get());
   }
+  mine_ = PostedQueue(area, capacity, rt.size());
+  mine_.format();
+  slots_.resize(capacity);
+  for (uint32_t i = capacity; i-- > 0;) free_slots_.push_back(static_cast<uint16_t>(i));
   rt.handlers().set(kHandlerMsgEager, on_eager, this);
   rt.handlers().set(kHandlerMsgRts, on_rts, this);
   rt.handlers().set(kHandlerMsgFin, on_fin, this);
@@ -170,6 +180,16 @@ MsgLayer::MsgLayer(core::Runtime& rt, am::AmLayer& am)
 MsgLayer::~MsgLayer() = default;
 
 // ---- Sender -------------------------------------------------------------------
+
+// After a busy queue or a message still in flight the next sends to that
+// rank go eager without trying: in a stream every try would cost a transfer
+// of the receiver's queue line (or counter line) and mostly fail again.
+bool MsgLayer::skip_single_copy(uint32_t dst) noexcept {
+  uint32_t left = sc_skip_[dst].load(std::memory_order_relaxed);
+  if (!left) return false;
+  sc_skip_[dst].store(left - 1, std::memory_order_relaxed);  // racy between threads: a hint
+  return true;
+}
 
 bool MsgLayer::try_single_copy(uint32_t dst, uint64_t tag, const void* buf, std::size_t len,
                                bool& busy) noexcept {
@@ -191,12 +211,20 @@ bool MsgLayer::try_single_copy(uint32_t dst, uint64_t tag, const void* buf, std:
     peer_capacity_[dst].store(capacity, std::memory_order_relaxed);
   }
   PostedQueue q(area, capacity, rt_.size());
-  if (!q.try_lock()) {
-    busy = true;
+  const uint32_t me = rt_.rank();
+  // Only when none of our earlier messages to dst is still in flight:
+  // checked before the lock too, so a stream of eager messages does not
+  // pull the receiver's queue line over for nothing (checked again under it).
+  if (q.processed(me).load(std::memory_order_acquire) !=
+      sent_[dst].load(std::memory_order_seq_cst)) {
+    sc_skip_[dst].store(kScSkipAfterBusy, std::memory_order_relaxed);
     return false;
   }
-  const uint32_t me = rt_.rank();
-  // Only when none of our earlier messages to dst is still in flight.
+  if (!q.try_lock()) {
+    busy = true;
+    sc_skip_[dst].store(kScSkipAfterBusy, std::memory_order_relaxed);
+    return false;
+  }
   if (q.processed(me).load(std::memory_order_acquire) ==
       sent_[dst].load(std::memory_order_seq_cst)) {
     for (uint32_t i = 0; i < q.count(); ++i) {
@@ -241,7 +269,7 @@ tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::si
   if (len <= eager_limit) {
     // Single-copy eager needs the receiver's memory mapped here: node peers
     // (and self) only, never a rank on another node (udp).
-    if (sceager_ && len >= sceager_min_ && memory_reachable(rt_, dst)) {
+    if (sceager_ && len >= sceager_min_ && memory_reachable(rt_, dst) && !skip_single_copy(dst)) {
       bool busy = false;
       if (try_single_copy(dst, tag, buf, len, busy)) {
         counters_.sceager.fetch_add(1, std::memory_order_relaxed);
@@ -313,14 +341,28 @@ void MsgLayer::on_fin(void* ctx, uint32_t src, const MessageHeader& h, const std
 
 void MsgLayer::lock_queue(Filled& f) noexcept {
   util::Backoff b;
-  while (owner_busy_.exchange(true, std::memory_order_acquire))
-    while (owner_busy_.load(std::memory_order_relaxed)) b.pause();
-  if (mine_.valid() && mine_.owner_lock()) take_filled(f);
+  for (;;) {
+    switch (mine_.owner_lock()) {
+      case PostedQueue::kTaken:
+        return;
+      case PostedQueue::kRecordWaits:
+        // The pass's thread is the record's only reader: it owns the line
+        // now (no sender takes a lock in state kFilled).
+        if (core::in_consumer_pass()) {
+          take_filled(f);
+          return;
+        }
+        if (rt_.engine().progress()) continue;  // took it (manual progress)
+        break;
+      case PostedQueue::kBusy:
+        break;
+    }
+    b.pause();
+  }
 }
 
 void MsgLayer::unlock_queue(Filled& f) noexcept {
-  if (mine_.valid()) mine_.unlock();
-  owner_busy_.store(false, std::memory_order_release);
+  mine_.unlock();
   if (f.l) {
     std::unique_ptr<Local> l = std::move(f.l);
     // Single-copy eager only fills a buffer the message fits in: never truncated.
@@ -346,20 +388,18 @@ void MsgLayer::take_filled(Filled& f) noexcept {
   free_entry(slot);
 }
 
-std::size_t MsgLayer::poll() noexcept {
-  // One load of a line that stays in our cache until a sender takes it.
-  if (!mine_.valid() || !mine_.filled_pending()) return 0;
+// poll() found a record: one load of a line that stays in our cache until a
+// sender takes it.  (In the progress pass only: the record's one reader.)
+std::size_t MsgLayer::take_waiting_record() noexcept {
   if (test_defer_filled_.load(std::memory_order_relaxed)) return 0;
-  // Another owner thread at work will take the record itself.
-  if (owner_busy_.exchange(true, std::memory_order_acquire)) return 0;
   Filled f;
-  if (mine_.owner_lock()) take_filled(f);
+  take_filled(f);
   unlock_queue(f);
   return 1;
 }
 
 bool MsgLayer::idle() const noexcept {
-  return !mine_.valid() || !mine_.filled_pending(std::memory_order_seq_cst) ||
+  return !sceager_ || !mine_.filled_pending(std::memory_order_seq_cst) ||
          test_defer_filled_.load(std::memory_order_relaxed);
 }
 
@@ -383,7 +423,9 @@ void MsgLayer::post_entry(uint16_t slot, std::unique_ptr<Local> l) noexcept {
   e.f.tag = l->tag;
   e.f.mask = l->mask;
   e.f.cap = static_cast<uint32_t>(std::min<std::size_t>(l->cap, UINT32_MAX));
-  e.f.seg = static_cast<int16_t>(l->seg);
+  // With single-copy eager off here no sender may fill it (and progress
+  // does not look for records).
+  e.f.seg = static_cast<int16_t>(sceager_ ? l->seg : -1);
   e.f.offset = l->offset;
   e.f.slot = slot;
   slots_[slot] = std::move(l);
@@ -744,11 +786,10 @@ void MsgLayer::counters(tsu_msg_counters_t& out) const noexcept {
 }
 
 void MsgLayer::test_hold_lock(bool hold) noexcept {
-  if (!mine_.valid()) return;
   if (hold) {
     util::Backoff b;
     while (!mine_.try_lock()) {
-      poll();  // a record waiting there keeps senders (and us) out
+      rt_.engine().progress();  // a record waiting there keeps senders (and us) out
       b.pause();
     }
   } else {

@@ -58,12 +58,20 @@ class MsgLayer {
 
   // Progress (the layers' poller): completes a receive a node peer filled by
   // single-copy eager.  idle(): none waits (checked before the engine sleeps).
-  std::size_t poll() noexcept;
+  // Inline: every progress pass runs it, and the pass is on the latency path.
+  std::size_t poll() noexcept {
+    return sceager_ && mine_.filled_pending() ? take_waiting_record() : 0;
+  }
   bool idle() const noexcept;
 
   // Tests: hold this rank's posted-queue lock as a sender would (senders then
   // fall back to eager).
   void test_hold_lock(bool hold) noexcept;
+  // Tests: forget the "skip single-copy for the next sends" hints left by
+  // earlier traffic, so the next send to a posted receive tries it.
+  void test_reset_hints() noexcept {
+    for (uint32_t r = 0; r < ranks_; ++r) sc_skip_[r].store(0, std::memory_order_relaxed);
+  }
   // Tests: progress leaves a filled record alone (so a message arriving next
   // finds it pending: the owner's matching takes it first).
   void test_defer_filled(bool defer) noexcept {
@@ -100,13 +108,15 @@ class MsgLayer {
     uint64_t tag = 0;
     std::size_t len = 0;
   };
-  // Owner side: takes the process-local lock, then the shared queue's lock;
-  // a record a sender left there is taken into `f`.  unlock_queue releases
-  // both and completes f's receive (before any the caller completes next:
-  // that message was matched first).
+  // Owner side: takes the shared queue's lock.  Only the thread running the
+  // progress pass takes a record a sender left there (into `f`); another
+  // thread finding one lets progress take it first.  unlock_queue releases
+  // the lock and completes f's receive (before any the caller completes
+  // next: that message was matched first).
   void lock_queue(Filled& f) noexcept;
   void unlock_queue(Filled& f) noexcept;
   void take_filled(Filled& f) noexcept;  // lock held, record pending
+  std::size_t take_waiting_record() noexcept;  // progress pass, record pending
 
   // Owner side, queue lock held: the first posted receive matching (src,
   // tag), removed from the posted lists; nullptr if none.
@@ -118,6 +128,7 @@ class MsgLayer {
   // Rendezvous: copies from the sender into l's buffer, sends FIN.
   void pull(std::unique_ptr<Local> l, uint32_t src, uint64_t tag, std::size_t len, uint16_t flags,
             uint64_t addr, uint64_t cookie) noexcept;
+  bool skip_single_copy(uint32_t dst) noexcept;
   bool try_single_copy(uint32_t dst, uint64_t tag, const void* buf, std::size_t len,
                        bool& busy) noexcept;
   // Tells a rendezvous sender its transfer ended with `st` (FIN).
@@ -136,10 +147,10 @@ class MsgLayer {
   std::size_t sceager_min_;
   bool sceager_;
   PostedQueue mine_;  // this rank's queue (owner)
-  // Owner threads (user threads posting, the progress thread matching)
-  // exclude each other here before taking mine_'s lock: a filled record then
-  // has one reader.  A spin lock: held for a few list operations.
-  std::atomic<bool> owner_busy_{false};
+  struct alignas(64) AreaLine {
+    std::byte bytes[64];
+  };
+  std::unique_ptr<AreaLine[]> private_area_;  // mine_'s area when no transport shares one
   std::atomic<bool> test_defer_filled_{false};
   std::vector<std::unique_ptr<Local>> slots_;    // per entry (lock held)
   std::vector<uint16_t> free_slots_;             // lock held
@@ -147,6 +158,9 @@ class MsgLayer {
   std::deque<std::unique_ptr<Unexpected>> unexpected_;  // arrival order (lock held)
   uint64_t next_id_ = 1;                                // lock held
   std::unique_ptr<std::atomic<uint64_t>[]> sent_;       // pushed to each rank
+  static constexpr uint32_t kScSkipAfterBusy = 16;
+  uint32_t ranks_;
+  std::unique_ptr<std::atomic<uint32_t>[]> sc_skip_;    // sends left to go eager untried
   std::unique_ptr<std::atomic<uint32_t>[]> peer_capacity_;  // 0: not checked yet
   // Rendezvous in flight: sends waiting for FIN/CTS, off-node receives
   // waiting for DATA.  Cookies, not pointers, travel (a late or forged

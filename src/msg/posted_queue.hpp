@@ -20,11 +20,13 @@
 //    owner's read -- instead of the lock, a notice through the ring and the
 //    owner taking the line back to free the entry: those transfers, not the
 //    copy, are what single-copy eager pays over eager for small messages.
-//  - Lock states: kFree; kHeld (a sender, or the owner); kFilled (the record
-//    is valid; only the owner leaves it, so while the lock says kFilled no
-//    sender can take it and the owner may write the line with plain stores).
-//    Owner threads exclude each other with a process-local lock first
-//    (MsgLayer::lock_queue), so kFilled has one reader.
+//  - Lock states: kFree; kHeld (a sender, or an owner thread); kFilled (the
+//    record is valid).  Invariant: only the owner's thread running the
+//    progress pass (one at a time: it holds the engine's consumer role)
+//    leaves kFilled; no sender and no other owner thread takes a lock in that
+//    state, so that thread reads the record and writes the line with plain
+//    stores, then releases with kFree.  Other owner threads that find
+//    kFilled wait for (or run) progress (MsgLayer::lock_queue).
 //  - A sender that leaves kFilled wakes the owner's engine if it sleeps
 //    (Transport::notify_peer): seq_cst store of kFilled then seq_cst load of
 //    the owner's "asleep" word, against the owner's seq_cst store of "asleep"
@@ -147,20 +149,17 @@ class PostedQueue {
     hdr_->lock.store(kFilled, std::memory_order_seq_cst);
   }
 
-  // ---- Owner (process-local lock held) ----
-  // Takes the lock: true if a sender left a filled record (read it, then
-  // unlock()), false if it was taken free.  Waits while a sender holds it.
-  bool owner_lock() noexcept {
-    util::Backoff b;
-    for (;;) {
-      uint32_t v = hdr_->lock.load(std::memory_order_acquire);
-      if (v == kFilled) return true;
-      if (v == kFree &&
-          hdr_->lock.compare_exchange_weak(v, kHeld, std::memory_order_acquire,
-                                           std::memory_order_relaxed))
-        return false;
-      b.pause();
-    }
+  // ---- Owner ----
+  // One compare-exchange (the line is usually ours already): kTaken (we hold
+  // it), kRecordWaits (a sender left a record: only the progress pass may
+  // take it, and then owns the line until unlock()), kBusy (a sender holds it).
+  enum OwnerLock { kTaken, kRecordWaits, kBusy };
+  OwnerLock owner_lock() noexcept {
+    uint32_t v = kFree;
+    if (hdr_->lock.compare_exchange_strong(v, kHeld, std::memory_order_acquire,
+                                           std::memory_order_acquire))
+      return kTaken;
+    return v == kFilled ? kRecordWaits : kBusy;
   }
   // Progress, idle check: a record waits (seq_cst for the sleep handshake).
   bool filled_pending(std::memory_order mo = std::memory_order_acquire) const noexcept {

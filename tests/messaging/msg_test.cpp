@@ -22,7 +22,7 @@ size_t env_size(const char* var, size_t dflt) {
   return v ? std::strtoull(v, nullptr, 10) : dflt;
 }
 size_t eager_max() { return env_size("TSU_EAGER_MAX", 8192); }
-size_t sc_min() { return env_size("TSU_SCEAGER_MIN", 1024); }
+size_t sc_min() { return env_size("TSU_SCEAGER_MIN", 512); }
 bool sc_on() { return env_size("TSU_SCEAGER", 1) != 0; }
 // Single-copy eager needs the receiver's memory mapped: same node only (a
 // rank on another node gets plain eager, without trying it).
@@ -47,6 +47,10 @@ unsigned char* main_seg(uint64_t offset) {
 }
 
 using mp::Done;
+
+// Earlier traffic may leave the sender's "skip single-copy for the next few
+// sends" hint armed; tests that expect a hit start from none.
+void reset_sc_hints() { tsu::api::layers(*tsu::core::g_runtime.load()).msg.test_reset_hints(); }
 
 void fill(unsigned char* p, size_t len, uint64_t seed) {
   for (size_t i = 0; i < len; ++i) p[i] = static_cast<unsigned char>(seed * 7 + i);
@@ -254,6 +258,7 @@ TEST(Tagged, UnexpectedProbeCancelTruncate) {
 
 // Each protocol, as the settings select it: the counters say which one ran.
 TEST(Tagged, ProtocolSelectionByThresholds) {
+  reset_sc_hints();
   const uint32_t me = mp::rank(), n = mp::size();
   if (n < 2) GTEST_SKIP();
   const size_t mid = std::max<size_t>(sc_min(), 1024);  // an eager size >= the sc threshold
@@ -349,6 +354,7 @@ TEST(Tagged, ProtocolSelectionByThresholds) {
 // receiver learns source, tag and length from the sender's notice, and the
 // posted entry is reused by the next receive (a stale notice would not match).
 TEST(Tagged, SingleCopyHitReportsSourceTagAndLength) {
+  reset_sc_hints();
   const uint32_t me = mp::rank(), n = mp::size();
   const size_t len = std::max<size_t>(sc_min(), 1024);
   if (n < 2 || !sc_on() || len > eager_max()) GTEST_SKIP();
@@ -391,6 +397,7 @@ TEST(Tagged, SingleCopyHitReportsSourceTagAndLength) {
 // record's receive completes.  Three receives posted for one tag get the
 // three messages in order and complete in order.
 TEST(Tagged, SingleCopyRecordIsTakenBeforeLaterArrivals) {
+  reset_sc_hints();
   const uint32_t me = mp::rank(), n = mp::size();
   const size_t len = std::max<size_t>(sc_min(), 1024);
   if (n < 2 || !sc_on() || len > eager_max()) GTEST_SKIP();
@@ -459,6 +466,7 @@ TEST(Tagged, SingleCopyRecordIsTakenBeforeLaterArrivals) {
 // delivered once the lock is released.  (Bootstrap barriers here: a
 // progress-driving one would need the held lock.)
 TEST(Tagged, TryLockBusyFallsBackToEager) {
+  reset_sc_hints();
   const uint32_t me = mp::rank(), n = mp::size();
   if (n < 2 || !sc_on() || std::max<size_t>(sc_min(), 1024) > eager_max()) GTEST_SKIP();
   if (!same_node(0, 1)) GTEST_SKIP() << "single-copy eager is for node peers only";
