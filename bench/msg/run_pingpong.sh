@@ -3,8 +3,11 @@
 # single-copy eager and rendezvous, on different cores (0,1) and on one core
 # (0,0), the plain pingpong, and Open MPI's pingpong in the same run.
 # Usage: bench/msg/run_pingpong.sh [BUILD_DIR]   (default build/release)
+# PRIO="chrt -f 10" runs every job at a real-time priority: on this shared
+# 2-core machine other sessions' jobs then cannot take the benchmark's cores.
 B=${1:-build/release}
-RUN="$B/tools/tsurun/tsurun -n 2 --timeout 300"
+PRIO=${PRIO:-}
+RUN="$PRIO $B/tools/tsurun/tsurun -n 2 --timeout 300"
 BENCH="$B/bench/tsu-bench"
 BIG="TSU_SHM_SLOT_SIZE=1048640 TSU_SHM_RING_SLOTS=8 TSU_EAGER_MAX=1048576"
 for cpus in 0,1 0,0; do
@@ -18,8 +21,11 @@ for cpus in 0,1 0,0; do
   env TSU_PROGRESS=manual TSU_EAGER_MAX=0 $RUN $BENCH pingpong --prepost --cpus $cpus $Y
   env TSU_PROGRESS=manual $RUN $BENCH pingpong --cpus $cpus $Y
   env TSU_PROGRESS=manual $RUN $BENCH pingpong --prepost --cpus $cpus $Y
+  # Message rate with a window of 64 pre-posted receives: eager, single-copy.
+  env TSU_PROGRESS=manual TSU_SCEAGER=0 $RUN $BENCH stream --min 8 --max 8192 --cpus $cpus $Y
+  env TSU_PROGRESS=manual TSU_SCEAGER_MIN=0 $RUN $BENCH stream --min 8 --max 8192 --cpus $cpus $Y
   if [ -x "$B/bench/peers/tsu-peers-mpi" ] && command -v mpirun >/dev/null; then
-    MPI="mpirun --allow-run-as-root --oversubscribe $YM -np 2"
+    MPI="$PRIO mpirun --allow-run-as-root --oversubscribe $YM -np 2"
     $MPI "$B/bench/peers/tsu-peers-mpi" pingpong --cpus $cpus
     $MPI "$B/bench/peers/tsu-peers-mpi" pingpong --prepost --cpus $cpus
   else

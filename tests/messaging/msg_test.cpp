@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -459,6 +460,42 @@ TEST(Tagged, SingleCopyRecordIsTakenBeforeLaterArrivals) {
     }
   }
   mp::sync();
+}
+
+// The progress thread completes a single-copy receive by itself: the
+// receiving thread only sleeps (never calls into the library) while its
+// engine goes idle and the sender fills the receive.
+TEST(Tagged, SingleCopyCompletesWithoutTheReceiverDrivingProgress) {
+  reset_sc_hints();
+  const uint32_t me = mp::rank(), n = mp::size();
+  const size_t len = std::max<size_t>(sc_min(), 1024);
+  if (n < 2 || !sc_on() || len > eager_max() || mp::manual_mode()) GTEST_SKIP();
+  if (!same_node(0, 1)) GTEST_SKIP() << "single-copy eager is for node peers only";
+  unsigned char* rbuf = main_seg(7u << 20);
+  Done r;
+  tsu_msg_status_t st{};
+  if (me == 1) {
+    ASSERT_EQ(tsu_try_recv(0, 0x78, TSU_TAG_EXACT, rbuf, len, &st, r.cb(), nullptr), TSU_OK);
+  }
+  mp::barrier();
+  if (me == 0) {
+    // Long enough for the receiver's engine to end its spin and sleep.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::vector<unsigned char> out(len);
+    fill(out.data(), len, 61);
+    const tsu_msg_counters_t c0 = counters();
+    ASSERT_EQ(mp::issue([&] { return tsu_try_send(1, 0x78, out.data(), len, tsu_cb_none()); }), TSU_OK);
+    EXPECT_EQ(counters().sceager - c0.sceager, 1u) << "single-copy eager hit";
+  }
+  if (me == 1) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!r.calls.load() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    ASSERT_EQ(r.calls.load(), 1) << "the progress thread did not complete the receive";
+    EXPECT_EQ(st.length, len);
+    EXPECT_TRUE(check(rbuf, len, 61));
+  }
+  mp::barrier();
 }
 
 // Try-lock fallback: while rank 1 holds its posted-queue lock, rank 0's
