@@ -20,6 +20,7 @@ UdpTransport::~UdpTransport() {
 tsu_status_t UdpTransport::open(std::string& error) {
   if (!sock_.open(cfg_.bind_ip, cfg_.port, cfg_.sockbuf, error)) return TSU_ERR_SYSTEM;
   if (!wake_.open(sock_.fd(), error)) return TSU_ERR_SYSTEM;
+  sock_.set_segmentation(cfg_.gso);
   if (!cfg_.impair.empty()) {
     ImpairConfig ic;
     if (!parse_impair_spec(cfg_.impair, ic, error)) return TSU_ERR_CONFIG;
@@ -254,7 +255,7 @@ void UdpTransport::print_stats(std::FILE* f) const {
   }
   std::fprintf(f,
                "tsunagi[%u] udp: peers=%llu lost=%llu msgs_sent=%llu msgs_packed=%llu msgs_delivered=%llu "
-               "datagrams_sent=%llu datagrams_received=%llu send_calls=%llu recv_calls=%llu "
+               "datagrams_sent=%llu datagrams_received=%llu send_calls=%llu gso_sends=%llu recv_calls=%llu "
                "data_sent=%llu acks_sent=%llu acks_received=%llu pings=%llu retransmits=%llu "
                "fast_retransmits=%llu timeouts=%llu tail_probes=%llu duplicates=%llu out_of_window=%llu "
                "reordered=%llu spurious_reported=%llu spurious_timeouts=%llu eagain=%llu send_dropped=%llu",
@@ -262,7 +263,8 @@ void UdpTransport::print_stats(std::FILE* f) const {
                (unsigned long long)st_.msgs_sent, (unsigned long long)st_.msgs_packed,
                (unsigned long long)st_.msgs_delivered,
                (unsigned long long)sock_.sent, (unsigned long long)sock_.received,
-               (unsigned long long)sock_.send_calls, (unsigned long long)sock_.recv_calls,
+               (unsigned long long)sock_.send_calls, (unsigned long long)sock_.gso_sends,
+               (unsigned long long)sock_.recv_calls,
                (unsigned long long)st_.data_sent, (unsigned long long)st_.acks_sent,
                (unsigned long long)st_.acks_received, (unsigned long long)st_.pings_sent,
                (unsigned long long)st_.retransmits, (unsigned long long)st_.fast_retransmits,

@@ -53,6 +53,7 @@ struct UdpConfig {
   uint64_t peer_timeout_ns = 10'000'000'000;
   double cwnd_initial = 32, cwnd_min = 4;
   std::size_t sockbuf = 4u << 20;
+  bool gso = true;  // segmented sends (udp_socket.hpp)
   std::string impair;      // impairment spec (impair.hpp); empty: off
   std::string trace_file;  // cwnd/RTT/retransmission trace; empty: off
 };
