@@ -260,6 +260,59 @@ TEST(UdpTransport, LargeMessagesWithoutSegmentation) {
   exchange("loss=3,seed=6", 2, 40, 250000, false, /*gso=*/false);
 }
 
+// A reassembled message is handed over with its buffer (no copy); the spare
+// buffer given back takes the next message, and single-datagram messages
+// still point into their datagram.
+TEST(UdpReassembly, TakeHandsOverTheBufferAndReusesTheSpare) {
+  Reassembler r;
+  const std::size_t frag = 100;
+  auto message = [](uint64_t id, std::size_t len) {
+    core::MessageHeader h{};
+    h.handler = 300;
+    h.payload_len = static_cast<uint32_t>(len);
+    h.args[0] = id;
+    std::vector<std::byte> m(kMsgHeaderSize + len);
+    std::memcpy(m.data(), &h, kMsgHeaderSize);
+    for (std::size_t i = 0; i < len; ++i) m[kMsgHeaderSize + i] = std::byte{static_cast<unsigned char>(id + i)};
+    return m;
+  };
+  std::vector<std::byte> spare;
+  for (uint64_t id = 1; id <= 3; ++id) {
+    const std::vector<std::byte> m = message(id, 250 + id);
+    core::MessageHeader hdr;
+    const std::byte* payload = nullptr;
+    Reassembler::Result res = Reassembler::Result::kNone;
+    const std::size_t n = fragment_count(m.size(), frag);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t off = i * frag, len = std::min(frag, m.size() - off);
+      const uint8_t flags = static_cast<uint8_t>((i == 0 ? kFirst : 0) | (i + 1 == n ? kLast : 0));
+      res = r.feed(std::span<const std::byte>(m.data() + off, len), flags, 1u << 20, hdr, payload);
+      ASSERT_EQ(res, i + 1 == n ? Reassembler::Result::kMessage : Reassembler::Result::kNone);
+    }
+    ASSERT_TRUE(r.holds_message());
+    EXPECT_EQ(hdr.args[0], id);
+    const std::byte* spare_data = spare.data();
+    const bool had_spare = spare.capacity() > 0;
+    std::vector<std::byte> got = r.take(std::move(spare));
+    EXPECT_EQ(got, m);
+    EXPECT_EQ(payload, got.data() + kMsgHeaderSize);  // the pointer feed gave stays valid
+    EXPECT_FALSE(r.holds_message());
+    EXPECT_TRUE(r.idle());
+    if (had_spare) {
+      EXPECT_NE(spare_data, got.data());
+    }
+    spare = std::move(got);  // dispatched: back as the next spare
+    spare.clear();
+  }
+  // One datagram: the payload points into it, nothing to take.
+  const std::vector<std::byte> one = message(9, 20);
+  core::MessageHeader hdr;
+  const std::byte* payload = nullptr;
+  ASSERT_EQ(r.feed(one, kFirst | kLast, 1u << 20, hdr, payload), Reassembler::Result::kMessage);
+  EXPECT_FALSE(r.holds_message());
+  EXPECT_EQ(payload, one.data() + kMsgHeaderSize);
+}
+
 // Segmented sends (UDP_SEGMENT): a batch of datagrams of mixed lengths to two
 // receivers arrives as the same datagrams, each intact and separate; only
 // runs of equal length (plus one shorter last) to one address are grouped.

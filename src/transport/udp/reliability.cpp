@@ -217,8 +217,23 @@ void UdpTransport::deliver(Peer& p, std::span<const std::byte> frag, uint8_t fla
     case Reassembler::Result::kMessage:
       break;
   }
+  if (p.reasm.holds_message()) {
+    keep_reassembled(p);
+    return;
+  }
   keep_for_dispatch(p, hdr, payload);
-  p.reasm.release();
+}
+
+void UdpTransport::keep_reassembled(Peer& p) {
+  ++st_.msgs_delivered;
+  p.rx_message = true;
+  std::vector<std::byte> spare;
+  if (!spare_buffers_.empty()) {
+    spare = std::move(spare_buffers_.back());
+    spare_buffers_.pop_back();
+  }
+  ready_at_.push_back(ReadyAt{ready_owned_.size(), p.rank, true});
+  ready_owned_.push_back(p.reasm.take(std::move(spare)));
 }
 
 void UdpTransport::keep_for_dispatch(Peer& p, const core::MessageHeader& hdr,
@@ -227,7 +242,7 @@ void UdpTransport::keep_for_dispatch(Peer& p, const core::MessageHeader& hdr,
   p.rx_message = true;
   // Kept for dispatch after poll releases the lock (udp_transport.hpp).
   ready_.resize((ready_.size() + 7) & ~std::size_t{7});  // aligned payloads
-  ready_at_.emplace_back(ready_.size(), p.rank);
+  ready_at_.push_back(ReadyAt{ready_.size(), p.rank, false});
   const auto* hb = reinterpret_cast<const std::byte*>(&hdr);
   ready_.insert(ready_.end(), hb, hb + kMsgHeaderSize);
   if (hdr.payload_len) ready_.insert(ready_.end(), payload, payload + hdr.payload_len);

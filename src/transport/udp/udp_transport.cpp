@@ -170,11 +170,11 @@ std::size_t UdpTransport::poll(const core::MessageHandlerTable& handlers) noexce
   // leave together at batch_end, carrying the acks poll_protocol held back.
   if (dispatching_at_.empty()) return work;
   batch_begin();
-  for (std::size_t i = 0; i < dispatching_at_.size(); ++i) {
+  for (const ReadyAt& at : dispatching_at_) {
     core::MessageHeader hdr;
-    const std::byte* m = dispatching_.data() + dispatching_at_[i].first;
+    const std::byte* m = at.owned ? dispatching_owned_[at.offset].data() : dispatching_.data() + at.offset;
     std::memcpy(&hdr, m, kMsgHeaderSize);
-    if (!handlers.dispatch(dispatching_at_[i].second, hdr, m + kMsgHeaderSize)) {
+    if (!handlers.dispatch(at.src, hdr, m + kMsgHeaderSize)) {
       std::lock_guard lock(mu_);
       ++st_.unknown_handler;
     }
@@ -184,10 +184,13 @@ std::size_t UdpTransport::poll(const core::MessageHandlerTable& handlers) noexce
     const uint64_t now = util::now_ns();
     transmit_scheduled(now);  // replies first: they carry the acks
     send_acks(now);           // those no reply carried
+    for (auto& b : dispatching_owned_)
+      if (spare_buffers_.size() < kMaxSpareBuffers) spare_buffers_.push_back(std::move(b));
   }
   batch_end();
   dispatching_.clear();
   dispatching_at_.clear();
+  dispatching_owned_.clear();
   return work;
 }
 
@@ -206,6 +209,7 @@ std::size_t UdpTransport::poll_protocol() noexcept {
   }
   ready_.swap(dispatching_);
   ready_at_.swap(dispatching_at_);
+  ready_owned_.swap(dispatching_owned_);
   now = util::now_ns();
   if (now >= next_timer_ns_) run_timers(now);
   wake_.consume_if_fired(now);

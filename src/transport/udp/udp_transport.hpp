@@ -128,6 +128,7 @@ class UdpTransport final : public Transport {
   void on_data(Peer& p, const ParsedDatagram& d, std::byte*& buf, uint64_t now);
   void deliver(Peer& p, std::span<const std::byte> frag, uint8_t flags);
   void keep_for_dispatch(Peer& p, const core::MessageHeader& hdr, const std::byte* payload);
+  void keep_reassembled(Peer& p);  // the message p.reasm holds, without a copy
   void transmit(Peer& p, uint64_t now);
   void stage_data(Peer& p, uint32_t seq, uint64_t now);
   void stage_ack(Peer& p, uint64_t now);
@@ -172,14 +173,25 @@ class UdpTransport final : public Transport {
   std::vector<sockaddr_in> addrs_;            // by rank (family 0: unknown)
   std::vector<Peer*> tx_list_, ack_list_;
   std::vector<UdpSocket::RxBuf> rxbufs_;
-  // Messages completed in this poll, dispatched after the lock is released:
-  // header + payload, back to back, each at an 8-byte aligned offset (in
-  // ready_at_, with the source rank).
-  using ReadyAt = std::pair<std::size_t, uint32_t>;
+  // Messages completed in this poll, dispatched after the lock is released.
+  // Single-datagram ones are copied into ready_: header + payload, back to
+  // back, each at an 8-byte aligned offset; reassembled ones keep their
+  // reassembly buffer (ready_owned_), which is not copied again.
+  struct ReadyAt {
+    std::size_t offset;  // in ready_, or the index in ready_owned_
+    uint32_t src;
+    bool owned;
+  };
   std::vector<std::byte> ready_;
   std::vector<ReadyAt> ready_at_;
+  std::vector<std::vector<std::byte>> ready_owned_;
   std::vector<std::byte> dispatching_;  // poll's copy of ready_ (consumer only)
   std::vector<ReadyAt> dispatching_at_;
+  std::vector<std::vector<std::byte>> dispatching_owned_;
+  // Dispatched reassembly buffers, emptied, for the next reassembly (their
+  // capacity is the point: no allocation per message).
+  static constexpr std::size_t kMaxSpareBuffers = 8;
+  std::vector<std::vector<std::byte>> spare_buffers_;
   PeerLostFn lost_fn_ = nullptr;
   void* lost_ctx_ = nullptr;
   std::vector<uint32_t> newly_lost_;
