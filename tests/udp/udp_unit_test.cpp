@@ -166,10 +166,11 @@ std::vector<std::unique_ptr<Node>> make_nodes(uint32_t n, UdpConfig cfg) {
 // each sender's messages of a round go between batch_begin/batch_end, as the
 // engine's executor sends them (small ones then share datagrams).
 void exchange(const std::string& impair, uint32_t n, int count, std::size_t max_size,
-              bool batched = false, bool gso = true) {
+              bool batched = false, bool gso = true, bool gro = true) {
   UdpConfig cfg;
   cfg.impair = impair;
   cfg.gso = gso;
+  cfg.gro = gro;
   cfg.min_rto_ns = 1'000'000;
   cfg.initial_rto_ns = 5'000'000;
   auto nodes = make_nodes(n, cfg);
@@ -258,6 +259,55 @@ TEST(UdpTransport, Everything) {
 TEST(UdpTransport, LargeMessages) { exchange("loss=3,seed=6", 2, 40, 250000); }
 TEST(UdpTransport, LargeMessagesWithoutSegmentation) {
   exchange("loss=3,seed=6", 2, 40, 250000, false, /*gso=*/false);
+}
+TEST(UdpTransport, LargeMessagesSegmentedWithoutCoalescing) {
+  exchange("loss=3,seed=6", 2, 40, 250000, false, /*gso=*/true, /*gro=*/false);
+}
+TEST(UdpTransport, ReorderDupCorruptWithoutCoalescing) {
+  exchange("reorder=25,dup=5,corrupt=1,seed=8", 2, 500, 5000, false, true, /*gro=*/false);
+}
+
+// Coalesced receives (UDP_GRO): a segmented send arrives as one buffer whose
+// segment size cuts it back into the datagrams that were sent.
+TEST(UdpSocketTest, CoalescedReceiveCutsBackIntoTheSentDatagrams) {
+  UdpSocket tx, rx;
+  std::string err;
+  ASSERT_TRUE(tx.open("127.0.0.1", 0, 1u << 20, err)) << err;
+  ASSERT_TRUE(rx.open("127.0.0.1", 0, 1u << 20, err)) << err;
+  if (!rx.enable_coalescing()) GTEST_SKIP() << "kernel without UDP_GRO";
+  std::vector<std::size_t> lens(30, 1000);
+  lens.push_back(333);  // the short last one of the group
+  lens.push_back(1000);  // starts a second group
+  std::vector<std::vector<std::byte>> bufs(lens.size());
+  for (std::size_t i = 0; i < lens.size(); ++i) {
+    bufs[i].resize(lens[i]);
+    for (std::size_t j = 0; j < lens[i]; ++j) bufs[i][j] = std::byte{static_cast<unsigned char>(i * 13 + j)};
+    tx.stage(bufs[i].data(), lens[i], rx.local());
+  }
+  EXPECT_EQ(tx.flush(0), lens.size());
+  std::vector<std::byte> storage(4 * UdpSocket::kMaxGsoBytes);
+  std::vector<UdpSocket::RxBuf> rb(4);
+  std::size_t got = 0, coalesced = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (got < lens.size() && std::chrono::steady_clock::now() < deadline) {
+    for (std::size_t i = 0; i < rb.size(); ++i)
+      rb[i] = UdpSocket::RxBuf{storage.data() + i * UdpSocket::kMaxGsoBytes, UdpSocket::kMaxGsoBytes, 0, {}, 0};
+    const std::size_t n = rx.receive(rb.data(), rb.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t seg = rb[i].segment ? rb[i].segment : rb[i].len;
+      coalesced += rb[i].segment != 0;
+      for (std::size_t off = 0; off < rb[i].len; off += seg, ++got) {
+        ASSERT_LT(got, lens.size());
+        const std::size_t len = std::min(seg, rb[i].len - off);
+        ASSERT_EQ(len, lens[got]) << "datagram " << got;
+        ASSERT_EQ(std::memcmp(rb[i].data + off, bufs[got].data(), len), 0) << "datagram " << got;
+      }
+    }
+    if (!n) usleep(100);
+  }
+  EXPECT_EQ(got, lens.size());
+  EXPECT_GT(coalesced, 0u);
+  EXPECT_EQ(rx.received, lens.size());
 }
 
 // A reassembled message is handed over with its buffer (no copy); the spare
@@ -349,7 +399,7 @@ TEST(UdpSocketTest, SegmentedSendsArriveAsTheSameDatagrams) {
     std::size_t got = 0;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     while (got < want.size() && std::chrono::steady_clock::now() < deadline) {
-      for (std::size_t i = 0; i < rb.size(); ++i) rb[i] = UdpSocket::RxBuf{storage.data() + i * 2048, 2048, 0, {}};
+      for (std::size_t i = 0; i < rb.size(); ++i) rb[i] = UdpSocket::RxBuf{storage.data() + i * 2048, 2048, 0, {}, 0};
       const std::size_t n = s.receive(rb.data(), rb.size());
       for (std::size_t i = 0; i < n && got < want.size(); ++i, ++got) {
         const std::size_t k = want[got];

@@ -51,6 +51,24 @@ void UdpTransport::handle_datagram(UdpSocket::RxBuf& rb, uint64_t now) {
   }
 }
 
+void UdpTransport::handle_coalesced(const UdpSocket::RxBuf& rb, uint64_t now) {
+  rx_one_.from = rb.from;
+  if (rb.len == 0) {  // truncated: dropped (and counted) by the parser
+    rx_one_.len = 0;
+    handle_datagram(rx_one_, now);
+    return;
+  }
+  const std::size_t seg = rb.segment ? rb.segment : rb.len;
+  for (std::size_t off = 0; off < rb.len; off += seg) {
+    // A datagram longer than ours is copied cut short: the parser rejects
+    // it by its length field, as a truncated read would be.
+    const std::size_t len = std::min({seg, rb.len - off, rx_one_.cap});
+    std::memcpy(rx_one_.data, rb.data + off, len);
+    rx_one_.len = len;
+    handle_datagram(rx_one_, now);  // if the ring kept rx_one_.data, it was replaced
+  }
+}
+
 void UdpTransport::on_ack_fields(Peer& p, const ParsedDatagram& d, uint64_t now) {
   const uint32_t ack = d.h.ack;
   // An ack for something never sent is stale or bogus: ignore all of it.

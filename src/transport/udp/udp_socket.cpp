@@ -11,6 +11,9 @@
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103  // linux/udp.h; older libc headers lack it
 #endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
 
 namespace tsu::transport::udp {
 
@@ -45,6 +48,12 @@ bool UdpSocket::open(const std::string& ip, uint16_t port, std::size_t bufsize,
   socklen_t len = sizeof local_;
   ::getsockname(fd_, reinterpret_cast<sockaddr*>(&local_), &len);
   return true;
+}
+
+bool UdpSocket::enable_coalescing() noexcept {
+  const int on = 1;
+  gro_ = ::setsockopt(fd_, SOL_UDP, UDP_GRO, &on, sizeof on) == 0;
+  return gro_;
 }
 
 std::size_t UdpSocket::gso_group(const ImpairStage::Out* out, std::size_t n) const noexcept {
@@ -138,6 +147,7 @@ std::size_t UdpSocket::receive(RxBuf* bufs, std::size_t n) {
   n = std::min(n, kBatch);
   mmsghdr msgs[kBatch];
   iovec iov[kBatch];
+  alignas(cmsghdr) char ctrl[kBatch][CMSG_SPACE(sizeof(int))];
   for (std::size_t i = 0; i < n; ++i) {
     iov[i] = iovec{bufs[i].data, bufs[i].cap};
     msgs[i] = mmsghdr{};
@@ -145,6 +155,10 @@ std::size_t UdpSocket::receive(RxBuf* bufs, std::size_t n) {
     msgs[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
     msgs[i].msg_hdr.msg_iov = &iov[i];
     msgs[i].msg_hdr.msg_iovlen = 1;
+    if (gro_) {
+      msgs[i].msg_hdr.msg_control = ctrl[i];
+      msgs[i].msg_hdr.msg_controllen = sizeof ctrl[i];
+    }
   }
   ++recv_calls;
   int r;
@@ -153,12 +167,23 @@ std::size_t UdpSocket::receive(RxBuf* bufs, std::size_t n) {
   } while (r < 0 && errno == EINTR);
   if (r <= 0) return 0;
   for (int i = 0; i < r; ++i) {
+    RxBuf& b = bufs[i];
     // MSG_TRUNC: longer than our buffer: report its real size so the parser
     // rejects it as truncated.
-    bufs[i].len = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ? 0 : msgs[i].msg_len;
+    b.len = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ? 0 : msgs[i].msg_len;
+    b.segment = 0;
+    if (gro_) {
+      for (cmsghdr* c = CMSG_FIRSTHDR(&msgs[i].msg_hdr); c; c = CMSG_NXTHDR(&msgs[i].msg_hdr, c)) {
+        if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+          int seg = 0;
+          std::memcpy(&seg, CMSG_DATA(c), sizeof seg);
+          if (seg > 0 && static_cast<std::size_t>(seg) < b.len) b.segment = static_cast<std::size_t>(seg);
+        }
+      }
+    }
     bytes_received += msgs[i].msg_len;
+    received += b.segment ? (b.len + b.segment - 1) / b.segment : 1;
   }
-  received += static_cast<uint64_t>(r);
   return static_cast<std::size_t>(r);
 }
 

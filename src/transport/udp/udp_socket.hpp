@@ -10,6 +10,10 @@
 // the wire, and to the receiver, they are the same datagrams; the sending
 // CPU walks the IP stack (routing, netfilter, the veth/device path) once per
 // group instead of once per datagram, which is where its time went.
+// Receive coalescing (UDP_GRO, Linux >= 5.0) is the other half: such a group
+// stays one buffer up to the socket and one recvmmsg entry (RxBuf::segment
+// tells where to cut it), instead of being split into skbs by the kernel
+// and read one by one.
 #pragma once
 
 #include <netinet/in.h>
@@ -41,6 +45,10 @@ class UdpSocket {
   // off for good if the kernel refuses it).
   void set_segmentation(bool on) noexcept { gso_ = on; }
   bool segmentation() const noexcept { return gso_; }
+  // Asks for coalesced receives (UDP_GRO); false if the kernel refuses.
+  // Then every receive buffer must hold kMaxGsoBytes.
+  bool enable_coalescing() noexcept;
+  bool coalescing() const noexcept { return gro_; }
   int fd() const noexcept { return fd_; }
   const sockaddr_in& local() const noexcept { return local_; }
   void set_impairment(std::unique_ptr<ImpairStage> stage) { impair_ = std::move(stage); }
@@ -60,6 +68,7 @@ class UdpSocket {
     std::size_t cap;
     std::size_t len;    // out
     sockaddr_in from;   // out
+    std::size_t segment;  // out: coalesced datagrams of this size (the last may be shorter); 0: one
   };
   // Receives up to bufs.size() datagrams; returns how many (0: none ready).
   std::size_t receive(RxBuf* bufs, std::size_t n);
@@ -93,6 +102,7 @@ class UdpSocket {
   std::vector<ImpairStage::Out> out_;
   std::unique_ptr<ImpairStage> impair_;
   bool gso_ = true;
+  bool gro_ = false;
   std::vector<iovec> tx_iov_;  // send_batch's scratch: one per datagram
 };
 

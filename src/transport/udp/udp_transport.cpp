@@ -34,8 +34,17 @@ tsu_status_t UdpTransport::open(std::string& error) {
     if (trace_) std::fprintf(trace_, "t_us peer event cwnd ssthresh srtt_us rto_us inflight retransmits\n");
   }
   trace_start_ns_ = util::now_ns();
-  rxbufs_.resize(UdpSocket::kBatch);
-  for (auto& rb : rxbufs_) rb = UdpSocket::RxBuf{pool_.get(), pool_.buffer_size(), 0, {}};
+  if (cfg_.gro && sock_.enable_coalescing()) {
+    rx_storage_.resize(kCoalescedBatch * UdpSocket::kMaxGsoBytes);
+    rxbufs_.resize(kCoalescedBatch);
+    for (std::size_t i = 0; i < rxbufs_.size(); ++i)
+      rxbufs_[i] = UdpSocket::RxBuf{rx_storage_.data() + i * UdpSocket::kMaxGsoBytes,
+                                    UdpSocket::kMaxGsoBytes, 0, {}, 0};
+    rx_one_ = UdpSocket::RxBuf{pool_.get(), pool_.buffer_size(), 0, {}, 0};
+  } else {
+    rxbufs_.resize(UdpSocket::kBatch);
+    for (auto& rb : rxbufs_) rb = UdpSocket::RxBuf{pool_.get(), pool_.buffer_size(), 0, {}, 0};
+  }
   return TSU_OK;
 }
 
@@ -202,7 +211,10 @@ std::size_t UdpTransport::poll_protocol() noexcept {
   for (int round = 0; round < 4; ++round) {
     const std::size_t n = sock_.receive(rxbufs_.data(), rxbufs_.size());
     if (!n) break;
-    for (std::size_t i = 0; i < n; ++i) handle_datagram(rxbufs_[i], now);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (sock_.coalescing()) handle_coalesced(rxbufs_[i], now);
+      else handle_datagram(rxbufs_[i], now);
+    }
     work += n;
     if (n < rxbufs_.size()) break;
     now = util::now_ns();

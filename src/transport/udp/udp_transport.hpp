@@ -54,6 +54,7 @@ struct UdpConfig {
   double cwnd_initial = 32, cwnd_min = 4;
   std::size_t sockbuf = 4u << 20;
   bool gso = true;  // segmented sends (udp_socket.hpp)
+  bool gro = true;  // coalesced receives (udp_socket.hpp)
   std::string impair;      // impairment spec (impair.hpp); empty: off
   std::string trace_file;  // cwnd/RTT/retransmission trace; empty: off
 };
@@ -123,6 +124,9 @@ class UdpTransport final : public Transport {
 
   // reliability.cpp
   void handle_datagram(UdpSocket::RxBuf& rb, uint64_t now);
+  // A coalesced receive buffer: each datagram in it is copied into rx_one_
+  // (a pool buffer, which the out-of-order ring may keep) and handled.
+  void handle_coalesced(const UdpSocket::RxBuf& rb, uint64_t now);
   void on_ack_fields(Peer& p, const ParsedDatagram& d, uint64_t now);
   void widen_reordering_window(Peer& p);
   void on_data(Peer& p, const ParsedDatagram& d, std::byte*& buf, uint64_t now);
@@ -173,6 +177,12 @@ class UdpTransport final : public Transport {
   std::vector<sockaddr_in> addrs_;            // by rank (family 0: unknown)
   std::vector<Peer*> tx_list_, ack_list_;
   std::vector<UdpSocket::RxBuf> rxbufs_;
+  // With coalesced receives: rxbufs_ point into this (kCoalescedBatch
+  // buffers of UdpSocket::kMaxGsoBytes), and rx_one_ is the pool buffer the
+  // current datagram is handled in.
+  static constexpr std::size_t kCoalescedBatch = 16;
+  std::vector<std::byte> rx_storage_;
+  UdpSocket::RxBuf rx_one_{};
   // Messages completed in this poll, dispatched after the lock is released.
   // Single-datagram ones are copied into ready_: header + payload, back to
   // back, each at an 8-byte aligned offset; reassembled ones keep their
