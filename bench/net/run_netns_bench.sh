@@ -4,7 +4,7 @@
 #   over tcp (ucx_perftest, UCX_TLS=tcp) when installed.
 #   bench/net/run_netns_bench.sh BUILD_DIR OUT_DIR [LOSS_PCT]
 # Environment: TSU_BENCH_ARGS (extra tsu-bench-net arguments, e.g.
-# "--only latency"), SKIP_PEERS=1 (tsunagi only: no raw UDP, no UCX).
+# "--only latency"), SKIP_PEERS=1 (tsunagi only: no raw UDP, no UCX), SKIP_UCX=1.
 # Results: OUT_DIR/results.jsonl, OUT_DIR/ucx.txt, OUT_DIR/trace.* (cwnd).
 set -u
 build=$1 out=$2 loss=${3:-0}
@@ -49,7 +49,7 @@ if [[ -z ${TSU_BENCH_ARGS:-} ]]; then
     2>>"$out/tsu_stats.txt" | tee -a "$res"
 fi
 # UCX over tcp on the same pair.
-if [[ $loss == 0 && -z ${SKIP_PEERS:-} ]] && command -v ucx_perftest >/dev/null; then
+if [[ $loss == 0 && -z ${SKIP_PEERS:-}${SKIP_UCX:-} ]] && command -v ucx_perftest >/dev/null; then
   : >"$out/ucx.txt"
   for t in "ucp_put_lat -s 8 -n 20000" "ucp_get -s 8 -n 20000" "ucp_put_bw -s 1048576 -n 2000" "ucp_put_bw -s 65536 -n 10000"; do
     ip netns exec "$b" env UCX_TLS=tcp,self UCX_NET_DEVICES=veth0 ucx_perftest -p 13337 >/dev/null 2>&1 & s=$!

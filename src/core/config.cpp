@@ -120,6 +120,8 @@ const std::vector<ConfigVar>& config_vars() {
       {"TSU_UDP_KEEPALIVE", "500ms", "udp: ping a peer silent for this long"},
       {"TSU_UDP_PEER_TIMEOUT", "10s", "udp: a peer silent this long is lost (TSU_ERR_PEER_LOST)"},
       {"TSU_UDP_SOCKBUF", "4M", "udp: kernel send/receive buffer of the socket"},
+      {"TSU_UDP_GSO", "1", "udp: 1: consecutive datagrams to one peer leave as one segmented send (UDP_SEGMENT)"},
+      {"TSU_UDP_GRO", "1", "udp: 1: receive segmented sends coalesced, one buffer per group (UDP_GRO)"},
       {"TSU_UDP_CWND_MIN", "4", "udp: congestion window floor in datagrams"},
       {"TSU_UDP_IMPAIR", "(off)", "udp TEST FACILITY: impair sent datagrams, e.g. "
                                   "loss=10,reorder=25,dup=5,corrupt=1,delay=2ms,jitter=1ms,seed=1"},
@@ -260,6 +262,12 @@ tsu_status_t config_from_env(Config& cfg, const GetEnv& getenv_fn, std::string& 
       return bad("TSU_UDP_MAX_MESSAGE", v, "a size between 1K and 64M");
     cfg.udp_max_message = s;
   }
+  if (const char* v = getenv_fn("TSU_UDP_GSO")) {
+    if (!parse_bool(v, cfg.udp_gso)) return bad("TSU_UDP_GSO", v, "0 or 1");
+  }
+  if (const char* v = getenv_fn("TSU_UDP_GRO")) {
+    if (!parse_bool(v, cfg.udp_gro)) return bad("TSU_UDP_GRO", v, "0 or 1");
+  }
   if (const char* v = getenv_fn("TSU_UDP_SOCKBUF")) {
     std::size_t s;
     if (!parse_size(v, s) || s < 4096 || s > (1u << 30))
@@ -377,6 +385,8 @@ std::vector<std::pair<std::string, std::string>> config_describe(const Config& c
       {"TSU_UDP_KEEPALIVE", ns_text(cfg.udp_keepalive_ns)},
       {"TSU_UDP_PEER_TIMEOUT", ns_text(cfg.udp_peer_timeout_ns)},
       {"TSU_UDP_SOCKBUF", std::to_string(cfg.udp_sockbuf)},
+      {"TSU_UDP_GSO", cfg.udp_gso ? "1" : "0"},
+      {"TSU_UDP_GRO", cfg.udp_gro ? "1" : "0"},
       {"TSU_UDP_CWND_MIN", std::to_string(cfg.udp_cwnd_min)},
       {"TSU_UDP_IMPAIR", cfg.udp_impair.empty() ? "(off)" : cfg.udp_impair},
       {"TSU_UDP_TRACE", cfg.udp_trace.empty() ? "(off)" : cfg.udp_trace},

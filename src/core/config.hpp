@@ -47,6 +47,8 @@ struct Config {
   uint64_t udp_keepalive_ns = 500'000'000;
   uint64_t udp_peer_timeout_ns = 10'000'000'000;
   std::size_t udp_sockbuf = 4u << 20;
+  bool udp_gso = true;                   // segmentation offload for sends (TSU_UDP_GSO)
+  bool udp_gro = true;                   // coalesced receives (TSU_UDP_GRO)
   uint32_t udp_cwnd_min = 4;
   std::string udp_impair;                // TSU_UDP_IMPAIR (test facility)
   std::string udp_trace;                 // TSU_UDP_TRACE file prefix

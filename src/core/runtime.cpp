@@ -275,6 +275,8 @@ tsu_status_t Runtime::connect_network(const std::vector<bool>& remote, std::stri
   uc.keepalive_ns = cfg_.udp_keepalive_ns;
   uc.peer_timeout_ns = cfg_.udp_peer_timeout_ns;
   uc.sockbuf = cfg_.udp_sockbuf;
+  uc.gso = cfg_.udp_gso;
+  uc.gro = cfg_.udp_gro;
   uc.cwnd_min = cfg_.udp_cwnd_min;
   uc.impair = cfg_.udp_impair;
   uc.trace_file = cfg_.udp_trace;

@@ -166,9 +166,11 @@ std::vector<std::unique_ptr<Node>> make_nodes(uint32_t n, UdpConfig cfg) {
 // each sender's messages of a round go between batch_begin/batch_end, as the
 // engine's executor sends them (small ones then share datagrams).
 void exchange(const std::string& impair, uint32_t n, int count, std::size_t max_size,
-              bool batched = false) {
+              bool batched = false, bool gso = true, bool gro = true) {
   UdpConfig cfg;
   cfg.impair = impair;
+  cfg.gso = gso;
+  cfg.gro = gro;
   cfg.min_rto_ns = 1'000'000;
   cfg.initial_rto_ns = 5'000'000;
   auto nodes = make_nodes(n, cfg);
@@ -255,6 +257,160 @@ TEST(UdpTransport, Everything) {
   exchange("loss=10,reorder=25,dup=5,corrupt=1,delay=2ms,jitter=1ms,seed=5", 3, 500, 4000);
 }
 TEST(UdpTransport, LargeMessages) { exchange("loss=3,seed=6", 2, 40, 250000); }
+TEST(UdpTransport, LargeMessagesWithoutSegmentation) {
+  exchange("loss=3,seed=6", 2, 40, 250000, false, /*gso=*/false);
+}
+TEST(UdpTransport, LargeMessagesSegmentedWithoutCoalescing) {
+  exchange("loss=3,seed=6", 2, 40, 250000, false, /*gso=*/true, /*gro=*/false);
+}
+TEST(UdpTransport, ReorderDupCorruptWithoutCoalescing) {
+  exchange("reorder=25,dup=5,corrupt=1,seed=8", 2, 500, 5000, false, true, /*gro=*/false);
+}
+
+// Coalesced receives (UDP_GRO): a segmented send arrives as one buffer whose
+// segment size cuts it back into the datagrams that were sent.
+TEST(UdpSocketTest, CoalescedReceiveCutsBackIntoTheSentDatagrams) {
+  UdpSocket tx, rx;
+  std::string err;
+  ASSERT_TRUE(tx.open("127.0.0.1", 0, 1u << 20, err)) << err;
+  ASSERT_TRUE(rx.open("127.0.0.1", 0, 1u << 20, err)) << err;
+  if (!rx.enable_coalescing()) GTEST_SKIP() << "kernel without UDP_GRO";
+  std::vector<std::size_t> lens(30, 1000);
+  lens.push_back(333);  // the short last one of the group
+  lens.push_back(1000);  // starts a second group
+  std::vector<std::vector<std::byte>> bufs(lens.size());
+  for (std::size_t i = 0; i < lens.size(); ++i) {
+    bufs[i].resize(lens[i]);
+    for (std::size_t j = 0; j < lens[i]; ++j) bufs[i][j] = std::byte{static_cast<unsigned char>(i * 13 + j)};
+    tx.stage(bufs[i].data(), lens[i], rx.local());
+  }
+  EXPECT_EQ(tx.flush(0), lens.size());
+  std::vector<std::byte> storage(4 * UdpSocket::kMaxGsoBytes);
+  std::vector<UdpSocket::RxBuf> rb(4);
+  std::size_t got = 0, coalesced = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (got < lens.size() && std::chrono::steady_clock::now() < deadline) {
+    for (std::size_t i = 0; i < rb.size(); ++i)
+      rb[i] = UdpSocket::RxBuf{storage.data() + i * UdpSocket::kMaxGsoBytes, UdpSocket::kMaxGsoBytes, 0, {}, 0};
+    const std::size_t n = rx.receive(rb.data(), rb.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t seg = rb[i].segment ? rb[i].segment : rb[i].len;
+      coalesced += rb[i].segment != 0;
+      for (std::size_t off = 0; off < rb[i].len; off += seg, ++got) {
+        ASSERT_LT(got, lens.size());
+        const std::size_t len = std::min(seg, rb[i].len - off);
+        ASSERT_EQ(len, lens[got]) << "datagram " << got;
+        ASSERT_EQ(std::memcmp(rb[i].data + off, bufs[got].data(), len), 0) << "datagram " << got;
+      }
+    }
+    if (!n) usleep(100);
+  }
+  EXPECT_EQ(got, lens.size());
+  EXPECT_GT(coalesced, 0u);
+  EXPECT_EQ(rx.received, lens.size());
+}
+
+// A reassembled message is handed over with its buffer (no copy); the spare
+// buffer given back takes the next message, and single-datagram messages
+// still point into their datagram.
+TEST(UdpReassembly, TakeHandsOverTheBufferAndReusesTheSpare) {
+  Reassembler r;
+  const std::size_t frag = 100;
+  auto message = [](uint64_t id, std::size_t len) {
+    core::MessageHeader h{};
+    h.handler = 300;
+    h.payload_len = static_cast<uint32_t>(len);
+    h.args[0] = id;
+    std::vector<std::byte> m(kMsgHeaderSize + len);
+    std::memcpy(m.data(), &h, kMsgHeaderSize);
+    for (std::size_t i = 0; i < len; ++i) m[kMsgHeaderSize + i] = std::byte{static_cast<unsigned char>(id + i)};
+    return m;
+  };
+  std::vector<std::byte> spare;
+  for (uint64_t id = 1; id <= 3; ++id) {
+    const std::vector<std::byte> m = message(id, 250 + id);
+    core::MessageHeader hdr;
+    const std::byte* payload = nullptr;
+    Reassembler::Result res = Reassembler::Result::kNone;
+    const std::size_t n = fragment_count(m.size(), frag);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t off = i * frag, len = std::min(frag, m.size() - off);
+      const uint8_t flags = static_cast<uint8_t>((i == 0 ? kFirst : 0) | (i + 1 == n ? kLast : 0));
+      res = r.feed(std::span<const std::byte>(m.data() + off, len), flags, 1u << 20, hdr, payload);
+      ASSERT_EQ(res, i + 1 == n ? Reassembler::Result::kMessage : Reassembler::Result::kNone);
+    }
+    ASSERT_TRUE(r.holds_message());
+    EXPECT_EQ(hdr.args[0], id);
+    const std::byte* spare_data = spare.data();
+    const bool had_spare = spare.capacity() > 0;
+    std::vector<std::byte> got = r.take(std::move(spare));
+    EXPECT_EQ(got, m);
+    EXPECT_EQ(payload, got.data() + kMsgHeaderSize);  // the pointer feed gave stays valid
+    EXPECT_FALSE(r.holds_message());
+    EXPECT_TRUE(r.idle());
+    if (had_spare) {
+      EXPECT_NE(spare_data, got.data());
+    }
+    spare = std::move(got);  // dispatched: back as the next spare
+    spare.clear();
+  }
+  // One datagram: the payload points into it, nothing to take.
+  const std::vector<std::byte> one = message(9, 20);
+  core::MessageHeader hdr;
+  const std::byte* payload = nullptr;
+  ASSERT_EQ(r.feed(one, kFirst | kLast, 1u << 20, hdr, payload), Reassembler::Result::kMessage);
+  EXPECT_FALSE(r.holds_message());
+  EXPECT_EQ(payload, one.data() + kMsgHeaderSize);
+}
+
+// Segmented sends (UDP_SEGMENT): a batch of datagrams of mixed lengths to two
+// receivers arrives as the same datagrams, each intact and separate; only
+// runs of equal length (plus one shorter last) to one address are grouped.
+TEST(UdpSocketTest, SegmentedSendsArriveAsTheSameDatagrams) {
+  UdpSocket tx, rx1, rx2;
+  std::string err;
+  ASSERT_TRUE(tx.open("127.0.0.1", 0, 1u << 20, err)) << err;
+  ASSERT_TRUE(rx1.open("127.0.0.1", 0, 1u << 20, err)) << err;
+  ASSERT_TRUE(rx2.open("127.0.0.1", 0, 1u << 20, err)) << err;
+  // Lengths: a run of 70 full ones (more than one group), a short one, a
+  // longer one after a short one, then alternating destinations.
+  std::vector<std::size_t> lens(70, 1400);
+  for (std::size_t l : {700u, 1400u, 1400u, 90u, 1400u, 1400u, 1400u, 64u, 64u}) lens.push_back(l);
+  std::vector<int> to(lens.size(), 1);
+  for (std::size_t i = 75; i < lens.size(); ++i) to[i] = (i % 2) ? 1 : 2;
+  std::vector<std::vector<std::byte>> bufs(lens.size());
+  for (std::size_t i = 0; i < lens.size(); ++i) {
+    bufs[i].resize(lens[i]);
+    for (std::size_t j = 0; j < lens[i]; ++j) bufs[i][j] = std::byte{static_cast<unsigned char>(i * 7 + j)};
+    tx.stage(bufs[i].data(), lens[i], to[i] == 1 ? rx1.local() : rx2.local());
+  }
+  EXPECT_EQ(tx.flush(0), lens.size());
+  EXPECT_EQ(tx.sent, lens.size());
+  EXPECT_EQ(tx.send_dropped, 0u);
+  EXPECT_GT(tx.gso_sends, 0u);
+  // Each receiver gets its datagrams in order, with their own lengths.
+  for (int r = 1; r <= 2; ++r) {
+    UdpSocket& s = r == 1 ? rx1 : rx2;
+    std::vector<std::size_t> want;
+    for (std::size_t i = 0; i < lens.size(); ++i)
+      if (to[i] == r) want.push_back(i);
+    std::vector<std::byte> storage(UdpSocket::kBatch * 2048);
+    std::vector<UdpSocket::RxBuf> rb(UdpSocket::kBatch);
+    std::size_t got = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (got < want.size() && std::chrono::steady_clock::now() < deadline) {
+      for (std::size_t i = 0; i < rb.size(); ++i) rb[i] = UdpSocket::RxBuf{storage.data() + i * 2048, 2048, 0, {}, 0};
+      const std::size_t n = s.receive(rb.data(), rb.size());
+      for (std::size_t i = 0; i < n && got < want.size(); ++i, ++got) {
+        const std::size_t k = want[got];
+        ASSERT_EQ(rb[i].len, lens[k]) << "datagram " << k;
+        ASSERT_EQ(std::memcmp(rb[i].data, bufs[k].data(), lens[k]), 0) << "datagram " << k;
+      }
+      if (!n) usleep(100);
+    }
+    EXPECT_EQ(got, want.size()) << "receiver " << r;
+  }
+}
 
 // Small messages sent in one batch share datagrams (kPacked), and still
 // arrive exactly once, in order, intact -- also when packed datagrams are

@@ -49,7 +49,8 @@ class Reassembler {
   enum class Result { kNone, kMessage, kError };
 
   // Feeds the next in-order fragment.  On kMessage, `hdr` and `payload` are
-  // valid until the next call.
+  // valid until the next call; a reassembled one (holds_message()) must be
+  // taken before the next feed.
   Result feed(std::span<const std::byte> frag, uint8_t flags, std::size_t max_message,
               core::MessageHeader& hdr, const std::byte*& payload) {
     if (flags & kFirst) {
@@ -89,12 +90,19 @@ class Reassembler {
     return Result::kMessage;
   }
   bool idle() const noexcept { return buf_.empty(); }
-  // After a reassembled message was dispatched.
-  void release() {
-    if (done_) {
-      buf_.clear();
-      done_ = false;
-    }
+  // Whether the last kMessage was reassembled here (more than one fragment;
+  // else its payload pointed into the datagram).
+  bool holds_message() const noexcept { return done_; }
+  // Hands over the reassembled message (header + payload) so it is
+  // dispatched from this buffer instead of being copied again; `spare`
+  // (empty, capacity kept from an earlier message) becomes the next buffer.
+  std::vector<std::byte> take(std::vector<std::byte>&& spare) {
+    std::vector<std::byte> out;
+    out.swap(buf_);
+    buf_ = std::move(spare);
+    buf_.clear();
+    done_ = false;
+    return out;
   }
 
  private:

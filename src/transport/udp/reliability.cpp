@@ -51,6 +51,24 @@ void UdpTransport::handle_datagram(UdpSocket::RxBuf& rb, uint64_t now) {
   }
 }
 
+void UdpTransport::handle_coalesced(const UdpSocket::RxBuf& rb, uint64_t now) {
+  rx_one_.from = rb.from;
+  if (rb.len == 0) {  // truncated: dropped (and counted) by the parser
+    rx_one_.len = 0;
+    handle_datagram(rx_one_, now);
+    return;
+  }
+  const std::size_t seg = rb.segment ? rb.segment : rb.len;
+  for (std::size_t off = 0; off < rb.len; off += seg) {
+    // A datagram longer than ours is copied cut short: the parser rejects
+    // it by its length field, as a truncated read would be.
+    const std::size_t len = std::min({seg, rb.len - off, rx_one_.cap});
+    std::memcpy(rx_one_.data, rb.data + off, len);
+    rx_one_.len = len;
+    handle_datagram(rx_one_, now);  // if the ring kept rx_one_.data, it was replaced
+  }
+}
+
 void UdpTransport::on_ack_fields(Peer& p, const ParsedDatagram& d, uint64_t now) {
   const uint32_t ack = d.h.ack;
   // An ack for something never sent is stale or bogus: ignore all of it.
@@ -217,8 +235,23 @@ void UdpTransport::deliver(Peer& p, std::span<const std::byte> frag, uint8_t fla
     case Reassembler::Result::kMessage:
       break;
   }
+  if (p.reasm.holds_message()) {
+    keep_reassembled(p);
+    return;
+  }
   keep_for_dispatch(p, hdr, payload);
-  p.reasm.release();
+}
+
+void UdpTransport::keep_reassembled(Peer& p) {
+  ++st_.msgs_delivered;
+  p.rx_message = true;
+  std::vector<std::byte> spare;
+  if (!spare_buffers_.empty()) {
+    spare = std::move(spare_buffers_.back());
+    spare_buffers_.pop_back();
+  }
+  ready_at_.push_back(ReadyAt{ready_owned_.size(), p.rank, true});
+  ready_owned_.push_back(p.reasm.take(std::move(spare)));
 }
 
 void UdpTransport::keep_for_dispatch(Peer& p, const core::MessageHeader& hdr,
@@ -227,7 +260,7 @@ void UdpTransport::keep_for_dispatch(Peer& p, const core::MessageHeader& hdr,
   p.rx_message = true;
   // Kept for dispatch after poll releases the lock (udp_transport.hpp).
   ready_.resize((ready_.size() + 7) & ~std::size_t{7});  // aligned payloads
-  ready_at_.emplace_back(ready_.size(), p.rank);
+  ready_at_.push_back(ReadyAt{ready_.size(), p.rank, false});
   const auto* hb = reinterpret_cast<const std::byte*>(&hdr);
   ready_.insert(ready_.end(), hb, hb + kMsgHeaderSize);
   if (hdr.payload_len) ready_.insert(ready_.end(), payload, payload + hdr.payload_len);

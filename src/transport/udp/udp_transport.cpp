@@ -20,6 +20,7 @@ UdpTransport::~UdpTransport() {
 tsu_status_t UdpTransport::open(std::string& error) {
   if (!sock_.open(cfg_.bind_ip, cfg_.port, cfg_.sockbuf, error)) return TSU_ERR_SYSTEM;
   if (!wake_.open(sock_.fd(), error)) return TSU_ERR_SYSTEM;
+  sock_.set_segmentation(cfg_.gso);
   if (!cfg_.impair.empty()) {
     ImpairConfig ic;
     if (!parse_impair_spec(cfg_.impair, ic, error)) return TSU_ERR_CONFIG;
@@ -33,8 +34,17 @@ tsu_status_t UdpTransport::open(std::string& error) {
     if (trace_) std::fprintf(trace_, "t_us peer event cwnd ssthresh srtt_us rto_us inflight retransmits\n");
   }
   trace_start_ns_ = util::now_ns();
-  rxbufs_.resize(UdpSocket::kBatch);
-  for (auto& rb : rxbufs_) rb = UdpSocket::RxBuf{pool_.get(), pool_.buffer_size(), 0, {}};
+  if (cfg_.gro && sock_.enable_coalescing()) {
+    rx_storage_.resize(kCoalescedBatch * UdpSocket::kMaxGsoBytes);
+    rxbufs_.resize(kCoalescedBatch);
+    for (std::size_t i = 0; i < rxbufs_.size(); ++i)
+      rxbufs_[i] = UdpSocket::RxBuf{rx_storage_.data() + i * UdpSocket::kMaxGsoBytes,
+                                    UdpSocket::kMaxGsoBytes, 0, {}, 0};
+    rx_one_ = UdpSocket::RxBuf{pool_.get(), pool_.buffer_size(), 0, {}, 0};
+  } else {
+    rxbufs_.resize(UdpSocket::kBatch);
+    for (auto& rb : rxbufs_) rb = UdpSocket::RxBuf{pool_.get(), pool_.buffer_size(), 0, {}, 0};
+  }
   return TSU_OK;
 }
 
@@ -169,11 +179,11 @@ std::size_t UdpTransport::poll(const core::MessageHandlerTable& handlers) noexce
   // leave together at batch_end, carrying the acks poll_protocol held back.
   if (dispatching_at_.empty()) return work;
   batch_begin();
-  for (std::size_t i = 0; i < dispatching_at_.size(); ++i) {
+  for (const ReadyAt& at : dispatching_at_) {
     core::MessageHeader hdr;
-    const std::byte* m = dispatching_.data() + dispatching_at_[i].first;
+    const std::byte* m = at.owned ? dispatching_owned_[at.offset].data() : dispatching_.data() + at.offset;
     std::memcpy(&hdr, m, kMsgHeaderSize);
-    if (!handlers.dispatch(dispatching_at_[i].second, hdr, m + kMsgHeaderSize)) {
+    if (!handlers.dispatch(at.src, hdr, m + kMsgHeaderSize)) {
       std::lock_guard lock(mu_);
       ++st_.unknown_handler;
     }
@@ -183,10 +193,13 @@ std::size_t UdpTransport::poll(const core::MessageHandlerTable& handlers) noexce
     const uint64_t now = util::now_ns();
     transmit_scheduled(now);  // replies first: they carry the acks
     send_acks(now);           // those no reply carried
+    for (auto& b : dispatching_owned_)
+      if (spare_buffers_.size() < kMaxSpareBuffers) spare_buffers_.push_back(std::move(b));
   }
   batch_end();
   dispatching_.clear();
   dispatching_at_.clear();
+  dispatching_owned_.clear();
   return work;
 }
 
@@ -198,13 +211,17 @@ std::size_t UdpTransport::poll_protocol() noexcept {
   for (int round = 0; round < 4; ++round) {
     const std::size_t n = sock_.receive(rxbufs_.data(), rxbufs_.size());
     if (!n) break;
-    for (std::size_t i = 0; i < n; ++i) handle_datagram(rxbufs_[i], now);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (sock_.coalescing()) handle_coalesced(rxbufs_[i], now);
+      else handle_datagram(rxbufs_[i], now);
+    }
     work += n;
     if (n < rxbufs_.size()) break;
     now = util::now_ns();
   }
   ready_.swap(dispatching_);
   ready_at_.swap(dispatching_at_);
+  ready_owned_.swap(dispatching_owned_);
   now = util::now_ns();
   if (now >= next_timer_ns_) run_timers(now);
   wake_.consume_if_fired(now);
@@ -254,7 +271,7 @@ void UdpTransport::print_stats(std::FILE* f) const {
   }
   std::fprintf(f,
                "tsunagi[%u] udp: peers=%llu lost=%llu msgs_sent=%llu msgs_packed=%llu msgs_delivered=%llu "
-               "datagrams_sent=%llu datagrams_received=%llu send_calls=%llu recv_calls=%llu "
+               "datagrams_sent=%llu datagrams_received=%llu send_calls=%llu gso_sends=%llu recv_calls=%llu "
                "data_sent=%llu acks_sent=%llu acks_received=%llu pings=%llu retransmits=%llu "
                "fast_retransmits=%llu timeouts=%llu tail_probes=%llu duplicates=%llu out_of_window=%llu "
                "reordered=%llu spurious_reported=%llu spurious_timeouts=%llu eagain=%llu send_dropped=%llu",
@@ -262,7 +279,8 @@ void UdpTransport::print_stats(std::FILE* f) const {
                (unsigned long long)st_.msgs_sent, (unsigned long long)st_.msgs_packed,
                (unsigned long long)st_.msgs_delivered,
                (unsigned long long)sock_.sent, (unsigned long long)sock_.received,
-               (unsigned long long)sock_.send_calls, (unsigned long long)sock_.recv_calls,
+               (unsigned long long)sock_.send_calls, (unsigned long long)sock_.gso_sends,
+               (unsigned long long)sock_.recv_calls,
                (unsigned long long)st_.data_sent, (unsigned long long)st_.acks_sent,
                (unsigned long long)st_.acks_received, (unsigned long long)st_.pings_sent,
                (unsigned long long)st_.retransmits, (unsigned long long)st_.fast_retransmits,

@@ -53,6 +53,8 @@ struct UdpConfig {
   uint64_t peer_timeout_ns = 10'000'000'000;
   double cwnd_initial = 32, cwnd_min = 4;
   std::size_t sockbuf = 4u << 20;
+  bool gso = true;  // segmented sends (udp_socket.hpp)
+  bool gro = true;  // coalesced receives (udp_socket.hpp)
   std::string impair;      // impairment spec (impair.hpp); empty: off
   std::string trace_file;  // cwnd/RTT/retransmission trace; empty: off
 };
@@ -122,11 +124,15 @@ class UdpTransport final : public Transport {
 
   // reliability.cpp
   void handle_datagram(UdpSocket::RxBuf& rb, uint64_t now);
+  // A coalesced receive buffer: each datagram in it is copied into rx_one_
+  // (a pool buffer, which the out-of-order ring may keep) and handled.
+  void handle_coalesced(const UdpSocket::RxBuf& rb, uint64_t now);
   void on_ack_fields(Peer& p, const ParsedDatagram& d, uint64_t now);
   void widen_reordering_window(Peer& p);
   void on_data(Peer& p, const ParsedDatagram& d, std::byte*& buf, uint64_t now);
   void deliver(Peer& p, std::span<const std::byte> frag, uint8_t flags);
   void keep_for_dispatch(Peer& p, const core::MessageHeader& hdr, const std::byte* payload);
+  void keep_reassembled(Peer& p);  // the message p.reasm holds, without a copy
   void transmit(Peer& p, uint64_t now);
   void stage_data(Peer& p, uint32_t seq, uint64_t now);
   void stage_ack(Peer& p, uint64_t now);
@@ -171,14 +177,31 @@ class UdpTransport final : public Transport {
   std::vector<sockaddr_in> addrs_;            // by rank (family 0: unknown)
   std::vector<Peer*> tx_list_, ack_list_;
   std::vector<UdpSocket::RxBuf> rxbufs_;
-  // Messages completed in this poll, dispatched after the lock is released:
-  // header + payload, back to back, each at an 8-byte aligned offset (in
-  // ready_at_, with the source rank).
-  using ReadyAt = std::pair<std::size_t, uint32_t>;
+  // With coalesced receives: rxbufs_ point into this (kCoalescedBatch
+  // buffers of UdpSocket::kMaxGsoBytes), and rx_one_ is the pool buffer the
+  // current datagram is handled in.
+  static constexpr std::size_t kCoalescedBatch = 16;
+  std::vector<std::byte> rx_storage_;
+  UdpSocket::RxBuf rx_one_{};
+  // Messages completed in this poll, dispatched after the lock is released.
+  // Single-datagram ones are copied into ready_: header + payload, back to
+  // back, each at an 8-byte aligned offset; reassembled ones keep their
+  // reassembly buffer (ready_owned_), which is not copied again.
+  struct ReadyAt {
+    std::size_t offset;  // in ready_, or the index in ready_owned_
+    uint32_t src;
+    bool owned;
+  };
   std::vector<std::byte> ready_;
   std::vector<ReadyAt> ready_at_;
+  std::vector<std::vector<std::byte>> ready_owned_;
   std::vector<std::byte> dispatching_;  // poll's copy of ready_ (consumer only)
   std::vector<ReadyAt> dispatching_at_;
+  std::vector<std::vector<std::byte>> dispatching_owned_;
+  // Dispatched reassembly buffers, emptied, for the next reassembly (their
+  // capacity is the point: no allocation per message).
+  static constexpr std::size_t kMaxSpareBuffers = 8;
+  std::vector<std::vector<std::byte>> spare_buffers_;
   PeerLostFn lost_fn_ = nullptr;
   void* lost_ctx_ = nullptr;
   std::vector<uint32_t> newly_lost_;
