@@ -26,13 +26,6 @@
 
 #include "tsunagi/tsunagi.h"
 
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103  // linux/udp.h; older libc headers lack it
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104
-#endif
-
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -212,6 +205,28 @@ int raw_server(int port) {
   }
 }
 
+// Sends `len`-byte entries (`batch` per sendmmsg) for 2 s, then asks the
+// server how much arrived and prints it as `name`.
+void raw_throughput(int fd, const char* name, char* data, std::size_t len, unsigned batch) {
+  std::vector<mmsghdr> msgs(batch);
+  iovec iov{data, len};
+  for (auto& m : msgs) {
+    m = mmsghdr{};
+    m.msg_hdr.msg_iov = &iov;
+    m.msg_hdr.msg_iovlen = 1;
+  }
+  const double t0 = now_us();
+  while (now_us() - t0 < 2e6) sendmmsg(fd, msgs.data(), batch, 0);
+  usleep(50000);
+  const double us = now_us() - t0 - 50000;
+  send(fd, "E", 1, 0);
+  char reply[64];
+  const ssize_t r = recv(fd, reply, sizeof reply - 1, 0);
+  reply[r > 0 ? r : 0] = 0;
+  const double bytes = r > 0 ? std::strtod(reply + 1, nullptr) : 0;
+  std::printf("{\"bench\":\"%s\",\"datagram\":%zu,\"MBps\":%.1f}\n", name, kDgram, bytes / us);
+}
+
 int raw_client(const char* ip, int port) {
   const int fd = socket(AF_INET, SOCK_DGRAM, 0);
   int sz = 4 << 20;
@@ -238,49 +253,17 @@ int raw_client(const char* ip, int port) {
   std::printf("{\"bench\":\"raw_udp_pingpong\",\"bytes\":8,\"median_us\":%.2f,\"p99_us\":%.2f}\n",
               t[t.size() / 2], t[t.size() * 99 / 100]);
   // Throughput: 1472-byte datagrams for 2 s with sendmmsg batches of 32.
-  std::memset(buf, 'D', kDgram);
-  mmsghdr msgs[32];
-  iovec iov{buf, kDgram};
-  for (auto& m : msgs) {
-    m = mmsghdr{};
-    m.msg_hdr.msg_iov = &iov;
-    m.msg_hdr.msg_iovlen = 1;
-  }
-  const double t0 = now_us();
-  while (now_us() - t0 < 2e6) sendmmsg(fd, msgs, 32, 0);
-  usleep(50000);
-  const double us = now_us() - t0 - 50000;
-  send(fd, "E", 1, 0);
-  const ssize_t r = recv(fd, buf, sizeof buf - 1, 0);
-  buf[r > 0 ? r : 0] = 0;
-  const double bytes = r > 0 ? std::strtod(buf + 1, nullptr) : 0;
-  std::printf("{\"bench\":\"raw_udp_throughput\",\"datagram\":%zu,\"MBps\":%.1f}\n", kDgram, bytes / us);
+  static char data[44 * kDgram];
+  std::memset(data, 'D', sizeof data);
+  raw_throughput(fd, "raw_udp_throughput", data, kDgram, 32);
   // The same with segmentation offload (UDP_SEGMENT: 44 datagrams per send
   // entry, batches of 8), which tsunagi's udp transport uses for runs of
   // full datagrams: the limit for a sender that lets the kernel segment.
   const int seg = static_cast<int>(kDgram);
   if (setsockopt(fd, SOL_UDP, UDP_SEGMENT, &seg, sizeof seg) == 0) {
-    static char big[44 * kDgram];
-    std::memset(big, 'D', sizeof big);
-    iovec giov{big, sizeof big};
-    mmsghdr gmsgs[8];
-    for (auto& m : gmsgs) {
-      m = mmsghdr{};
-      m.msg_hdr.msg_iov = &giov;
-      m.msg_hdr.msg_iovlen = 1;
-    }
-    const double g0 = now_us();
-    while (now_us() - g0 < 2e6) sendmmsg(fd, gmsgs, 8, 0);
-    usleep(50000);
-    const double gus = now_us() - g0 - 50000;
+    raw_throughput(fd, "raw_udp_throughput_gso", data, sizeof data, 8);
     const int off = 0;
     setsockopt(fd, SOL_UDP, UDP_SEGMENT, &off, sizeof off);
-    send(fd, "E", 1, 0);
-    const ssize_t gr = recv(fd, buf, sizeof buf - 1, 0);
-    buf[gr > 0 ? gr : 0] = 0;
-    const double gbytes = gr > 0 ? std::strtod(buf + 1, nullptr) : 0;
-    std::printf("{\"bench\":\"raw_udp_throughput_gso\",\"datagram\":%zu,\"MBps\":%.1f}\n", kDgram,
-                gbytes / gus);
   }
   send(fd, "Q", 1, 0);
   return 0;
