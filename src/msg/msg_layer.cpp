@@ -162,7 +162,7 @@ MsgLayer::MsgLayer(core::Runtime& rt, am::AmLayer& am)
     // sender reaches.
     capacity = 1;
     area_size = PostedQueue::bytes_for(capacity, rt.size());
-    private_area_.reset(new (std::nothrow) AreaLine[(area_size + 63) / 64]());
+    private_area_.reset(new AreaLine[(area_size + 63) / 64]());
     area = reinterpret_cast<std::byte*>(private_area_.get());
   }
   mine_ = PostedQueue(area, capacity, rt.size());
@@ -433,16 +433,14 @@ void MsgLayer::post_entry(uint16_t slot, std::unique_ptr<Local> l) noexcept {
 }
 
 std::unique_ptr<MsgLayer::Local> MsgLayer::take_posted(uint32_t src, uint64_t tag) noexcept {
-  if (mine_.valid()) {
-    for (uint32_t i = 0; i < mine_.count(); ++i) {
-      const uint16_t s = mine_.order(i);
-      const PostedFields& e = mine_.entry(s).f;
-      if (!tag_matches(e.src, e.tag, e.mask, src, tag)) continue;
-      mine_.remove_at(i);
-      std::unique_ptr<Local> l = std::move(slots_[s]);
-      free_entry(s);
-      return l;
-    }
+  for (uint32_t i = 0; i < mine_.count(); ++i) {
+    const uint16_t s = mine_.order(i);
+    const PostedFields& e = mine_.entry(s).f;
+    if (!tag_matches(e.src, e.tag, e.mask, src, tag)) continue;
+    mine_.remove_at(i);
+    std::unique_ptr<Local> l = std::move(slots_[s]);
+    free_entry(s);
+    return l;
   }
   for (auto it = overflow_.begin(); it != overflow_.end(); ++it)
     if (tag_matches((*it)->src, (*it)->tag, (*it)->mask, src, tag)) {
@@ -524,7 +522,7 @@ void MsgLayer::on_eager(void* ctx, uint32_t src, const MessageHeader& h,
     self->unexpected_.push_back(std::move(u));
     self->counters_.unexpected.fetch_add(1, std::memory_order_relaxed);
   }
-  if (self->mine_.valid()) self->mine_.processed(src).fetch_add(1, std::memory_order_release);
+  self->mine_.processed(src).fetch_add(1, std::memory_order_release);
   self->unlock_queue(filled);
   if (!l) return;
   const std::size_t n = std::min(len, l->cap);
@@ -543,7 +541,7 @@ void MsgLayer::on_rts(void* ctx, uint32_t src, const MessageHeader& h, const std
         new Unexpected{src, tag, h.args[1], true, h.flags, h.args[2], h.args[3], {}}));
     self->counters_.unexpected.fetch_add(1, std::memory_order_relaxed);
   }
-  if (self->mine_.valid()) self->mine_.processed(src).fetch_add(1, std::memory_order_release);
+  self->mine_.processed(src).fetch_add(1, std::memory_order_release);
   self->unlock_queue(filled);
   if (l) self->pull(std::move(l), src, tag, h.args[1], h.flags, h.args[2], h.args[3]);
 }
@@ -664,7 +662,7 @@ tsu_status_t MsgLayer::recv(uint32_t src, uint64_t tag, uint64_t mask, void* buf
     complete(*l, src, tag, 0, TSU_ERR_PEER_LOST);
     return TSU_OK;
   }
-  if (mine_.valid() && !free_slots_.empty() && overflow_.empty()) {
+  if (!free_slots_.empty() && overflow_.empty()) {
     const uint16_t s = free_slots_.back();
     free_slots_.pop_back();
     post_entry(s, std::move(l));
@@ -697,7 +695,7 @@ tsu_status_t MsgLayer::cancel(tsu_recv_t handle) noexcept {
   std::unique_ptr<Local> l;
   Filled filled;
   lock_queue(filled);
-  for (uint32_t i = 0; mine_.valid() && i < mine_.count(); ++i) {
+  for (uint32_t i = 0; i < mine_.count(); ++i) {
     const uint16_t s = mine_.order(i);
     if (slots_[s] && slots_[s]->id == handle) {
       mine_.remove_at(i);
@@ -748,7 +746,7 @@ void MsgLayer::on_peer_lost(uint32_t rank) noexcept {
   std::vector<std::unique_ptr<Local>> posted;
   Filled filled;
   lock_queue(filled);
-  for (uint32_t i = 0; mine_.valid() && i < mine_.count();) {
+  for (uint32_t i = 0; i < mine_.count();) {
     const uint16_t slot = mine_.order(i);
     if (mine_.entry(slot).f.src != rank) {
       ++i;
