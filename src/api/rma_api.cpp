@@ -6,6 +6,10 @@ using namespace tsu::api;
 
 namespace {
 
+// No segment can be larger than a process's address space (57-bit virtual
+// addresses with 5-level paging): a longer transfer is refused at the call.
+constexpr uint64_t kMaxSegmentBytes = uint64_t{1} << 57;
+
 // Common path once the local side is validated: bypass or engine.
 tsu_status_t issue_copy(Runtime& rt, ThreadContext& tc, const char* fn, const tsu_gaddr_t& dst,
                         const tsu_gaddr_t& src, std::size_t len, const tsu_cb_t& cb,
@@ -100,6 +104,20 @@ tsu_status_t tsu_try_copy(tsu_gaddr_t dst, tsu_gaddr_t src, size_t len, tsu_cb_t
   ThreadContext& tc = *rt->threads().current();
   tsu_status_t st = check_rank(*rt, tc, "tsu_try_copy", "destination", dst.rank);
   if (st == TSU_OK) st = check_rank(*rt, tc, "tsu_try_copy", "source", src.rank);
+  // A side in the caller's own memory is checked at the call, as put and get
+  // check theirs; a length no segment can have is refused whoever holds the
+  // sides.  Other sides are checked whole where the copy is applied.
+  std::byte* unused = nullptr;
+  if (st == TSU_OK && len > kMaxSegmentBytes)
+    return rejected(tc, core::fail(TSU_ERR_OUT_OF_BOUNDS,
+                                   "tsu_try_copy: length %zu exceeds the largest possible "
+                                   "segment (%llu B)",
+                                   len, static_cast<unsigned long long>(kMaxSegmentBytes)));
+  if (st == TSU_OK && src.rank == rt->rank())
+    st = check_local(*rt, tc, "tsu_try_copy", "source", tsu_laddr(src.seg, src.offset), len, unused);
+  if (st == TSU_OK && dst.rank == rt->rank())
+    st = check_local(*rt, tc, "tsu_try_copy", "destination", tsu_laddr(dst.seg, dst.offset), len,
+                     unused);
   if (st != TSU_OK) return st;
   return issue_copy(*rt, tc, "tsu_try_copy", dst, src, len, cb, Counter::kCopy,
                     Counter::kBytesCopy);

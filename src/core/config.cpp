@@ -99,7 +99,7 @@ const std::vector<ConfigVar>& config_vars() {
       {"TSU_SHM_SLOT_SIZE", "8256", "bytes per message-ring slot: 64 B header + payload (multiple of 64)"},
       {"TSU_AM_MEDIUM_MAX", "8192", "largest medium active-message payload (clamped to the slot payload)"},
       {"TSU_EAGER_MAX", "8192", "tagged messages up to this size go eager, larger ones rendezvous"},
-      {"TSU_SCEAGER_MIN", "1024", "single-copy eager is tried from this size up (measured crossover here; paper: 256)"},
+      {"TSU_SCEAGER_MIN", "512", "single-copy eager is tried from this size up (measured crossover here; paper: 256)"},
       {"TSU_SCEAGER", "1", "1: senders copy straight into an already posted receive (seed 004)"},
       {"TSU_POSTED_SLOTS", "64", "posted receives per rank visible to node peers (single-copy eager)"},
       {"TSU_COLL_LARGE_MIN", "64K", "allreduce of this many bytes up: reduce-scatter + allgather "

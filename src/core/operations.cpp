@@ -89,9 +89,8 @@ tsu_status_t Runtime::execute_atomic(const tsu_gaddr_t& target, tsu_aop_t op, ts
   Access a;
   const tsu_status_t st = t->resolve(target, width, a);
   if (st != TSU_OK) return st;
-  // Registered user memory is reachable only by copies (CMA), which are not
-  // atomic with CPU atomics in the owner.
-  if (a.kind != Access::kDirect) return TSU_ERR_UNSUPPORTED;
+  // Registered user memory: copies only, on every route (Access::copies_only).
+  if (a.kind != Access::kDirect || a.copies_only) return TSU_ERR_UNSUPPORTED;
   if (reinterpret_cast<uintptr_t>(a.ptr) % width) return TSU_ERR_MISALIGNED;
   const uint64_t old = atomic_execute(a.ptr, op, type, operand, compare);
   if (result && atomic_op_fetches(op)) atomic_store_result(result, type, old);

@@ -17,6 +17,12 @@ tsu_status_t arg_status(uint64_t a) { return static_cast<tsu_status_t>(static_ca
 uint32_t lo32(uint64_t a) { return static_cast<uint32_t>(a); }
 uint32_t hi32(uint64_t a) { return static_cast<uint32_t>(a >> 32); }
 
+// End offset of a whole request's range at the target, saturating: an
+// overflowing range can never be in bounds, and must still be refused.
+uint64_t range_end(uint64_t offset, uint64_t len) {
+  return len > UINT64_MAX - offset ? UINT64_MAX : offset + len;
+}
+
 MessageHeader header(uint16_t handler, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
                      std::size_t payload_len) {
   MessageHeader h{};
@@ -79,8 +85,22 @@ tsu_status_t RemoteOps::start(const Command& cmd, uint32_t completion_id) noexce
     const bool src_mem = rt_.memory_route(cmd.src.rank);
     op.kind = src_mem ? Kind::kPut : dst_mem ? Kind::kGet : Kind::kForward;
     op.peer = src_mem ? cmd.dst.rank : cmd.src.rank;
+    op.status = check_local_side(op);
   }
   return start_op(cookie);
+}
+
+// The side this process reaches (a put's source, a get's destination) is
+// checked whole before the first piece leaves: a bad local range must not
+// leave the pieces before it written at the peer.  The peer's side is
+// checked whole by the target with every piece (on_put_req, on_get_req).
+tsu_status_t RemoteOps::check_local_side(const Op& op) const noexcept {
+  transport::Access a;
+  switch (op.kind) {
+    case Kind::kPut: return rt_.resolve(op.cmd.src, op.cmd.len, a);
+    case Kind::kGet: return rt_.resolve(op.cmd.dst, op.cmd.len, a);
+    default: return TSU_OK;
+  }
 }
 
 tsu_status_t RemoteOps::start_op(uint64_t cookie) noexcept {
@@ -136,15 +156,20 @@ bool RemoteOps::send_next(Op& op, uint64_t cookie) noexcept {
         fail(op, st);
         return false;
       }
-      h = header(kRmaPutReq, cookie, c.dst.seg, c.dst.offset + op.sent, 0, n);
+      // args[3]: where the whole put ends, so the target refuses every piece
+      // of a put that does not fit (nothing is written), not just the last.
+      h = header(kRmaPutReq, cookie, c.dst.seg, c.dst.offset + op.sent,
+                 range_end(c.dst.offset, c.len), n);
       break;
     }
     case Kind::kGet: {
       if (op.first_sent && op.sent >= c.len) return false;
       if (uint64_t{op.outstanding} * chunk >= kMaxGetInFlight) return false;
       n = static_cast<std::size_t>(std::min<uint64_t>(chunk, c.len - op.sent));
+      // args[3]: where the whole get ends (checked whole by the target, so a
+      // get that does not fit brings no piece back).
       h = header(kRmaGetReq, cookie, uint64_t{c.src.seg} | (uint64_t{n} << 32),
-                 c.src.offset + op.sent, op.sent, 0);
+                 c.src.offset + op.sent, range_end(c.src.offset, c.len), 0);
       break;
     }
     case Kind::kAtomic: {
@@ -261,12 +286,26 @@ void RemoteOps::on_peer_lost(uint32_t rank) noexcept {
 
 // ---- Target side -----------------------------------------------------------
 
+// A piece at `piece` of a request whose whole range ends at `end` (both in
+// this rank's segment of `piece`): the whole rest of the range must fit, so
+// that a request running past the segment's end fails at every piece and
+// writes (or returns) nothing.  Pieces before this one were checked the same
+// way, so together the whole range is checked before any byte moves.
+tsu_status_t RemoteOps::check_whole(const tsu_gaddr_t& piece, uint64_t end,
+                                    std::size_t piece_len) const noexcept {
+  if (end < piece.offset || end - piece.offset < piece_len) return TSU_ERR_INVALID_ARG;
+  if (end == UINT64_MAX) return TSU_ERR_OUT_OF_BOUNDS;  // the range overflowed
+  transport::Access a;
+  return rt_.resolve(piece, static_cast<std::size_t>(end - piece.offset), a);
+}
+
 void RemoteOps::on_put_req(void* ctx, uint32_t src, const MessageHeader& h,
                            const std::byte* p) noexcept {
   auto& self = *static_cast<RemoteOps*>(ctx);
   Runtime& rt = self.rt_;
   const tsu_gaddr_t dst = tsu_gaddr(rt.rank(), lo32(h.args[1]), h.args[2]);
-  const tsu_status_t st = rt.write_memory(dst, p, h.payload_len);
+  tsu_status_t st = self.check_whole(dst, h.args[3], h.payload_len);
+  if (st == TSU_OK) st = rt.write_memory(dst, p, h.payload_len);
   self.reply(src, header(kRmaPutRep, h.args[0], status_arg(st), h.payload_len, 0, 0), nullptr);
 }
 
@@ -277,8 +316,10 @@ void RemoteOps::on_get_req(void* ctx, uint32_t src, const MessageHeader& h,
   const std::size_t len = hi32(h.args[1]);
   const tsu_gaddr_t from = tsu_gaddr(rt.rank(), lo32(h.args[1]), h.args[2]);
   transport::Access a;
-  tsu_status_t st = len <= rt.route(src)->max_message_payload() ? rt.resolve(from, len, a)
-                                                                 : TSU_ERR_INVALID_ARG;
+  tsu_status_t st = len <= rt.route(src)->max_message_payload()
+                        ? self.check_whole(from, h.args[3], len)
+                        : TSU_ERR_INVALID_ARG;
+  if (st == TSU_OK) st = rt.resolve(from, len, a);
   thread_local std::vector<std::byte> bounce;
   const void* data = a.ptr;
   if (st == TSU_OK && a.kind != transport::Access::kDirect) {
@@ -286,10 +327,11 @@ void RemoteOps::on_get_req(void* ctx, uint32_t src, const MessageHeader& h,
     st = rt.read_memory(from, bounce.data(), len);
     data = bounce.data();
   }
+  // args[2] of the reply: the piece's offset (the origin places it).
   if (st != TSU_OK)
-    self.reply(src, header(kRmaGetRep, h.args[0], status_arg(st), h.args[3], 0, 0), nullptr);
+    self.reply(src, header(kRmaGetRep, h.args[0], status_arg(st), h.args[2], 0, 0), nullptr);
   else
-    self.reply(src, header(kRmaGetRep, h.args[0], status_arg(st), h.args[3], 0, len), data);
+    self.reply(src, header(kRmaGetRep, h.args[0], status_arg(st), h.args[2], 0, len), data);
 }
 
 void RemoteOps::on_atomic_req(void* ctx, uint32_t src, const MessageHeader& h,
@@ -340,6 +382,8 @@ void RemoteOps::on_copy_req(void* ctx, uint32_t src, const MessageHeader& h,
     op.forwarded = true;
     op.origin = src;
     op.origin_cookie = h.args[0];
+    op.status = self.check_local_side(op);
+    if (op.status != TSU_OK) op.first_sent = true;  // nothing to send: reply at once
     self.advance(cookie);
     return;
   }
@@ -358,8 +402,10 @@ void RemoteOps::on_reply(void* ctx, uint32_t src, const MessageHeader& h,
   switch (h.handler) {
     case kRmaGetRep:
       if (st == TSU_OK) {
-        const uint64_t at = h.args[2];
-        if (at + h.payload_len > op->cmd.len) {
+        const uint64_t piece = h.args[2];
+        const uint64_t at = piece - op->cmd.src.offset;
+        if (piece < op->cmd.src.offset || at > op->cmd.len ||
+            h.payload_len > op->cmd.len - at) {
           self.fail(*op, TSU_ERR_SYSTEM);
         } else {
           const tsu_status_t wst =

@@ -8,8 +8,11 @@
 // Reply handlers write results (get data into the local buffer, atomic
 // result) and finish the engine record when every piece is answered.
 // Target (handlers, progress context): executes with the runtime's own
-// memory code against its own segment table (bounds checked here; atomics
-// are the same CPU atomics as intra-node ones) and replies with the status.
+// memory code against its own segment table and replies with the status.
+// Bounds are checked here for the WHOLE request with every piece (each piece
+// carries where the request ends), so a request that does not fit writes or
+// returns nothing; the origin checks its own side whole before the first
+// piece leaves.  Atomics are the same CPU atomics as intra-node ones.
 // Third-party copy between two remote ranks is forwarded to the rank owning
 // the source, which runs it as its own put (or local copy) and replies.
 //
@@ -88,6 +91,9 @@ class RemoteOps {
   void fail(Op& op, tsu_status_t st) noexcept;
   void maybe_complete(uint64_t cookie) noexcept;
   void reply(uint32_t dst, const MessageHeader& h, const void* payload) noexcept;
+  tsu_status_t check_local_side(const Op& op) const noexcept;
+  tsu_status_t check_whole(const tsu_gaddr_t& piece, uint64_t end,
+                           std::size_t piece_len) const noexcept;
   transport::Transport* transport_to(uint32_t rank) const noexcept;
 
   // Handlers (target side and origin side).

@@ -327,7 +327,12 @@ void Runtime::on_peer_lost(void* ctx, uint32_t rank) noexcept {
 }
 
 tsu_status_t Runtime::barrier() noexcept {
-  if (!udp_ || !manual_progress()) return boot_->barrier();
+  // Manual progress: while this rank waits in the bootstrap barrier, requests
+  // aimed at it (RMA and atomics over messages, AM requests, rendezvous) from
+  // any rank, on any route, must still be served, or a peer that waits for a
+  // reply before it enters the barrier never gets there.  The bootstrap's
+  // barrier blocks in a socket read, so a helper thread drives the engine.
+  if (size() == 1 || !manual_progress()) return boot_->barrier();
   std::atomic<bool> done{false};
   std::thread helper;
   try {

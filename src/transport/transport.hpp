@@ -28,6 +28,11 @@ struct Access {
   std::byte* ptr = nullptr;    // kDirect: mapped in this process
   pid_t pid = 0;               // kCrossMemory: owner process
   uint64_t remote_addr = 0;    // kCrossMemory: address in the owner
+  // Registered user memory (tsu_mem_register): reached by copies only.  Node
+  // peers reach it through Cross Memory Attach, which is not atomic with CPU
+  // atomics, so tsunagi atomics on it fail with TSU_ERR_UNSUPPORTED on every
+  // route, the owner's own included (seed 002: one way per word).
+  bool copies_only = false;
 };
 
 enum Capability : uint32_t {

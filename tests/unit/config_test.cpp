@@ -169,3 +169,27 @@ TEST(Config, EveryVariableIsDescribed) {
 }
 
 }  // namespace
+
+namespace {
+
+// The documented default of every variable (what tsu-info prints as
+// "[default ...]") is the value the library uses when nothing is set: setting
+// the variable to its documented default changes nothing.
+TEST(Config, DocumentedDefaultsAreTheBuiltInOnes) {
+  Config built_in;
+  std::string error;
+  ASSERT_EQ(config_from_env(built_in, FakeEnv{}.fn(), error), TSU_OK) << error;
+  const auto expected = config_describe(built_in);
+  for (const ConfigVar& var : config_vars()) {
+    if (var.default_value[0] == '(' || std::string(var.default_value) == "auto") continue;
+    FakeEnv env;
+    env.vars[var.env] = var.default_value;
+    Config cfg;
+    ASSERT_EQ(config_from_env(cfg, env.fn(), error), TSU_OK) << var.env << ": " << error;
+    EXPECT_EQ(config_describe(cfg), expected)
+        << var.env << "'s documented default " << var.default_value
+        << " is not the built-in value";
+  }
+}
+
+}  // namespace

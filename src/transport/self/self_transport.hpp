@@ -27,8 +27,10 @@ class SelfTransport final : public Transport {
   }
   tsu_status_t resolve(const tsu_gaddr_t& addr, std::size_t len, Access& out) noexcept override {
     std::byte* p;
-    const tsu_status_t st = segments_.translate(addr.seg, addr.offset, len, p);
-    if (st == TSU_OK) out = Access{Access::kDirect, p, 0, 0};
+    uint32_t state = 0;
+    const tsu_status_t st = segments_.translate(addr.seg, addr.offset, len, p, &state);
+    if (st == TSU_OK)
+      out = Access{Access::kDirect, p, 0, 0, state == core::kSegmentRegistered};
     return st;
   }
   tsu_status_t resolve_process_memory(uint32_t, uint64_t addr, std::size_t,

@@ -138,7 +138,7 @@ tsu_status_t ShmTransport::resolve(const tsu_gaddr_t& addr, std::size_t len,
     return TSU_ERR_BAD_SEGMENT;
   if (addr.offset > slot.size || len > slot.size - addr.offset) return TSU_ERR_OUT_OF_BOUNDS;
   if (state == core::kSegmentRegistered) {
-    out = Access{Access::kCrossMemory, nullptr, peer.pid, slot.owner_addr + addr.offset};
+    out = Access{Access::kCrossMemory, nullptr, peer.pid, slot.owner_addr + addr.offset, true};
     return TSU_OK;
   }
   std::byte* base = peer.bases[addr.seg].load(std::memory_order_acquire);
