@@ -14,7 +14,16 @@
  *      < 0         the arguments were rejected; nothing was done, the callback will
  *                  not be called, and tsu_last_error() describes why.
  *  - A request that reaches its target and fails there (out of bounds, freed
- *    segment) completes with an error status passed to its callback.
+ *    segment) completes with an error status passed to its callback.  Its
+ *    whole range is checked where it is applied before any byte moves, so a
+ *    failed put, get or copy has written nothing, on every route (the rank
+ *    itself, node peers, other nodes) and at every size.  A range in the
+ *    caller's own memory is checked at the call instead.
+ *  - Manual progress (TSU_PROGRESS_MANUAL): the blocking calls tsu_barrier,
+ *    tsu_counter_wait, tsu_quiet, tsu_am_register, tsu_team_split and
+ *    tsu_finalize drive progress while they wait, so requests aimed at a rank
+ *    blocked in them (RMA and atomics from other nodes, AM requests, tagged
+ *    rendezvous) are served, whichever route they come by.
  *  - Requests are unordered unless tsu_fence() is used.
  *  - Addresses are structs: a global address names {rank, segment, offset}; a local
  *    address names {segment, offset} in the caller's own registered memory.
@@ -151,7 +160,9 @@ TSU_API tsu_status_t tsu_node_count(uint32_t *count);
  * CPU lets the peer it waits for run.  */
 TSU_API tsu_status_t tsu_progress(void);
 
-/* Collective, blocking: returns when every rank has entered it. */
+/* Collective, blocking: returns when every rank has entered it.  In manual
+ * progress it drives progress while it waits (requests aimed at this rank
+ * from any route are served). */
 TSU_API tsu_status_t tsu_barrier(void);
 
 /* ------------------------------------------------------------------------- */
@@ -199,9 +210,11 @@ static inline tsu_gaddr_t tsu_gaddr_add(tsu_gaddr_t g, uint64_t delta) {
 TSU_API tsu_status_t tsu_segment_alloc(size_t size, tsu_seg_t *seg, void **base);
 
 /* Registers existing user memory as a segment.  Node peers reach it through
- * Cross Memory Attach (one copy, a system call each); remote atomics on it are
- * TSU_ERR_UNSUPPORTED (atomics need a segment from tsu_segment_alloc or the
- * main segment).  The memory must stay valid until tsu_segment_free. */
+ * Cross Memory Attach (one copy, a system call each).  Atomics on it fail with
+ * TSU_ERR_UNSUPPORTED on every route, the owner's own included (atomics need
+ * a segment from tsu_segment_alloc or the main segment): node peers cannot
+ * reach it with CPU atomics, and all atomics on a word must go one way.
+ * Put, get and copy work.  The memory must stay valid until tsu_segment_free. */
 TSU_API tsu_status_t tsu_mem_register(void *base, size_t size, tsu_seg_t *seg);
 
 /* Frees an allocated segment or deregisters registered memory.  Later requests
@@ -266,7 +279,11 @@ TSU_API tsu_status_t tsu_try_put(tsu_gaddr_t dst, tsu_laddr_t src, size_t len, t
 /* dst (caller's memory) <- src (any rank). */
 TSU_API tsu_status_t tsu_try_get(tsu_laddr_t dst, tsu_gaddr_t src, size_t len, tsu_cb_t cb);
 /* dst <- src between any two global addresses, including when neither is the
- * caller's (third-party copy).  Overlapping ranges give unspecified contents. */
+ * caller's (third-party copy).  Overlapping ranges give unspecified contents.
+ * A side on the calling rank is bounds-checked at the call (like put's source
+ * and get's destination: TSU_ERR_OUT_OF_BOUNDS, nothing started), as is a
+ * length no segment can have; other sides are checked whole at their owner
+ * before any byte moves. */
 TSU_API tsu_status_t tsu_try_copy(tsu_gaddr_t dst, tsu_gaddr_t src, size_t len, tsu_cb_t cb);
 
 /* Orders: requests the calling thread issues after tsu_fence() start only after
@@ -305,7 +322,8 @@ typedef enum {
 } tsu_atype_t;
 
 /* One atomic operation on the word at `target` (4- or 8-byte, naturally
- * aligned, in an allocated or main segment).  `operand` and `compare` point to
+ * aligned, in an allocated or main segment; registered memory gives
+ * TSU_ERR_UNSUPPORTED on every route).  `operand` and `compare` point to
  * a value of `type`, read before the call returns (NULL where the op needs none);
  * `result` (for fetching ops and load) is written before the callback runs and
  * must stay valid until then.  Atomicity holds between all tsunagi atomics on the
