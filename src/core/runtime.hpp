@@ -85,9 +85,9 @@ class Runtime final : public CommandExecutor {
   std::byte* layer_area(std::size_t& size) const noexcept { return shm_.local_layer_area(size); }
   Extension* extension() const noexcept { return extension_.get(); }
 
-  // The bootstrap barrier.  Ranks on other nodes may need this rank's
-  // progress to reach the barrier (their requests to us), so in manual mode a
-  // helper thread drives progress while it blocks.
+  // The bootstrap barrier.  Peers may need this rank's progress to reach the
+  // barrier (their requests to us, on any route), so in manual mode a helper
+  // thread drives progress while it blocks.
   tsu_status_t barrier() noexcept;
 
   // Blocks until the calling thread has no request in flight.

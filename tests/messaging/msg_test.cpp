@@ -512,12 +512,24 @@ TEST(Tagged, TryLockBusyFallsBackToEager) {
   unsigned char* rbuf = main_seg(4u << 20);
   Done r;
   tsu_msg_status_t st{};
+  // Flags in the main segments instead of barriers while the lock is held:
+  // a barrier drives progress in manual mode, and progress would wait for
+  // the queue lock this thread holds (the library never holds it across a
+  // blocking call; only this hook does).
+  volatile uint64_t* flag = reinterpret_cast<volatile uint64_t*>(main_seg(5u << 20));
+  *flag = 0;
+  unsigned char* one = main_seg((5u << 20) + 64);
+  const uint64_t set = 1;
+  std::memcpy(one, &set, 8);
+  const tsu_laddr_t one_addr = tsu_laddr(TSU_SEG_MAIN, (5u << 20) + 64);
+  mp::barrier();
   if (me == 1) {
     ASSERT_EQ(tsu_try_recv(0, 5, TSU_TAG_EXACT, rbuf, len, &st, r.cb(), nullptr), TSU_OK);
     msg.test_hold_lock(true);
+    ASSERT_EQ(mp::put_sync(tsu_gaddr(0, TSU_SEG_MAIN, 5u << 20), one_addr, 8), TSU_OK);  // held
   }
-  mp::barrier();
   if (me == 0) {
+    ASSERT_TRUE(mp::wait_until([&] { return *flag == 1; }, "rank 1 holding the queue lock"));
     std::vector<unsigned char> out(len);
     fill(out.data(), len, 11);
     const tsu_msg_counters_t c0 = counters();
@@ -525,9 +537,13 @@ TEST(Tagged, TryLockBusyFallsBackToEager) {
     const tsu_msg_counters_t c1 = counters();
     EXPECT_EQ(c1.sceager_busy - c0.sceager_busy, 1u) << "lock busy";
     EXPECT_EQ(c1.eager - c0.eager, 1u) << "fell back to eager";
+    ASSERT_EQ(mp::put_sync(tsu_gaddr(1, TSU_SEG_MAIN, 5u << 20), one_addr, 8), TSU_OK);  // sent
   }
-  mp::barrier();
   if (me == 1) {
+    // No progress while the lock is held: a plain wait for rank 0's flag.
+    const auto deadline = std::chrono::steady_clock::now() + mp::kWaitLimit;
+    while (*flag != 1 && std::chrono::steady_clock::now() < deadline) sched_yield();
+    EXPECT_EQ(*flag, 1u) << "rank 0 did not send";
     msg.test_hold_lock(false);
     ASSERT_TRUE(r.wait());
     EXPECT_EQ(st.length, len);
