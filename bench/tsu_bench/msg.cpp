@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "subcommands.hpp"
-#include "transport/shm/msg_ring.hpp"
+#include "transport/msg_ring.hpp"
 #include "tsunagi/tsunagi.h"
 
 using bench::MsgOptions;

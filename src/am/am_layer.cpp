@@ -5,8 +5,8 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "core/progress_engine.hpp"
-#include "core/runtime.hpp"
+#include "runtime/progress_engine.hpp"
+#include "runtime/runtime.hpp"
 #include "transport/transport.hpp"
 #include "util/backoff.hpp"
 

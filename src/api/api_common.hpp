@@ -4,7 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "core/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 namespace tsu::api {
 

@@ -12,7 +12,7 @@
 #include "am/am_layer.hpp"
 #include "coll/coll_layer.hpp"
 #include "msg/msg_layer.hpp"
-#include "core/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 namespace tsu::api {
 

@@ -13,7 +13,7 @@
 #include "coll/coll_layer.hpp"
 #include "coll/reduce_ops.hpp"
 #include "core/log.hpp"
-#include "core/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "transport/transport.hpp"
 
 namespace tsu::coll {

@@ -6,8 +6,8 @@
 #include "am/am_layer.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "core/progress_engine.hpp"
-#include "core/runtime.hpp"
+#include "runtime/progress_engine.hpp"
+#include "runtime/runtime.hpp"
 #include "transport/transport.hpp"
 
 namespace tsu::msg {

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "transport/shm/msg_ring.hpp"
+#include "transport/msg_ring.hpp"
 
 using tsu::core::MessageHeader;
 using tsu::transport::MsgRing;

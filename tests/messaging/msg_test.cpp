@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "api/layers.hpp"
-#include "core/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "msg_util.hpp"
 #include "tsunagi/tsunagi.h"
 

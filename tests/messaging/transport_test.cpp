@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/progress_engine.hpp"
-#include "core/runtime.hpp"
+#include "runtime/progress_engine.hpp"
+#include "runtime/runtime.hpp"
 #include "msg_util.hpp"
 
 namespace {

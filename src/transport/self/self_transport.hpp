@@ -9,7 +9,7 @@
 
 #include "core/doorbell.hpp"
 #include "core/segment_table.hpp"
-#include "transport/shm/msg_ring.hpp"
+#include "transport/msg_ring.hpp"
 #include "transport/transport.hpp"
 
 namespace tsu::transport {

@@ -21,7 +21,7 @@
 #include "core/control_block.hpp"
 #include "core/doorbell.hpp"
 #include "core/shared_memory.hpp"
-#include "transport/shm/msg_ring.hpp"
+#include "transport/msg_ring.hpp"
 #include "transport/transport.hpp"
 
 namespace tsu::transport {

@@ -1,4 +1,4 @@
-#include "core/progress_engine.hpp"
+#include "runtime/progress_engine.hpp"
 
 #include <pthread.h>
 #include <sched.h>

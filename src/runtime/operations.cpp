@@ -9,7 +9,7 @@
 
 #include "core/atomic_exec.hpp"
 #include "core/log.hpp"
-#include "core/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 namespace tsu::core {
 

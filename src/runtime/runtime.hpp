@@ -13,13 +13,22 @@
 #include "core/command.hpp"
 #include "core/config.hpp"
 #include "core/message.hpp"
-#include "core/progress_engine.hpp"
-#include "core/remote_ops.hpp"
+#include "runtime/progress_engine.hpp"
+#include "runtime/remote_ops.hpp"
 #include "core/segment_table.hpp"
 #include "core/thread_context.hpp"
-#include "transport/self/self_transport.hpp"
-#include "transport/shm/shm_transport.hpp"
-#include "transport/udp/udp_transport.hpp"
+#include "transport/transport.hpp"
+
+// The concrete transports are only named here, never included: the layers
+// above the runtime (am, msg, coll, api) include this header and must not
+// see a transport's insides.
+namespace tsu::transport {
+class SelfTransport;
+class ShmTransport;
+namespace udp {
+class UdpTransport;
+}
+}  // namespace tsu::transport
 
 namespace tsu::core {
 
@@ -82,7 +91,7 @@ class Runtime final : public CommandExecutor {
     return msg_routes_[rank];
   }
   // This rank's layer area (see Transport::peer_layer_area).
-  std::byte* layer_area(std::size_t& size) const noexcept { return shm_.local_layer_area(size); }
+  std::byte* layer_area(std::size_t& size) const noexcept;
   Extension* extension() const noexcept { return extension_.get(); }
 
   // The bootstrap barrier.  Peers may need this rank's progress to reach the
@@ -125,8 +134,8 @@ class Runtime final : public CommandExecutor {
   bool yield_when_idle_ = false;
   std::unique_ptr<bootstrap::Bootstrap> boot_;
   SegmentTable segments_;
-  transport::SelfTransport self_;
-  transport::ShmTransport shm_;
+  std::unique_ptr<transport::SelfTransport> self_;
+  std::unique_ptr<transport::ShmTransport> shm_;
   std::unique_ptr<transport::udp::UdpTransport> udp_;
   RemoteOps remote_{*this};
   std::vector<transport::Transport*> routes_;

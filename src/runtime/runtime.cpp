@@ -1,4 +1,4 @@
-#include "core/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 #include <sched.h>
 #include <sys/eventfd.h>
@@ -15,6 +15,9 @@
 #include <sys/random.h>
 
 #include "core/log.hpp"
+#include "transport/self/self_transport.hpp"
+#include "transport/shm/shm_transport.hpp"
+#include "transport/udp/udp_transport.hpp"
 #include "util/backoff.hpp"
 
 namespace tsu::core {
@@ -41,7 +44,14 @@ std::size_t layer_area_bytes(const Config& cfg, uint32_t size) {
 }  // namespace
 
 Runtime::Runtime(const Config& cfg, uint64_t epoch)
-    : cfg_(cfg), self_(segments_), threads_(epoch) {}
+    : cfg_(cfg),
+      self_(std::make_unique<transport::SelfTransport>(segments_)),
+      shm_(std::make_unique<transport::ShmTransport>()),
+      threads_(epoch) {}
+
+std::byte* Runtime::layer_area(std::size_t& size) const noexcept {
+  return shm_->local_layer_area(size);
+}
 
 Runtime::~Runtime() {
   if (engine_) engine_->stop();
@@ -91,8 +101,8 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
                                                  Doorbell(&cb->doorbell, rt->wake_eventfd_));
   rt->engine_->set_handlers(&rt->handlers_);
   // Message-capable transports are polled by the engine (self first).
-  for (transport::Transport* t : {static_cast<transport::Transport*>(&rt->self_),
-                                  static_cast<transport::Transport*>(&rt->shm_)})
+  for (transport::Transport* t : {static_cast<transport::Transport*>(rt->self_.get()),
+                                  static_cast<transport::Transport*>(rt->shm_.get())})
     if (t->capabilities() & transport::kCapMessages) rt->engine_->add_transport(t);
   if (rt->udp_) {
     rt->remote_.register_handlers(rt->handlers_);
@@ -146,12 +156,12 @@ tsu_status_t Runtime::connect_peers(std::string& error) {
   // This rank's receive ring and layer area (and the self transport's queue)
   // exist before peers can learn about them from the bootstrap record.
   ControlBlock* cb = segments_.control_block();
-  tsu_status_t st = shm_.init(size_, rank_, cb, cfg_.shm_ring_slots, cfg_.shm_slot_size,
+  tsu_status_t st = shm_->init(size_, rank_, cb, cfg_.shm_ring_slots, cfg_.shm_slot_size,
                               layer_area_bytes(cfg_, size_), error);
   if (st != TSU_OK) return st;
   std::size_t area_size = 0;
-  std::byte* area = shm_.local_layer_area(area_size);
-  if (!self_.init_messages(rank_, cfg_.shm_ring_slots, cfg_.shm_slot_size,
+  std::byte* area = shm_->local_layer_area(area_size);
+  if (!self_->init_messages(rank_, cfg_.shm_ring_slots, cfg_.shm_slot_size,
                            Doorbell(&cb->doorbell, wake_eventfd_), area, area_size)) {
     error = "cannot allocate the self message queue";
     return TSU_ERR_NO_MEMORY;
@@ -189,14 +199,14 @@ tsu_status_t Runtime::connect_peers(std::string& error) {
 
   routes_.assign(size_, nullptr);
   msg_routes_.assign(size_, nullptr);
-  routes_[rank_] = &self_;
-  msg_routes_[rank_] = &self_;
+  routes_[rank_] = self_.get();
+  msg_routes_[rank_] = self_.get();
   for (uint32_t r = 0; r < size_; ++r) {
     if (r == rank_ || node_of_[r] != node_of_[rank_]) continue;
-    st = shm_.add_peer(r, all[r].pid, all[r].control_fd, error);
+    st = shm_->add_peer(r, all[r].pid, all[r].control_fd, error);
     if (st != TSU_OK) return st;
-    routes_[r] = &shm_;
-    msg_routes_[r] = &shm_;
+    routes_[r] = shm_.get();
+    msg_routes_[r] = shm_.get();
   }
   // Ranks on other nodes: the udp transport.
   std::vector<bool> remote(size_, false);

@@ -1,11 +1,11 @@
-#include "core/remote_ops.hpp"
+#include "runtime/remote_ops.hpp"
 
 #include <algorithm>
 #include <cstring>
 
 #include "core/atomic_exec.hpp"
 #include "core/log.hpp"
-#include "core/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 namespace tsu::core {
 
