@@ -15,9 +15,9 @@
 #include <sys/random.h>
 
 #include "core/log.hpp"
+#include "transport/network.hpp"
 #include "transport/self/self_transport.hpp"
 #include "transport/shm/shm_transport.hpp"
-#include "transport/udp/udp_transport.hpp"
 #include "util/backoff.hpp"
 
 namespace tsu::core {
@@ -66,6 +66,13 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
   tsu_status_t st = config_from_env(cfg, [](const char* n) { return std::getenv(n); }, error);
   if (st == TSU_OK) st = config_apply_user(cfg, user_config, error);
   if (st != TSU_OK) return st;
+  if (!transport::find_network_transport(cfg.net)) {
+    error = "TSU_NET='" + cfg.net + "': no such network transport in this build (built in:";
+    for (const transport::NetworkPlugin* p : transport::network_transports())
+      error += std::string(" ") + p->name;
+    error += ")";
+    return TSU_ERR_CONFIG;
+  }
   g_log_level.store(cfg.log_level, std::memory_order_relaxed);
 
   std::unique_ptr<Runtime> rt(new Runtime(cfg, epoch));
@@ -104,10 +111,12 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
   for (transport::Transport* t : {static_cast<transport::Transport*>(rt->self_.get()),
                                   static_cast<transport::Transport*>(rt->shm_.get())})
     if (t->capabilities() & transport::kCapMessages) rt->engine_->add_transport(t);
-  if (rt->udp_) {
-    rt->remote_.register_handlers(rt->handlers_);
-    rt->udp_->set_peer_lost_handler(&Runtime::on_peer_lost, rt.get());
-    rt->engine_->add_transport(rt->udp_.get());
+  if (rt->net_) {
+    // A message-only network transport gets RMA and atomics over messages.
+    if (!(rt->net_->capabilities() & transport::kCapMemoryAccess))
+      rt->remote_.register_handlers(rt->handlers_);
+    rt->net_->set_peer_lost_handler(&Runtime::on_peer_lost, rt.get());
+    rt->engine_->add_transport(rt->net_.get());
   }
   if (extension) {
     rt->extension_ = extension(*rt, error);
@@ -220,13 +229,7 @@ tsu_status_t Runtime::connect_peers(std::string& error) {
 }
 
 namespace {
-struct UdpRecord {  // "tsu.udp.<rank>"
-  uint32_t ip;      // network order
-  uint16_t port;    // network order
-  uint16_t reserved;
-};
-
-bool parse_secret(const char* text, transport::udp::Secret& out) {
+bool parse_secret(const char* text, uint64_t (&out)[2]) {
   if (!text || std::strlen(text) != 32) return false;
   uint64_t v[2] = {0, 0};
   for (int i = 0; i < 32; ++i) {
@@ -238,16 +241,19 @@ bool parse_secret(const char* text, transport::udp::Secret& out) {
     else return false;
     v[i / 16] = (v[i / 16] << 4) | static_cast<uint64_t>(d);
   }
-  out = transport::udp::Secret{v[0], v[1]};
+  out[0] = v[0];
+  out[1] = v[1];
   return true;
 }
 }  // namespace
 
+// Ranks on other nodes: the network transport TSU_NET names (transport
+// registry), connected through the bootstrap.  Routes to those ranks, and
+// their messages, go through it.
 tsu_status_t Runtime::connect_network(const std::vector<bool>& remote, std::string& error) {
-  namespace udp = transport::udp;
   // The per-job secret: from tsurun (TSU_JOB_SECRET), else rank 0 draws one
   // and publishes it through the bootstrap.
-  udp::Secret secret;
+  uint64_t secret[2];
   if (const char* s = std::getenv("TSU_JOB_SECRET")) {
     if (!parse_secret(s, secret)) {
       error = "TSU_JOB_SECRET must be 32 hexadecimal digits";
@@ -262,70 +268,35 @@ tsu_status_t Runtime::connect_network(const std::vector<bool>& remote, std::stri
         return TSU_ERR_SYSTEM;
       }
       if (boot_->put("tsu.udp.secret", std::as_bytes(std::span(k, 2))) != TSU_OK) {
-        error = "bootstrap put of the udp secret failed";
+        error = "bootstrap put of the job secret failed";
         return TSU_ERR_BOOTSTRAP;
       }
     }
     if (boot_->get("tsu.udp.secret", v) != TSU_OK || v.size() != 16) {
-      error = "bootstrap get of the udp secret failed";
+      error = "bootstrap get of the job secret failed";
       return TSU_ERR_BOOTSTRAP;
     }
-    std::memcpy(&secret, v.data(), 16);
+    std::memcpy(secret, v.data(), 16);
   }
-  udp::UdpConfig uc;
-  uc.bind_ip = !cfg_.udp_addr.empty() ? cfg_.udp_addr : boot_->reachable_address();
-  if (uc.bind_ip.empty()) uc.bind_ip = "127.0.0.1";
-  uc.port = static_cast<uint16_t>(cfg_.udp_port);
-  uc.mtu = cfg_.udp_mtu;
-  uc.window = cfg_.udp_window;
-  uc.queue = cfg_.udp_queue;
-  uc.max_message = cfg_.udp_max_message;
-  uc.initial_rto_ns = cfg_.udp_rto_init_ns;
-  uc.min_rto_ns = cfg_.udp_rto_min_ns;
-  uc.keepalive_ns = cfg_.udp_keepalive_ns;
-  uc.peer_timeout_ns = cfg_.udp_peer_timeout_ns;
-  uc.sockbuf = cfg_.udp_sockbuf;
-  uc.gso = cfg_.udp_gso;
-  uc.gro = cfg_.udp_gro;
-  uc.cwnd_min = cfg_.udp_cwnd_min;
-  uc.impair = cfg_.udp_impair;
-  uc.trace_file = cfg_.udp_trace;
-  if ((uc.max_message + 40) / (uc.mtu - udp::kHeaderSize) + 1 > uc.queue) {
-    error = "TSU_UDP_MAX_MESSAGE needs more datagrams than TSU_UDP_QUEUE holds";
-    return TSU_ERR_CONFIG;
+  const transport::NetworkPlugin* plugin = transport::find_network_transport(cfg_.net);
+  transport::NetworkSetup setup;
+  setup.rank = rank_;
+  setup.size = size_;
+  setup.reach = remote;
+  setup.boot = boot_.get();
+  setup.job_secret = std::as_bytes(std::span(secret));
+  setup.getenv = [](const char* n) { return std::getenv(n); };
+  const tsu_status_t st = plugin->connect(setup, net_, error);
+  if (st != TSU_OK) {
+    error = std::string(plugin->name) + ": " + error;
+    return st;
   }
-  udp_ = std::make_unique<udp::UdpTransport>(rank_, size_, secret, uc);
-  tsu_status_t st = udp_->open(error);
-  if (st != TSU_OK) return st;
-  const sockaddr_in local = udp_->local_address();
-  UdpRecord mine{local.sin_addr.s_addr, local.sin_port, 0};
-  if (boot_->put("tsu.udp." + std::to_string(rank_), std::as_bytes(std::span(&mine, 1))) != TSU_OK) {
-    error = "bootstrap put of the udp address failed";
-    return TSU_ERR_BOOTSTRAP;
-  }
-  char ip[INET_ADDRSTRLEN] = {};
-  inet_ntop(AF_INET, &local.sin_addr, ip, sizeof ip);
-  TSU_LOG_INFO("udp: rank %u listens on %s:%u", rank_, ip, ntohs(local.sin_port));
-  // Addresses of the ranks on other nodes.  (At scale this becomes lazy; the
-  // per-peer protocol state already is.)
   for (uint32_t r = 0; r < size_; ++r) {
     if (!remote[r]) continue;
-    std::vector<std::byte> v;
-    if (boot_->get("tsu.udp." + std::to_string(r), v) != TSU_OK || v.size() != sizeof(UdpRecord)) {
-      error = "bootstrap get of rank " + std::to_string(r) + "'s udp address failed";
-      return TSU_ERR_BOOTSTRAP;
-    }
-    UdpRecord rec;
-    std::memcpy(&rec, v.data(), sizeof rec);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = rec.ip;
-    a.sin_port = rec.port;
-    udp_->set_peer_address(r, a);
-    routes_[r] = udp_.get();
-    // AM, tagged messages and collectives run over udp too (the layers fall
+    routes_[r] = net_.get();
+    // AM, tagged messages and collectives run over it too (the layers fall
     // back to message protocols where they would need shared memory).
-    msg_routes_[r] = udp_.get();
+    if (net_->capabilities() & transport::kCapMessages) msg_routes_[r] = net_.get();
   }
   return TSU_OK;
 }
@@ -392,7 +363,7 @@ tsu_status_t Runtime::finalize(std::string& error) {
   engine_->stop();
   if (cfg_.stats) {
     print_stats();
-    if (udp_) udp_->print_stats(stderr);
+    if (net_) net_->print_stats(stderr);
   }
   const tsu_status_t st2 = boot_->finalize();
   if (st == TSU_OK && st2 != TSU_OK) {

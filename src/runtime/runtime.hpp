@@ -19,15 +19,13 @@
 #include "core/thread_context.hpp"
 #include "transport/transport.hpp"
 
-// The concrete transports are only named here, never included: the layers
-// above the runtime (am, msg, coll, api) include this header and must not
-// see a transport's insides.
+// The node transports are only named here, never included: the layers above
+// the runtime (am, msg, coll, api) include this header and must not see a
+// transport's insides.  The network transport is found in the registry
+// (transport/network.hpp) by TSU_NET.
 namespace tsu::transport {
 class SelfTransport;
 class ShmTransport;
-namespace udp {
-class UdpTransport;
-}
 }  // namespace tsu::transport
 
 namespace tsu::core {
@@ -136,7 +134,7 @@ class Runtime final : public CommandExecutor {
   SegmentTable segments_;
   std::unique_ptr<transport::SelfTransport> self_;
   std::unique_ptr<transport::ShmTransport> shm_;
-  std::unique_ptr<transport::udp::UdpTransport> udp_;
+  std::unique_ptr<transport::Transport> net_;  // to other nodes (TSU_NET), or null
   RemoteOps remote_{*this};
   std::vector<transport::Transport*> routes_;
   std::vector<uint8_t> mem_routes_;  // per rank: routes_[r] has kCapMemoryAccess (hot path)

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 
 #include "core/message.hpp"
 #include "tsunagi/tsunagi.h"
@@ -130,6 +131,9 @@ class Transport {
     (void)rank;
     return false;
   }
+
+  // TSU_STATS=1: the transport's own counters, at finalize.
+  virtual void print_stats(std::FILE* f) const noexcept { (void)f; }
 };
 
 }  // namespace tsu::transport

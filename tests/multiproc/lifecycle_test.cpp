@@ -113,6 +113,13 @@ TEST(Lifecycle, InvalidConfigurationsAreRefused) {
   c.field_mask = TSU_CONFIG_LOG_LEVEL;
   c.log_level = 9;
   refused(c, "log level 9");
+  // A network transport this build does not have (refused before any rank
+  // talks to the bootstrap, so every rank can be refused alone).
+  ASSERT_EQ(setenv("TSU_NET", "carrier-pigeon", 1), 0);
+  refused(base, "TSU_NET=carrier-pigeon");
+  EXPECT_NE(std::string(tsu_last_error()).find("udp"), std::string::npos)
+      << "the message lists the transports built in: " << tsu_last_error();
+  unsetenv("TSU_NET");
   expect_everything_refused();
 }
 

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
+#include <string>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -18,6 +20,7 @@
 #include "core/message.hpp"
 #include "transport/udp/datagram.hpp"
 #include "transport/udp/impair.hpp"
+#include "transport/udp/udp_plugin.hpp"
 #include "transport/udp/udp_transport.hpp"
 
 using namespace tsu;
@@ -43,6 +46,48 @@ std::vector<std::byte> make_datagram(uint8_t type, uint32_t src, uint32_t dst, u
   std::memcpy(d.data(), &h, sizeof h);
   if (!payload.empty()) std::memcpy(d.data() + sizeof h, payload.data(), payload.size());
   return d;
+}
+
+// The udp settings table (TSU_UDP_*): its documented defaults are
+// UdpConfig's initializers, bad values name the variable, and the checks
+// between fields hold.
+TEST(UdpSettings, DefaultsBadValuesAndCrossChecks) {
+  const auto& table = tsu::transport::udp::udp_settings();
+  std::map<std::string, std::string> vars;
+  const tsu::core::GetEnv env = [&](const char* n) -> const char* {
+    auto it = vars.find(n);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+  UdpConfig from_table;
+  from_table.mtu = 1;
+  std::string error;
+  ASSERT_EQ(table.apply(from_table, env, error), TSU_OK) << error;
+  const auto expected = table.describe(UdpConfig{});
+  const auto actual = table.describe(from_table);
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    EXPECT_EQ(actual[i].value, expected[i].value) << actual[i].env;
+    EXPECT_EQ(actual[i].env.rfind("TSU_UDP_", 0), 0u) << actual[i].env;
+  }
+  const std::pair<const char*, const char*> bad[] = {
+      {"TSU_UDP_ADDR", "10.0.0"},   {"TSU_UDP_PORT", "70000"},   {"TSU_UDP_MTU", "100"},
+      {"TSU_UDP_WINDOW", "1000"},   {"TSU_UDP_QUEUE", "3"},      {"TSU_UDP_MAX_MESSAGE", "1"},
+      {"TSU_UDP_RTO_MIN", "1ns"},   {"TSU_UDP_GSO", "2"},        {"TSU_UDP_CWND_MIN", "0"},
+      {"TSU_UDP_SOCKBUF", "2G"}};
+  for (const auto& [var, value] : bad) {
+    vars = {{var, value}};
+    UdpConfig c;
+    EXPECT_EQ(table.apply(c, env, error), TSU_ERR_CONFIG) << var << "=" << value;
+    EXPECT_NE(error.find(var), std::string::npos) << error;
+  }
+  vars = {{"TSU_UDP_WINDOW", "64"}, {"TSU_UDP_QUEUE", "32"}};
+  UdpConfig c;
+  EXPECT_EQ(table.apply(c, env, error), TSU_ERR_CONFIG);
+  EXPECT_NE(error.find("TSU_UDP_QUEUE"), std::string::npos) << error;
+  vars = {{"TSU_UDP_ADDR", "127.0.0.2"}, {"TSU_UDP_KEEPALIVE", "2s"}, {"TSU_UDP_PEER_TIMEOUT", "3s"}};
+  ASSERT_EQ(table.apply(c, env, error), TSU_OK) << error;
+  EXPECT_TRUE(c.bind_ip_given);
+  EXPECT_EQ(c.bind_ip, "127.0.0.2");
+  EXPECT_EQ(c.keepalive_ns, 2'000'000'000u);
 }
 
 TEST(UdpDatagram, RoundTrip) {

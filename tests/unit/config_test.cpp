@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <string>
 
 namespace {
@@ -160,36 +161,57 @@ TEST(Config, UserStructValidation) {
 }
 
 TEST(Config, EveryVariableIsDescribed) {
-  const auto desc = config_describe(Config{});
-  ASSERT_EQ(desc.size(), config_vars().size());
+  const auto& rows = config_settings().rows;
+  const auto desc = config_settings().describe(Config{});
+  ASSERT_EQ(desc.size(), rows.size());
+  std::set<std::string> names;
   for (std::size_t i = 0; i < desc.size(); ++i) {
-    EXPECT_STREQ(desc[i].first.c_str(), config_vars()[i].env);
-    EXPECT_GT(std::string(config_vars()[i].help).size(), 10u);
+    EXPECT_EQ(desc[i].env, rows[i].env);
+    EXPECT_TRUE(names.insert(desc[i].env).second) << desc[i].env << " appears twice";
+    EXPECT_EQ(desc[i].env.rfind("TSU_", 0), 0u) << desc[i].env;
+    EXPECT_GT(desc[i].help.size(), 10u) << desc[i].env;
+    EXPECT_FALSE(desc[i].value.empty()) << desc[i].env;
   }
 }
 
-}  // namespace
-
-namespace {
-
-// The documented default of every variable (what tsu-info prints as
-// "[default ...]") is the value the library uses when nothing is set: setting
-// the variable to its documented default changes nothing.
+// The table's default text is what the library uses (it is parsed at init),
+// and the struct's initializers, which code constructing a Config directly
+// relies on, agree with it.
 TEST(Config, DocumentedDefaultsAreTheBuiltInOnes) {
-  Config built_in;
+  Config from_table;
+  from_table.segment_size = 1;  // overwritten by the table's default
   std::string error;
-  ASSERT_EQ(config_from_env(built_in, FakeEnv{}.fn(), error), TSU_OK) << error;
-  const auto expected = config_describe(built_in);
-  for (const ConfigVar& var : config_vars()) {
-    if (var.default_value[0] == '(' || std::string(var.default_value) == "auto") continue;
-    FakeEnv env;
-    env.vars[var.env] = var.default_value;
-    Config cfg;
-    ASSERT_EQ(config_from_env(cfg, env.fn(), error), TSU_OK) << var.env << ": " << error;
-    EXPECT_EQ(config_describe(cfg), expected)
-        << var.env << "'s documented default " << var.default_value
-        << " is not the built-in value";
+  ASSERT_EQ(config_from_env(from_table, FakeEnv{}.fn(), error), TSU_OK) << error;
+  const auto expected = config_settings().describe(Config{});
+  const auto actual = config_settings().describe(from_table);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    EXPECT_EQ(actual[i].value, expected[i].value)
+        << actual[i].env << ": documented default " << actual[i].default_text
+        << ", struct initializer " << expected[i].value;
+    if (actual[i].default_text[0] != '(') {
+      EXPECT_EQ(actual[i].value, actual[i].default_text == "auto" ? "auto" : actual[i].value);
+      // Setting a variable to its documented default changes nothing.
+      FakeEnv env;
+      env.vars[actual[i].env] = actual[i].default_text;
+      Config cfg;
+      ASSERT_EQ(config_from_env(cfg, env.fn(), error), TSU_OK) << actual[i].env << ": " << error;
+      EXPECT_EQ(config_settings().describe(cfg)[i].value, actual[i].value) << actual[i].env;
+    }
   }
+}
+
+TEST(Config, UnknownNetworkTransportIsRefusedAtInit) {
+  // Parsing accepts any short name (the registry is above core); tsu_init
+  // refuses a name no transport has (tests/multiproc lifecycle).
+  Config cfg;
+  std::string error;
+  FakeEnv env{{{"TSU_NET", "carrier-pigeon"}}};
+  ASSERT_EQ(config_from_env(cfg, env.fn(), error), TSU_OK) << error;
+  EXPECT_EQ(cfg.net, "carrier-pigeon");
+  FakeEnv empty{{{"TSU_NET", ""}}};
+  EXPECT_EQ(config_from_env(cfg, empty.fn(), error), TSU_ERR_CONFIG);
+  EXPECT_NE(error.find("TSU_NET"), std::string::npos) << error;
 }
 
 }  // namespace

@@ -5,8 +5,12 @@
 #include <cstdlib>
 #include <string>
 
+#include <algorithm>
+#include <vector>
+
 #include "core/config.hpp"
 #include "core/control_block.hpp"
+#include "transport/network.hpp"
 #include "tsunagi/tsunagi.h"
 
 int main(int argc, char** argv) {
@@ -21,24 +25,32 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::printf("tsunagi %s\n\n", tsu_version());
-  std::printf("transports (chosen per rank at init, in this order):\n");
-  std::printf("  self   the rank itself: plain loads, stores and CPU atomics\n");
-  std::printf("  shm    ranks of the same node: shared segments (memfd) mapped by every\n"
-              "         node peer; registered memory through Cross Memory Attach\n");
-  std::printf("  udp    ranks on other nodes: reliable datagrams (sequence numbers, selective\n"
-              "         acks, RTT-based retransmission, congestion control, fragmentation,\n"
-              "         per-job secret + checksum, keep-alives and peer loss); RMA and\n"
-              "         atomics executed by the target (see TSU_UDP_* below)\n\n");
+  std::printf("transports (chosen per rank at init: self, shm for node peers, then the\n"
+              "network transport TSU_NET names for ranks on other nodes):\n");
+  auto print_summary = [](const char* name, const char* summary, const char* tag) {
+    std::string text(summary);
+    std::printf("  %-6s ", name);
+    for (std::size_t at = 0; at < text.size();) {
+      const std::size_t nl = std::min(text.find('\n', at), text.size());
+      std::printf("%s%.*s\n", at ? "         " : "", static_cast<int>(nl - at), text.c_str() + at);
+      at = nl + 1;
+    }
+    if (*tag) std::printf("         %s\n", tag);
+  };
+  for (const auto& t : tsu::transport::node_transports()) print_summary(t.name, t.summary, "");
+  for (const auto* p : tsu::transport::network_transports())
+    print_summary(p->name, p->summary, "(network: TSU_NET)");
+  std::printf("\n");
   std::printf("limits:\n");
   std::printf("  segments per rank          %u (ids never reused)\n", tsu::core::kMaxSegments);
   std::printf("  atomic widths              4 and 8 bytes, naturally aligned\n");
   std::printf("  atomics on                 main and allocated segments (not registered memory)\n");
   std::printf("  max RMA length             segment size (no other limit)\n\n");
 
+  const tsu::core::GetEnv getenv_fn = [](const char* n) { return std::getenv(n); };
   tsu::core::Config cfg;
   std::string error;
-  const tsu_status_t st =
-      tsu::core::config_from_env(cfg, [](const char* n) { return std::getenv(n); }, error);
+  const tsu_status_t st = tsu::core::config_from_env(cfg, getenv_fn, error);
   std::printf("messaging limits (with this configuration):\n");
   std::printf("  AM handler ids             0..%u; %u arguments of 64 bits\n", TSU_AM_MAX_HANDLER,
               TSU_AM_MAX_ARGS);
@@ -52,11 +64,25 @@ int main(int argc, char** argv) {
   std::printf("  message ring per rank      %u slots x %u B (TSU_SHM_RING_SLOTS, TSU_SHM_SLOT_SIZE)\n\n",
               cfg.shm_ring_slots, cfg.shm_slot_size);
   std::printf("configuration (effective value, default, meaning):\n");
-  const auto values = tsu::core::config_describe(cfg);
-  const auto& vars = tsu::core::config_vars();
-  for (std::size_t i = 0; i < vars.size(); ++i)
-    std::printf("  %-18s %-12s [default %s] %s\n", vars[i].env, values[i].second.c_str(),
-                vars[i].default_value, vars[i].help);
+  auto print_table = [](const char* title, const std::vector<tsu::core::SettingView>& rows) {
+    std::printf(" %s\n", title);
+    for (const auto& r : rows)
+      std::printf("  %-20s %-12s [default %s] %s\n", r.env.c_str(), r.value.c_str(),
+                  r.default_text.c_str(), r.help.c_str());
+  };
+  print_table("core", tsu::core::config_settings().describe(cfg));
+  tsu_status_t net_st = TSU_OK;
+  for (const auto* p : tsu::transport::network_transports()) {
+    std::vector<tsu::core::SettingView> rows;
+    std::string net_error;
+    const tsu_status_t s2 = p->settings(getenv_fn, rows, net_error);
+    print_table(p->name, rows);
+    if (s2 != TSU_OK) {
+      std::fprintf(stderr, "\ntsu-info: %s\n", net_error.c_str());
+      net_st = s2;
+    }
+  }
+  if (net_st != TSU_OK && st == TSU_OK) return 1;
   if (st != TSU_OK) {
     std::fprintf(stderr, "\ntsu-info: %s\n", error.c_str());
     return 1;

@@ -16,6 +16,8 @@ namespace tsu::transport {
 
 class SelfTransport final : public Transport {
  public:
+  static constexpr const char* kSummary =
+      "the rank itself: plain loads, stores and CPU atomics; a private message queue";
   explicit SelfTransport(const core::SegmentTable& segments) : segments_(segments) {}
   ~SelfTransport() override { std::free(ring_mem_); }
   SelfTransport(const SelfTransport&) = delete;

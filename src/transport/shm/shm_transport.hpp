@@ -28,6 +28,10 @@ namespace tsu::transport {
 
 class ShmTransport final : public Transport {
  public:
+  static constexpr const char* kSummary =
+      "ranks of the same node: shared segments (memfd) mapped by every node peer;\n"
+      "registered memory through Cross Memory Attach; message rings for AM and\n"
+      "tagged messages";
   ShmTransport() = default;
   ~ShmTransport() override;
 

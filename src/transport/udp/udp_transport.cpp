@@ -262,7 +262,7 @@ UdpStats UdpTransport::stats() const {
   return st_;
 }
 
-void UdpTransport::print_stats(std::FILE* f) const {
+void UdpTransport::print_stats(std::FILE* f) const noexcept {
   std::lock_guard lock(mu_);
   double cwnd = 0, srtt = 0;
   for (const Peer* p : active_) {

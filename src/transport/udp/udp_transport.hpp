@@ -41,6 +41,7 @@ namespace tsu::transport::udp {
 
 struct UdpConfig {
   std::string bind_ip = "127.0.0.1";
+  bool bind_ip_given = false;   // TSU_UDP_ADDR set (else derived from the bootstrap)
   uint16_t port = 0;
   uint32_t mtu = 1472;          // bytes of one datagram (UDP payload)
   uint32_t window = 1024;       // datagrams in flight per peer (power of two)
@@ -113,7 +114,7 @@ class UdpTransport final : public Transport {
   }
   bool is_peer_lost(uint32_t rank) const noexcept override;
 
-  void print_stats(std::FILE* f) const;
+  void print_stats(std::FILE* f) const noexcept override;
   UdpStats stats() const;
   const UdpConfig& config() const noexcept { return cfg_; }
 

@@ -1,0 +1,183 @@
+#include "transport/udp/udp_plugin.hpp"
+
+#include <arpa/inet.h>
+
+#include <cstring>
+
+#include "core/log.hpp"
+
+namespace tsu::transport::udp {
+
+namespace {
+
+using core::Setting;
+using U = UdpConfig;
+
+struct UdpRecord {  // what each rank publishes: "tsu.udp.<rank>"
+  uint32_t ip;      // network order
+  uint16_t port;    // network order
+  uint16_t reserved;
+};
+
+const char* const kSummary =
+    "ranks on other nodes: reliable datagrams (sequence numbers, selective acks,\n"
+    "RTT-based retransmission, congestion control, fragmentation, per-job secret +\n"
+    "checksum, keep-alives and peer loss); RMA and atomics executed by the target";
+
+tsu_status_t settings(const core::GetEnv& getenv, std::vector<core::SettingView>& out,
+                      std::string& error) {
+  UdpConfig cfg;
+  const tsu_status_t st = udp_settings().apply(cfg, getenv, error);
+  out = udp_settings().describe(cfg);
+  return st;
+}
+
+tsu_status_t connect(const NetworkSetup& setup, std::unique_ptr<Transport>& out,
+                     std::string& error) {
+  UdpConfig uc;
+  tsu_status_t st = udp_settings().apply(uc, setup.getenv, error);
+  if (st != TSU_OK) return st;
+  if (!uc.bind_ip_given) {
+    uc.bind_ip = setup.boot->reachable_address();
+    if (uc.bind_ip.empty()) uc.bind_ip = "127.0.0.1";
+  }
+  Secret secret;
+  if (setup.job_secret.size() != sizeof secret) {
+    error = "udp: the job secret has " + std::to_string(setup.job_secret.size()) +
+            " bytes, expected " + std::to_string(sizeof secret);
+    return TSU_ERR_CONFIG;
+  }
+  std::memcpy(&secret, setup.job_secret.data(), sizeof secret);
+  auto t = std::make_unique<UdpTransport>(setup.rank, setup.size, secret, uc);
+  st = t->open(error);
+  if (st != TSU_OK) return st;
+  const sockaddr_in local = t->local_address();
+  UdpRecord mine{local.sin_addr.s_addr, local.sin_port, 0};
+  if (setup.boot->put("tsu.udp." + std::to_string(setup.rank),
+                      std::as_bytes(std::span(&mine, 1))) != TSU_OK) {
+    error = "bootstrap put of the udp address failed";
+    return TSU_ERR_BOOTSTRAP;
+  }
+  char ip[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &local.sin_addr, ip, sizeof ip);
+  TSU_LOG_INFO("udp: rank %u listens on %s:%u", setup.rank, ip, ntohs(local.sin_port));
+  // Addresses of the ranks on other nodes.  (At scale this becomes lazy; the
+  // per-peer protocol state already is.)
+  for (uint32_t r = 0; r < setup.size; ++r) {
+    if (!setup.reach[r]) continue;
+    std::vector<std::byte> v;
+    if (setup.boot->get("tsu.udp." + std::to_string(r), v) != TSU_OK ||
+        v.size() != sizeof(UdpRecord)) {
+      error = "bootstrap get of rank " + std::to_string(r) + "'s udp address failed";
+      return TSU_ERR_BOOTSTRAP;
+    }
+    UdpRecord rec;
+    std::memcpy(&rec, v.data(), sizeof rec);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = rec.ip;
+    a.sin_port = rec.port;
+    t->set_peer_address(r, a);
+  }
+  out = std::move(t);
+  return TSU_OK;
+}
+
+}  // namespace
+
+const NetworkPlugin kUdpPlugin = {"udp", kSummary, settings, connect};
+
+const core::SettingsTable<UdpConfig>& udp_settings() {
+  static const core::SettingsTable<UdpConfig> table = [] {
+    core::SettingsTable<UdpConfig> t{"udp", {}};
+    auto& r = t.rows;
+    r.push_back({"TSU_UDP_ADDR", "(derived)",
+                 "udp: IPv4 address to bind and advertise (default: the address reaching the "
+                 "tcp bootstrap, else 127.0.0.1)",
+                 "an IPv4 address",
+                 [](const char* v, U& c) {
+                   in_addr a;
+                   if (inet_pton(AF_INET, v, &a) != 1) return false;
+                   c.bind_ip = v;
+                   c.bind_ip_given = true;
+                   return true;
+                 },
+                 [](const U& c) { return c.bind_ip_given ? c.bind_ip : std::string("(derived)"); }});
+    r.push_back({"TSU_UDP_PORT", "0", "udp: port to bind (0: any free port)", "0..65535",
+                 [](const char* v, U& c) {
+                   uint64_t n;
+                   if (!core::parse_u64(v, n) || n > 65535) return false;
+                   c.port = static_cast<uint16_t>(n);
+                   return true;
+                 },
+                 [](const U& c) { return std::to_string(c.port); }});
+    r.push_back(core::u32_setting<U>("TSU_UDP_MTU", "1472",
+                                     "udp: bytes per datagram (UDP payload; 1472 fits a 1500 MTU)",
+                                     &U::mtu, 256, 65507, false, "256..65507"));
+    r.push_back(core::u32_setting<U>("TSU_UDP_WINDOW", "1024",
+                                     "udp: most datagrams in flight per peer (power of two)",
+                                     &U::window, 2, 4096, true,
+                                     "a power of two between 2 and 4096"));
+    r.push_back(core::u32_setting<U>("TSU_UDP_QUEUE", "4096",
+                                     "udp: most datagrams queued per peer (power of two >= window)",
+                                     &U::queue, 2, 1u << 20, true,
+                                     "a power of two between 2 and 1048576"));
+    r.push_back(core::size_setting<U>("TSU_UDP_MAX_MESSAGE", "256K",
+                                      "udp: largest message; RMA is split into pieces this big",
+                                      &U::max_message, 1024, 64u << 20,
+                                      "a size between 1K and 64M"));
+    r.push_back(core::duration_setting<U>("TSU_UDP_RTO_INIT", "20ms",
+                                          "udp: retransmission timeout before an RTT is measured",
+                                          &U::initial_rto_ns, 10'000));
+    r.push_back(core::duration_setting<U>("TSU_UDP_RTO_MIN", "10ms",
+                                          "udp: lower bound of the retransmission timeout "
+                                          "(scheduling delays on busy hosts exceed RTTs)",
+                                          &U::min_rto_ns, 10'000));
+    r.push_back(core::duration_setting<U>("TSU_UDP_KEEPALIVE", "500ms",
+                                          "udp: ping a peer silent for this long",
+                                          &U::keepalive_ns, 1'000'000));
+    r.push_back(core::duration_setting<U>("TSU_UDP_PEER_TIMEOUT", "10s",
+                                          "udp: a peer silent this long is lost (TSU_ERR_PEER_LOST)",
+                                          &U::peer_timeout_ns, 10'000'000));
+    r.push_back(core::size_setting<U>("TSU_UDP_SOCKBUF", "4M",
+                                      "udp: kernel send/receive buffer of the socket", &U::sockbuf,
+                                      4096, 1u << 30, "a size between 4K and 1G"));
+    r.push_back(core::bool_setting<U>("TSU_UDP_GSO", "1",
+                                      "udp: 1: consecutive datagrams to one peer leave as one "
+                                      "segmented send (UDP_SEGMENT)",
+                                      &U::gso));
+    r.push_back(core::bool_setting<U>("TSU_UDP_GRO", "1",
+                                      "udp: 1: receive segmented sends coalesced, one buffer per "
+                                      "group (UDP_GRO)",
+                                      &U::gro));
+    r.push_back({"TSU_UDP_CWND_MIN", "4", "udp: congestion window floor in datagrams", "1..4096",
+                 [](const char* v, U& c) {
+                   uint64_t n;
+                   if (!core::parse_u64(v, n) || n < 1 || n > 4096) return false;
+                   c.cwnd_min = static_cast<double>(n);
+                   return true;
+                 },
+                 [](const U& c) { return std::to_string(static_cast<uint64_t>(c.cwnd_min)); }});
+    r.push_back(core::text_setting<U>("TSU_UDP_IMPAIR", "(off)",
+                                      "udp TEST FACILITY: impair sent datagrams, e.g. "
+                                      "loss=10,reorder=25,dup=5,corrupt=1,delay=2ms,jitter=1ms,seed=1",
+                                      &U::impair, 256, "an impairment list"));
+    r.push_back(core::text_setting<U>("TSU_UDP_TRACE", "(off)",
+                                      "udp: write cwnd/RTT/retransmission events to FILE.<rank>",
+                                      &U::trace_file, 4000, "a file name prefix"));
+    t.finish = [](U& c) -> std::string {
+      if (c.queue < c.window)
+        return "TSU_UDP_QUEUE (" + std::to_string(c.queue) + ") must be >= TSU_UDP_WINDOW (" +
+               std::to_string(c.window) + ")";
+      if (c.keepalive_ns >= c.peer_timeout_ns)
+        return "TSU_UDP_KEEPALIVE must be shorter than TSU_UDP_PEER_TIMEOUT";
+      if ((c.max_message + 40) / (c.mtu - kHeaderSize) + 1 > c.queue)
+        return "TSU_UDP_MAX_MESSAGE needs more datagrams than TSU_UDP_QUEUE holds";
+      return std::string();
+    };
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace tsu::transport::udp
