@@ -86,7 +86,7 @@ TEST(SegmentIds, StaleIdsFailOnEveryRouteAcrossAMillionReuses) {
   // The one buffer every registration of rank 0 names.
   std::vector<uint8_t> reg_mem(kSegBytes);
   std::vector<tsu_seg_t> last_freed(1u << kIndexBits, TSU_SEG_MAIN);
-  tsu_seg_t stale_old = TSU_SEG_MAIN, prev_live_reg = TSU_SEG_MAIN, prev_live_shared = TSU_SEG_MAIN;
+  tsu_seg_t stale_old = TSU_SEG_MAIN, prev_live_shared = TSU_SEG_MAIN;
   uint64_t reg_cycles = 0, shared_cycles = 0;
   barrier();
 
@@ -162,7 +162,6 @@ TEST(SegmentIds, StaleIdsFailOnEveryRouteAcrossAMillionReuses) {
         ASSERT_EQ(shared[i], kSentinel) << "shared segment byte " << i << ", round " << round;
       ASSERT_EQ(tsu_segment_free(rec.live_reg), TSU_OK);
       ASSERT_EQ(tsu_segment_free(rec.live_shared), TSU_OK);
-      prev_live_reg = rec.live_reg;
       prev_live_shared = rec.live_shared;
       barrier();  // C: freed; next round
       continue;

@@ -20,7 +20,7 @@ constexpr std::size_t kPollBatch = 32;
 // it maps.  Mappings are page aligned (4 KiB at least) and user addresses
 // below 2^58, so both fit one word; 0 is "nothing mapped".
 constexpr unsigned kMapPageShift = 12;
-constexpr bool map_word_fits(const void* base) noexcept {
+inline bool map_word_fits(const void* base) noexcept {
   return (reinterpret_cast<uintptr_t>(base) & ((uintptr_t{1} << kMapPageShift) - 1)) == 0 &&
          (reinterpret_cast<uintptr_t>(base) >> kMapPageShift >> (64 - core::kSegGenerationBits)) == 0;
 }
