@@ -20,9 +20,15 @@ namespace {
 using mp::barrier;
 
 constexpr uint32_t kIndexBits = 14;
-constexpr uint32_t kRounds = 40;
-constexpr uint32_t kRegCyclesPerRound = 25000;    // 1,000,000 in all
-constexpr uint32_t kSharedCyclesPerRound = 100;   // 4,000 in all
+// With at most two segments live besides the main one, indices come round in
+// a fixed order every 16383 allocations (all non-main indices: fresh ones
+// first, then FIFO).  A round makes exactly that many, so each round's live
+// segments reuse the indices of the previous round's, whose mappings the
+// peers hold: a stale id of a segment the peer had mapped, and a remap.
+constexpr uint32_t kIndicesInTurn = (1u << kIndexBits) - 1;
+constexpr uint32_t kSharedCyclesPerRound = 100;
+constexpr uint32_t kRegCyclesPerRound = kIndicesInTurn - kSharedCyclesPerRound - 2;
+constexpr uint32_t kRounds = 62;  // 1,009,422 register/free cycles, 6,200 shared ones
 constexpr std::size_t kSegBytes = 4096;
 constexpr uint8_t kSentinel = 0xA5;
 constexpr uint64_t kMailboxOff = 0;     // in every rank's main segment: the round's ids
@@ -35,7 +41,7 @@ struct Record {
   uint64_t round;
   tsu_seg_t live_reg, live_shared;
   tsu_seg_t stale_reg, stale_shared;  // the previous generation of the live ones' indices
-  tsu_seg_t stale_old, stale_recent;  // freed long ago; freed just now
+  tsu_seg_t stale_old, stale_recent;  // freed in round 0; the last one freed before the round
   uint32_t pad;
 };
 
@@ -128,13 +134,14 @@ TEST(SegmentIds, StaleIdsFailOnEveryRouteAcrossAMillionReuses) {
       rec.stale_reg = stale_of(rec.live_reg);
       rec.stale_shared = stale_of(rec.live_shared);
       rec.stale_old = stale_old != TSU_SEG_MAIN ? stale_old : seg;
-      rec.stale_recent = prev_live_shared != TSU_SEG_MAIN ? prev_live_shared : seg;
+      rec.stale_recent = seg;
       if (round > 0) {
         // From round 1 on, the live segments sit on reused indices.
         EXPECT_EQ(rec.stale_reg & ((1u << kIndexBits) - 1), rec.live_reg & ((1u << kIndexBits) - 1));
         EXPECT_NE(rec.stale_reg, rec.live_reg);
         EXPECT_EQ(rec.stale_shared & ((1u << kIndexBits) - 1),
                   rec.live_shared & ((1u << kIndexBits) - 1));
+        EXPECT_EQ(rec.stale_shared, prev_live_shared) << "the index of last round's live segment";
       }
       for (const tsu_seg_t s : {rec.stale_reg, rec.stale_shared, rec.stale_old, rec.stale_recent})
         owner_expect_stale(s, "published stale id");
@@ -162,6 +169,8 @@ TEST(SegmentIds, StaleIdsFailOnEveryRouteAcrossAMillionReuses) {
         ASSERT_EQ(shared[i], kSentinel) << "shared segment byte " << i << ", round " << round;
       ASSERT_EQ(tsu_segment_free(rec.live_reg), TSU_OK);
       ASSERT_EQ(tsu_segment_free(rec.live_shared), TSU_OK);
+      last_freed[rec.live_reg & ((1u << kIndexBits) - 1)] = rec.live_reg;
+      last_freed[rec.live_shared & ((1u << kIndexBits) - 1)] = rec.live_shared;
       prev_live_shared = rec.live_shared;
       barrier();  // C: freed; next round
       continue;
