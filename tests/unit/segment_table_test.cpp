@@ -3,11 +3,14 @@
 #include "core/segment_table.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -243,18 +246,55 @@ TEST(SegmentTable, ReadsAreConsistentWhileIdsAreReused) {
     }
   };
   std::thread t1(reader), t2(reader);
+  // One id live at a time mostly (the newest is registered before the older
+  // is freed), so readers hit live ids as well as ones being freed and reused.
+  tsu_seg_t prev = TSU_SEG_MAIN;
   for (uint32_t i = 0; i < 200000; ++i) {
     const std::size_t size = 1 + i % 64;
     tsu_seg_t s;
     ASSERT_EQ(table.register_memory(buf + 64 * size, size, s, error), TSU_OK);
     current.store(s, std::memory_order_relaxed);
-    ASSERT_EQ(table.free(s, error), TSU_OK);
+    if (prev != TSU_SEG_MAIN) {
+      ASSERT_EQ(table.free(prev, error), TSU_OK);
+    }
+    prev = s;
   }
+  ASSERT_EQ(table.free(prev, error), TSU_OK);
   stop = true;
   t1.join();
   t2.join();
   EXPECT_EQ(bad.load(), 0u);
   EXPECT_GT(hits.load(), 0u);
+}
+
+TEST(SegmentTable, OutOfDescriptorsIsALimitNamingRlimitNofile) {
+  SegmentTable table;
+  std::string error;
+  ASSERT_EQ(table.init(0, 4096, error), TSU_OK);
+  int highest = 2;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd"))
+    highest = std::max(highest, std::stoi(e.path().filename().string()));
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+  rlimit low = old;
+  low.rlim_cur = static_cast<rlim_t>(highest + 16);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<tsu_seg_t> segs;
+  tsu_status_t st = TSU_OK;
+  for (int i = 0; i < highest + 32 && st == TSU_OK; ++i) {
+    tsu_seg_t seg;
+    void* base;
+    st = table.allocate(4096, seg, base, error);
+    if (st == TSU_OK) segs.push_back(seg);
+  }
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+  EXPECT_EQ(st, TSU_ERR_LIMIT);
+  EXPECT_NE(error.find("RLIMIT_NOFILE"), std::string::npos) << error;
+  EXPECT_GT(segs.size(), 0u);
+  for (const tsu_seg_t seg : segs) EXPECT_EQ(table.free(seg, error), TSU_OK);
+  tsu_seg_t seg;
+  void* base;
+  EXPECT_EQ(table.allocate(4096, seg, base, error), TSU_OK) << "fine again with descriptors";
 }
 
 // The shm transport maps the control block and segments of a "peer" — here
