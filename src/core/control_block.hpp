@@ -67,23 +67,26 @@ constexpr bool slot_state_live(uint32_t state) noexcept {
 
 // One segment index.  Other processes (node peers) and other threads read a
 // slot while its owner may retire it and later rewrite it for a new
-// generation, so every field is an atomic and readers use a seqlock:
+// generation, so every field is an atomic and readers use a seqlock built from
+// acquire/release accesses only (no standalone fences, which ThreadSanitizer
+// does not model):
 //
 //   reader: w = word.load(acquire); check id and state of w;
-//           read fd/size/owner_addr (relaxed); atomic_thread_fence(acquire);
+//           read fd/size/owner_addr with acquire loads;
 //           if (word.load(relaxed) != w) the segment changed: the id is stale.
 //   owner:  free:  word.store(<id, retired>, release)
-//           reuse: atomic_thread_fence(release) (after the retirement above);
-//                  write fd/size/owner_addr (relaxed);
-//                  word.store(<new id, state>, release)
+//           reuse (later, under the table's mutex): write fd/size/owner_addr
+//                  with release stores; word.store(<new id, state>, release)
 //
-// Invariant: fields that a reader saw together with an unchanged live word w
-// (both loads) belong to the segment named by w.  If the reader read any field
-// value written for a later generation, the owner's release fence orders the
-// retirement before it and the reader's acquire fence makes that retirement
-// (or something later) visible to the second load, which then differs from w.
-// The word never returns to an earlier value (the id's generation grows, see
-// kSegQuarantine for the wrap), so no ABA within the check.
+// Invariant: fields that a reader saw between two loads of the same live
+// word w belong to the segment named by w.  If the reader read any field
+// value written for a later generation, its acquire load synchronizes with
+// that release store, before which the retirement of w happened; the
+// reader's second word load comes after (the acquire load orders it), so it
+// sees the retirement or something later and differs from w.  The word never
+// returns to an earlier value (the id's generation grows; see kSegQuarantine
+// for the wrap), so there is no ABA within one check.  On x86 these acquire
+// loads and release stores are plain moves.
 //
 // Pages of the control block are only touched for slots that are used: the
 // memfd is zero-filled, and all-zero is "unused" for every slot.

@@ -70,13 +70,12 @@ void SegmentTable::unclaim_index(uint32_t index) noexcept {
 void SegmentTable::publish(uint32_t index, tsu_seg_t id, uint32_t state, int fd, uint64_t size,
                            std::byte* base) noexcept {
   SegmentSlot& slot = cb_->slots[index];
-  // Seqlock writer (control_block.hpp): the slot was retired (or is unused);
-  // order that before the field rewrites a concurrent reader might see.
-  std::atomic_thread_fence(std::memory_order_release);
-  slot.fd.store(fd, std::memory_order_relaxed);
-  slot.size.store(size, std::memory_order_relaxed);
-  slot.owner_addr.store(reinterpret_cast<uint64_t>(base), std::memory_order_relaxed);
-  locals_[index].base.store(base, std::memory_order_relaxed);
+  // Seqlock writer (control_block.hpp): the slot was retired (or is unused)
+  // before; release stores carry that to a reader that sees a new value.
+  slot.fd.store(fd, std::memory_order_release);
+  slot.size.store(size, std::memory_order_release);
+  slot.owner_addr.store(reinterpret_cast<uint64_t>(base), std::memory_order_release);
+  locals_[index].base.store(base, std::memory_order_release);
   slot.word.store(slot_word(id, state), std::memory_order_release);
   ranges_.emplace(reinterpret_cast<uintptr_t>(base), Range{size, id});
   if (size > max_range_) max_range_ = size;
@@ -152,9 +151,8 @@ tsu_status_t SegmentTable::translate(tsu_seg_t seg, uint64_t offset, std::size_t
   const uint64_t w = slot.word.load(std::memory_order_acquire);
   const uint32_t state = slot_word_state(w);
   if (slot_word_id(w) != seg || !slot_state_live(state)) return TSU_ERR_BAD_SEGMENT;
-  const uint64_t size = slot.size.load(std::memory_order_relaxed);
-  std::byte* const base = locals_[index].base.load(std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_acquire);
+  const uint64_t size = slot.size.load(std::memory_order_acquire);
+  std::byte* const base = locals_[index].base.load(std::memory_order_acquire);
   if (slot.word.load(std::memory_order_relaxed) != w) return TSU_ERR_BAD_SEGMENT;
   if (offset > size || len > size - offset) return TSU_ERR_OUT_OF_BOUNDS;
   out = base + offset;
@@ -186,9 +184,8 @@ bool SegmentTable::info(tsu_seg_t seg, void*& base, std::size_t& size) const noe
   const SegmentSlot& slot = cb_->slots[index];
   const uint64_t w = slot.word.load(std::memory_order_acquire);
   if (slot_word_id(w) != seg || !slot_state_live(slot_word_state(w))) return false;
-  const uint64_t s = slot.size.load(std::memory_order_relaxed);
-  std::byte* const b = locals_[index].base.load(std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_acquire);
+  const uint64_t s = slot.size.load(std::memory_order_acquire);
+  std::byte* const b = locals_[index].base.load(std::memory_order_acquire);
   if (slot.word.load(std::memory_order_relaxed) != w) return false;
   base = b;
   size = static_cast<std::size_t>(s);

@@ -51,10 +51,9 @@ bool read_slot(const SegmentSlot& slot, tsu_seg_t seg, SlotView& v) noexcept {
   v.word = slot.word.load(std::memory_order_acquire);
   v.state = core::slot_word_state(v.word);
   if (core::slot_word_id(v.word) != seg || !core::slot_state_live(v.state)) return false;
-  v.fd = slot.fd.load(std::memory_order_relaxed);
-  v.size = slot.size.load(std::memory_order_relaxed);
-  v.owner_addr = slot.owner_addr.load(std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_acquire);
+  v.fd = slot.fd.load(std::memory_order_acquire);
+  v.size = slot.size.load(std::memory_order_acquire);
+  v.owner_addr = slot.owner_addr.load(std::memory_order_acquire);
   return slot.word.load(std::memory_order_relaxed) == v.word;
 }
 
@@ -188,9 +187,16 @@ tsu_status_t ShmTransport::map_segment(Peer& peer, tsu_seg_t seg, uint64_t word,
   // The owner retires the slot before it closes the descriptor, and the
   // descriptor number may then be reused by another segment: only if the slot
   // still names `seg` after we opened the descriptor did we open this
-  // segment's memfd (our fence orders the open before the check).
+  // segment's memfd.  The fence orders the open (the kernel's reads of the
+  // owner's descriptor table) before the check; it pairs with no C++ atomic,
+  // so ThreadSanitizer (which rejects fences) gets a seq_cst load instead.
+#if defined(__SANITIZE_THREAD__)
+  const uint64_t now = slot.word.load(std::memory_order_seq_cst);
+#else
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (slot.word.load(std::memory_order_acquire) != word) {
+  const uint64_t now = slot.word.load(std::memory_order_acquire);
+#endif
+  if (now != word) {
     if (st == TSU_OK) core::shared_region_unmap(base, size);
     return TSU_ERR_BAD_SEGMENT;
   }
