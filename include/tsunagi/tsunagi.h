@@ -204,9 +204,20 @@ static inline tsu_gaddr_t tsu_gaddr_add(tsu_gaddr_t g, uint64_t delta) {
   return g;
 }
 
+/* Segment ids.  A rank can have 15361 segments live at once (the main one
+ * included; more gives TSU_ERR_LIMIT).  Ids of freed segments are reused, but
+ * each id carries a generation (id = generation << 14 | index), so an id kept
+ * after tsu_segment_free ("stale") keeps failing with TSU_ERR_BAD_SEGMENT on
+ * every route and never reaches a later segment.  A freed index is reused
+ * only behind at least 1023 others, so a stale id could alias a new segment
+ * only after the 18-bit generation wrapped: at least 2^18 * 1024 =
+ * 268,435,456 frees by the owning rank (about 4.3e9 when few are live).
+ * Ids are opaque: compare them, do not compute with them. */
+
 /* Allocates a new segment in shared memory: node peers reach it with plain
  * loads and stores, so every operation (including atomics) on it runs at
- * memory speed.  Zero-filled.  Local operation. */
+ * memory speed.  Zero-filled.  Local operation.  Each holds a file descriptor
+ * while it lives: running out (RLIMIT_NOFILE) gives TSU_ERR_LIMIT. */
 TSU_API tsu_status_t tsu_segment_alloc(size_t size, tsu_seg_t *seg, void **base);
 
 /* Registers existing user memory as a segment.  Node peers reach it through
@@ -218,8 +229,10 @@ TSU_API tsu_status_t tsu_segment_alloc(size_t size, tsu_seg_t *seg, void **base)
 TSU_API tsu_status_t tsu_mem_register(void *base, size_t size, tsu_seg_t *seg);
 
 /* Frees an allocated segment or deregisters registered memory.  Later requests
- * naming it fail with TSU_ERR_BAD_SEGMENT at the target.  The main segment
- * cannot be freed.  Segment ids are never reused within a job. */
+ * naming it fail with TSU_ERR_BAD_SEGMENT at the target, even after its id was
+ * reused (see "Segment ids" above).  Requests racing with the free (issued
+ * before it returned, not yet applied) are the caller's error, as with any
+ * free.  The main segment cannot be freed. */
 TSU_API tsu_status_t tsu_segment_free(tsu_seg_t seg);
 
 /* Base and size of one of the caller's segments. */

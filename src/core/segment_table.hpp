@@ -1,10 +1,19 @@
 // The calling rank's own segments: the main segment (id 0), segments allocated
 // later in shared memory, and registered user memory.  Allocation and free take
-// a mutex (slow path); translation is an array index and two loads.
+// a mutex (slow path); translation is an array index and a seqlock read of the
+// slot (control_block.hpp).
+//
+// Ids are reused: an id is (generation << 14) | index, freed indices are
+// reused in FIFO order once kSegQuarantine of them wait, and each reuse bumps
+// the generation, so a stale id fails with TSU_ERR_BAD_SEGMENT.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -29,7 +38,8 @@ class SegmentTable {
   tsu_status_t free(tsu_seg_t seg, std::string& error);
 
   // Bounds-checked translation of [offset, offset+len) of one of our segments.
-  // Writes `out` only on success.
+  // Writes `out` only on success.  Safe against a concurrent free/reuse: a
+  // stale id fails with TSU_ERR_BAD_SEGMENT.
   tsu_status_t translate(tsu_seg_t seg, uint64_t offset, std::size_t len, std::byte*& out,
                          uint32_t* state = nullptr) const noexcept;
 
@@ -38,22 +48,45 @@ class SegmentTable {
 
   bool info(tsu_seg_t seg, void*& base, std::size_t& size) const noexcept;
 
+  // Segments live now, the main one included.
+  uint32_t live() const noexcept;
+
   int control_block_fd() const noexcept { return cb_region_.fd; }
   std::size_t control_block_size() const noexcept { return sizeof(ControlBlock); }
   const ControlBlock* control_block() const noexcept { return cb_; }
   ControlBlock* control_block() noexcept { return cb_; }
-  int main_segment_fd() const noexcept { return regions_[0].fd; }
-  std::size_t main_segment_size() const noexcept { return regions_[0].size; }
+  int main_segment_fd() const noexcept { return locals_ ? locals_[0].region.fd : -1; }
+  std::size_t main_segment_size() const noexcept { return locals_ ? locals_[0].region.size : 0; }
 
  private:
-  tsu_status_t claim_slot(tsu_seg_t& seg, std::string& error);
+  struct Local {
+    SharedRegion region;                // owned memfd region (shared segments), guarded by mu_
+    std::atomic<std::byte*> base{nullptr};  // local base; rewritten on reuse (seqlock, see cb)
+  };
+  struct Range {
+    uint64_t size;
+    tsu_seg_t seg;
+  };
+
+  // Picks an index and the id it gets next; TSU_ERR_LIMIT when none is free.
+  tsu_status_t claim_index(uint32_t& index, tsu_seg_t& id, std::string& error);
+  void unclaim_index(uint32_t index) noexcept;
+  // Writes a claimed slot and publishes it.
+  void publish(uint32_t index, tsu_seg_t id, uint32_t state, int fd, uint64_t size,
+               std::byte* base) noexcept;
 
   SharedRegion cb_region_;
   ControlBlock* cb_ = nullptr;
-  mutable std::mutex mu_;  // serializes allocate/register/free
-  uint32_t next_seg_ = 0;
-  SharedRegion regions_[kMaxSegments];       // owned memfd regions (shared segments)
-  std::atomic<std::byte*> bases_[kMaxSegments] = {};  // local base of every live segment
+  std::unique_ptr<Local[]> locals_;  // kMaxSegments entries
+  mutable std::mutex mu_;            // serializes allocate/register/free; guards below
+  uint32_t next_fresh_ = 0;          // indices [next_fresh_, kMaxSegments) never used
+  std::deque<uint32_t> free_;        // retired indices, oldest first
+  uint32_t live_ = 0;
+  bool fresh_claim_ = false;         // the last claim took a fresh index (for unclaim)
+  // Live ranges by base address (for find), and the largest size ever seen,
+  // which bounds how far below a pointer a containing range can start.
+  std::multimap<uintptr_t, Range> ranges_;
+  uint64_t max_range_ = 0;
 };
 
 }  // namespace tsu::core

@@ -19,7 +19,15 @@ tsu_status_t shared_region_create(const char* name, std::size_t size, SharedRegi
   const std::size_t bytes = page_round_up(size ? size : 1);
   const int fd = memfd_create(name, MFD_CLOEXEC);
   if (fd < 0) {
-    error = std::string("memfd_create: ") + std::strerror(errno);
+    const int saved = errno;
+    error = std::string("memfd_create: ") + std::strerror(saved);
+    if (saved == EMFILE || saved == ENFILE) {
+      // Every shared segment holds one descriptor for as long as it lives.
+      error += saved == EMFILE ? " (each shared segment holds a descriptor: raise RLIMIT_NOFILE, "
+                                 "e.g. ulimit -n, or free segments)"
+                               : " (the system-wide file table is full)";
+      return TSU_ERR_LIMIT;
+    }
     return TSU_ERR_SYSTEM;
   }
   if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
@@ -44,7 +52,12 @@ tsu_status_t shared_region_map_peer(pid_t pid, int fd, std::size_t size, void*& 
   const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
   const int local = open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (local < 0) {
-    error = "open(" + path + "): " + std::strerror(errno);
+    const int saved = errno;
+    error = "open(" + path + "): " + std::strerror(saved);
+    if (saved == EMFILE || saved == ENFILE) {
+      error += " (mapping a peer's segment needs a descriptor for a moment: raise RLIMIT_NOFILE)";
+      return TSU_ERR_LIMIT;
+    }
     return TSU_ERR_SYSTEM;
   }
   void* p = mmap(nullptr, page_round_up(size), PROT_READ | PROT_WRITE, MAP_SHARED, local, 0);

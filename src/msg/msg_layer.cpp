@@ -47,7 +47,7 @@ struct MsgLayer::Local {
   std::size_t cap;
   tsu_msg_status_t* status;
   tsu_cb_t cb;
-  int32_t seg;
+  int64_t seg;  // shared segment holding buf, or -1
   uint64_t offset;
 };
 
@@ -232,8 +232,8 @@ bool MsgLayer::try_single_copy(uint32_t dst, uint64_t tag, const void* buf, std:
       if (!tag_matches(e.src, e.tag, e.mask, me, tag)) continue;
       // The earliest match decides: usable or not, nothing later may take it.
       Access a;
-      if (e.seg >= 0 && e.slot < capacity && len <= e.cap &&
-          mem->resolve(tsu_gaddr(dst, static_cast<uint32_t>(e.seg), e.offset), len, a) ==
+      if (e.has_seg && e.slot < capacity && len <= e.cap &&
+          mem->resolve(tsu_gaddr(dst, e.seg, e.offset), len, a) ==
               TSU_OK &&
           a.kind == Access::kDirect) {
         if (len) std::memcpy(a.ptr, buf, len);
@@ -312,7 +312,7 @@ tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::si
   uint32_t state = 0;
   if (rt_.segments().find(buf, seg, offset) &&
       rt_.segments().translate(seg, offset, len, p, &state) == TSU_OK &&
-      state == core::kSegmentShared && seg < 256) {
+      state == core::kSegmentShared && seg < 256) {  // flags carry 8 bits of id
     h.flags = static_cast<uint16_t>(kRtsShared | (seg << 8));
     h.args[2] = offset;
   }
@@ -425,7 +425,8 @@ void MsgLayer::post_entry(uint16_t slot, std::unique_ptr<Local> l) noexcept {
   e.f.cap = static_cast<uint32_t>(std::min<std::size_t>(l->cap, UINT32_MAX));
   // With single-copy eager off here no sender may fill it (and progress
   // does not look for records).
-  e.f.seg = static_cast<int16_t>(sceager_ ? l->seg : -1);
+  e.f.has_seg = sceager_ && l->seg >= 0;
+  e.f.seg = e.f.has_seg ? static_cast<uint32_t>(l->seg) : 0;
   e.f.offset = l->offset;
   e.f.slot = slot;
   slots_[slot] = std::move(l);
@@ -634,7 +635,7 @@ tsu_status_t MsgLayer::recv(uint32_t src, uint64_t tag, uint64_t mask, void* buf
   if (cap && rt_.segments().find(buf, seg, offset) &&
       rt_.segments().translate(seg, offset, cap, p, &state) == TSU_OK &&
       state == core::kSegmentShared) {
-    l->seg = static_cast<int32_t>(seg);
+    l->seg = static_cast<int64_t>(seg);
     l->offset = offset;
   }
   Filled filled;

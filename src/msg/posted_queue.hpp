@@ -56,8 +56,10 @@ struct PostedFields {
   uint64_t offset;  // buffer offset in seg
   uint32_t src;     // TSU_ANY_SOURCE or a rank
   uint32_t cap;     // buffer bytes (clipped: eager messages are far smaller)
-  int16_t seg;      // owner's shared segment holding the buffer, or -1
+  uint32_t seg;     // owner's shared segment holding the buffer (if has_seg)
   uint16_t slot;    // the entry's index
+  uint8_t has_seg;  // 0: the buffer is in no shared segment
+  uint8_t reserved;
 };
 static_assert(sizeof(PostedFields) == 40);
 

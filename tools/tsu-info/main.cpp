@@ -42,7 +42,9 @@ int main(int argc, char** argv) {
     print_summary(p->name, p->summary, "(network: TSU_NET)");
   std::printf("\n");
   std::printf("limits:\n");
-  std::printf("  segments per rank          %u (ids never reused)\n", tsu::core::kMaxSegments);
+  std::printf("  live segments per rank     %u (main included; ids reused with a generation,\n"
+              "                             so a freed segment's id fails: see docs)\n",
+              tsu::core::kMaxLiveSegments);
   std::printf("  atomic widths              4 and 8 bytes, naturally aligned\n");
   std::printf("  atomics on                 main and allocated segments (not registered memory)\n");
   std::printf("  max RMA length             segment size (no other limit)\n\n");

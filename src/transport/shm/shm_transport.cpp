@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include "core/log.hpp"
 
@@ -14,6 +15,47 @@ using core::SegmentSlot;
 
 namespace {
 constexpr std::size_t kPollBatch = 32;
+
+// A mapping cache entry: the page number of the mapping above the generation
+// it maps.  Mappings are page aligned (4 KiB at least) and user addresses
+// below 2^58, so both fit one word; 0 is "nothing mapped".
+constexpr unsigned kMapPageShift = 12;
+inline bool map_word_fits(const void* base) noexcept {
+  return (reinterpret_cast<uintptr_t>(base) & ((uintptr_t{1} << kMapPageShift) - 1)) == 0 &&
+         (reinterpret_cast<uintptr_t>(base) >> kMapPageShift >> (64 - core::kSegGenerationBits)) == 0;
+}
+uint64_t map_word(uint32_t generation, const void* base) noexcept {
+  return (static_cast<uint64_t>(reinterpret_cast<uintptr_t>(base) >> kMapPageShift)
+          << core::kSegGenerationBits) |
+         generation;
+}
+uint32_t map_word_generation(uint64_t w) noexcept {
+  return static_cast<uint32_t>(w) & core::kSegGenerationMask;
+}
+std::byte* map_word_base(uint64_t w) noexcept {
+  return reinterpret_cast<std::byte*>(static_cast<uintptr_t>(w >> core::kSegGenerationBits)
+                                      << kMapPageShift);
+}
+
+// A consistent read of the slot of segment `seg` (the seqlock reader of
+// control_block.hpp).  False when `seg` is not live (stale, freed, never
+// allocated, or changed while we read).
+struct SlotView {
+  uint64_t word;
+  uint32_t state;
+  int32_t fd;
+  uint64_t size;
+  uint64_t owner_addr;
+};
+bool read_slot(const SegmentSlot& slot, tsu_seg_t seg, SlotView& v) noexcept {
+  v.word = slot.word.load(std::memory_order_acquire);
+  v.state = core::slot_word_state(v.word);
+  if (core::slot_word_id(v.word) != seg || !core::slot_state_live(v.state)) return false;
+  v.fd = slot.fd.load(std::memory_order_acquire);
+  v.size = slot.size.load(std::memory_order_acquire);
+  v.owner_addr = slot.owner_addr.load(std::memory_order_acquire);
+  return slot.word.load(std::memory_order_relaxed) == v.word;
+}
 
 // A duplicate of descriptor `fd` of process `pid`, or -1 (then the peer is
 // woken through its futex only, which is all it needs unless it sleeps in epoll).
@@ -36,12 +78,20 @@ int duplicate_peer_fd(pid_t pid, int fd) noexcept {
 }
 }  // namespace
 
+ShmTransport::Peer::~Peer() {
+  for (auto& c : chunks) {
+    MapChunk* chunk = c.load(std::memory_order_relaxed);
+    if (!chunk) continue;
+    for (uint32_t e = 0; e < kMapChunkEntries; ++e)
+      if (const uint64_t w = chunk->word[e].load(std::memory_order_relaxed))
+        core::shared_region_unmap(map_word_base(w), chunk->mapped_size[e]);
+    delete chunk;
+  }
+}
+
 ShmTransport::~ShmTransport() {
   for (auto& peer : peers_) {
     if (!peer) continue;
-    for (uint32_t s = 0; s < core::kMaxSegments; ++s)
-      core::shared_region_unmap(peer->bases[s].load(std::memory_order_relaxed),
-                                peer->mapped_size[s]);
     core::shared_region_unmap(peer->ring_mem, peer->ring_size);
     core::shared_region_unmap(peer->area, peer->area_size);
     if (peer->eventfd >= 0) close(peer->eventfd);
@@ -87,9 +137,11 @@ tsu_status_t ShmTransport::add_peer(uint32_t rank, pid_t pid, int control_fd, st
   };
   if (peer->cb->magic != core::kControlBlockMagic || peer->cb->rank != rank)
     return fail("invalid control block");
-  const SegmentSlot& main = peer->cb->slots[TSU_SEG_MAIN];
-  if (main.state.load(std::memory_order_acquire) != core::kSegmentShared ||
-      !map_segment(*peer, TSU_SEG_MAIN, main))
+  SlotView main;
+  std::byte* main_base = nullptr;
+  if (!read_slot(peer->cb->slots[TSU_SEG_MAIN], TSU_SEG_MAIN, main) ||
+      main.state != core::kSegmentShared ||
+      map_segment(*peer, TSU_SEG_MAIN, main.word, main.fd, main.size, main_base) != TSU_OK)
     return fail("cannot map the main segment");
   std::string why;
   if (core::shared_region_map_peer(pid, peer->cb->msg_ring_fd, peer->cb->msg_ring_size,
@@ -111,38 +163,86 @@ tsu_status_t ShmTransport::add_peer(uint32_t rank, pid_t pid, int control_fd, st
   return TSU_OK;
 }
 
-std::byte* ShmTransport::map_segment(Peer& peer, uint32_t seg, const SegmentSlot& slot) noexcept {
+tsu_status_t ShmTransport::map_segment(Peer& peer, tsu_seg_t seg, uint64_t word, int fd,
+                                       uint64_t size, std::byte*& out) noexcept {
+  const uint32_t index = core::seg_index(seg);
+  const uint32_t generation = core::seg_generation(seg);
+  const SegmentSlot& slot = peer.cb->slots[index];
   std::lock_guard lock(peer.map_mu);
-  if (std::byte* b = peer.bases[seg].load(std::memory_order_acquire)) return b;
+  MapChunk* chunk = peer.chunks[index / kMapChunkEntries].load(std::memory_order_relaxed);
+  if (!chunk) {
+    chunk = new (std::nothrow) MapChunk;
+    if (!chunk) return TSU_ERR_NO_MEMORY;
+    peer.chunks[index / kMapChunkEntries].store(chunk, std::memory_order_release);
+  }
+  const uint32_t e = index % kMapChunkEntries;
+  const uint64_t old = chunk->word[e].load(std::memory_order_relaxed);
+  if (old && map_word_generation(old) == generation) {  // another thread mapped it
+    out = map_word_base(old);
+    return TSU_OK;
+  }
   void* base = nullptr;
   std::string error;
-  if (core::shared_region_map_peer(peer.pid, slot.fd, slot.size, base, error) != TSU_OK) {
+  const tsu_status_t st = core::shared_region_map_peer(peer.pid, fd, size, base, error);
+  // The owner retires the slot before it closes the descriptor, and the
+  // descriptor number may then be reused by another segment: only if the slot
+  // still names `seg` after we opened the descriptor did we open this
+  // segment's memfd.  The fence orders the open (the kernel's reads of the
+  // owner's descriptor table) before the check; it pairs with no C++ atomic,
+  // so ThreadSanitizer (which rejects fences) gets a seq_cst load instead.
+#if defined(__SANITIZE_THREAD__)
+  const uint64_t now = slot.word.load(std::memory_order_seq_cst);
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  const uint64_t now = slot.word.load(std::memory_order_acquire);
+#endif
+  if (now != word) {
+    if (st == TSU_OK) core::shared_region_unmap(base, size);
+    return TSU_ERR_BAD_SEGMENT;
+  }
+  if (st != TSU_OK) {
     TSU_LOG_WARN("mapping segment %u of pid %d failed: %s", seg, static_cast<int>(peer.pid),
                  error.c_str());
-    return nullptr;
+    return st == TSU_ERR_LIMIT ? st : TSU_ERR_SYSTEM;
   }
-  peer.mapped_size[seg] = slot.size;
-  peer.bases[seg].store(static_cast<std::byte*>(base), std::memory_order_release);
-  return static_cast<std::byte*>(base);
+  if (!map_word_fits(base)) {
+    core::shared_region_unmap(base, size);
+    TSU_LOG_WARN("mapping segment %u of pid %d: address %p out of range", seg,
+                 static_cast<int>(peer.pid), base);
+    return TSU_ERR_SYSTEM;
+  }
+  // The index's previous segment (freed by its owner) is unmapped only after
+  // the new one is mapped, so the new mapping never takes its addresses.
+  if (old) core::shared_region_unmap(map_word_base(old), chunk->mapped_size[e]);
+  chunk->mapped_size[e] = size;
+  chunk->word[e].store(map_word(generation, base), std::memory_order_release);
+  out = static_cast<std::byte*>(base);
+  return TSU_OK;
 }
 
 tsu_status_t ShmTransport::resolve(const tsu_gaddr_t& addr, std::size_t len,
                                    Access& out) noexcept {
   if (!reaches(addr.rank)) return TSU_ERR_UNREACHABLE;
   Peer& peer = *peers_[addr.rank];
-  if (addr.seg >= core::kMaxSegments) return TSU_ERR_BAD_SEGMENT;
-  // The target's own slot is the authority: freed segments fail here.
-  const SegmentSlot& slot = peer.cb->slots[addr.seg];
-  const uint32_t state = slot.state.load(std::memory_order_acquire);
-  if (state != core::kSegmentShared && state != core::kSegmentRegistered)
-    return TSU_ERR_BAD_SEGMENT;
-  if (addr.offset > slot.size || len > slot.size - addr.offset) return TSU_ERR_OUT_OF_BOUNDS;
-  if (state == core::kSegmentRegistered) {
-    out = Access{Access::kCrossMemory, nullptr, peer.pid, slot.owner_addr + addr.offset, true};
+  // The target's own slot is the authority: freed segments and stale ids
+  // (an older generation of the index) fail here.
+  const uint32_t index = core::seg_index(addr.seg);
+  SlotView v;
+  if (!read_slot(peer.cb->slots[index], addr.seg, v)) return TSU_ERR_BAD_SEGMENT;
+  if (addr.offset > v.size || len > v.size - addr.offset) return TSU_ERR_OUT_OF_BOUNDS;
+  if (v.state == core::kSegmentRegistered) {
+    out = Access{Access::kCrossMemory, nullptr, peer.pid, v.owner_addr + addr.offset, true};
     return TSU_OK;
   }
-  std::byte* base = peer.bases[addr.seg].load(std::memory_order_acquire);
-  if (!base && !(base = map_segment(peer, addr.seg, slot))) return TSU_ERR_SYSTEM;
+  std::byte* base = nullptr;
+  if (MapChunk* chunk = peer.chunks[index / kMapChunkEntries].load(std::memory_order_acquire)) {
+    const uint64_t w = chunk->word[index % kMapChunkEntries].load(std::memory_order_acquire);
+    if (w && map_word_generation(w) == core::seg_generation(addr.seg)) base = map_word_base(w);
+  }
+  if (!base) {
+    const tsu_status_t st = map_segment(peer, addr.seg, v.word, v.fd, v.size, base);
+    if (st != TSU_OK) return st;
+  }
   out = Access{Access::kDirect, base + addr.offset, 0, 0};
   return TSU_OK;
 }

@@ -75,12 +75,24 @@ class ShmTransport final : public Transport {
   uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
 
  private:
+  // Mappings of one peer's shared segments, by index, in chunks allocated on
+  // first use (most peers touch few indices).  An entry is one word: the
+  // generation it maps and the page number of the mapping (map_word), so a
+  // lookup sees both at once; an entry of an older generation is replaced
+  // (and unmapped) under map_mu when the index's new segment is first used.
+  static constexpr uint32_t kMapChunkEntries = 256;
+  static constexpr uint32_t kMapChunks = core::kMaxSegments / kMapChunkEntries;
+  struct MapChunk {
+    std::atomic<uint64_t> word[kMapChunkEntries] = {};  // 0: nothing mapped
+    std::size_t mapped_size[kMapChunkEntries] = {};     // guarded by map_mu
+  };
   struct Peer {
+    Peer() = default;
+    ~Peer();
     pid_t pid = 0;
     core::ControlBlock* cb = nullptr;
-    std::atomic<std::byte*> bases[core::kMaxSegments] = {};
-    std::size_t mapped_size[core::kMaxSegments] = {};  // guarded by map_mu
-    std::mutex map_mu;  // first-use mapping of a segment
+    std::atomic<MapChunk*> chunks[kMapChunks] = {};  // published with release
+    std::mutex map_mu;  // mapping and remapping of segments
     void* ring_mem = nullptr;
     std::size_t ring_size = 0;
     MsgRing ring;       // the peer's receive ring (we are one of its producers)
@@ -89,7 +101,11 @@ class ShmTransport final : public Transport {
     int eventfd = -1;   // duplicate of the peer's wake eventfd (or -1)
     core::Doorbell doorbell;
   };
-  std::byte* map_segment(Peer& peer, uint32_t seg, const core::SegmentSlot& slot) noexcept;
+  // The mapping of shared segment `seg`, whose slot read `word` with fd/size:
+  // cached, or mapped now.  TSU_ERR_BAD_SEGMENT when the segment was freed
+  // meanwhile.
+  tsu_status_t map_segment(Peer& peer, tsu_seg_t seg, uint64_t word, int fd, uint64_t size,
+                           std::byte*& out) noexcept;
 
   std::vector<std::unique_ptr<Peer>> peers_;
   uint32_t my_rank_ = 0;
