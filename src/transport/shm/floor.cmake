@@ -1,0 +1,3 @@
+# Node peers: shared segments, Cross Memory Attach, message rings.
+tsu_transport(NAME shm SOURCES
+  transport/shm/shm_transport.cpp)
