@@ -35,6 +35,10 @@ tsu_status_t SegmentTable::init(uint32_t rank, std::size_t main_size, std::strin
     error = "main segment did not get id 0";
     return TSU_ERR_SYSTEM;
   }
+  if (st == TSU_OK) {
+    main_base_ = static_cast<std::byte*>(base);
+    main_size_ = main_size;
+  }
   return st;
 }
 
@@ -145,6 +149,12 @@ tsu_status_t SegmentTable::free(tsu_seg_t seg, std::string& error) {
 
 tsu_status_t SegmentTable::translate(tsu_seg_t seg, uint64_t offset, std::size_t len,
                                      std::byte*& out, uint32_t* state_out) const noexcept {
+  if (seg == TSU_SEG_MAIN) [[likely]] {
+    if (offset > main_size_ || len > main_size_ - offset) return TSU_ERR_OUT_OF_BOUNDS;
+    out = main_base_ + offset;
+    if (state_out) *state_out = kSegmentShared;
+    return TSU_OK;
+  }
   const uint32_t index = seg_index(seg);
   const SegmentSlot& slot = cb_->slots[index];
   // Seqlock reader (control_block.hpp).

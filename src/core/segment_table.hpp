@@ -78,6 +78,10 @@ class SegmentTable {
   SharedRegion cb_region_;
   ControlBlock* cb_ = nullptr;
   std::unique_ptr<Local[]> locals_;  // kMaxSegments entries
+  // The main segment (id 0) lives from init to the destructor and is never
+  // freed: translate answers it without the slot's seqlock read.
+  std::byte* main_base_ = nullptr;
+  uint64_t main_size_ = 0;
   mutable std::mutex mu_;            // serializes allocate/register/free; guards below
   uint32_t next_fresh_ = 0;          // indices [next_fresh_, kMaxSegments) never used
   std::deque<uint32_t> free_;        // retired indices, oldest first

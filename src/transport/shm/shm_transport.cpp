@@ -143,6 +143,8 @@ tsu_status_t ShmTransport::add_peer(uint32_t rank, pid_t pid, int control_fd, st
       main.state != core::kSegmentShared ||
       map_segment(*peer, TSU_SEG_MAIN, main.word, main.fd, main.size, main_base) != TSU_OK)
     return fail("cannot map the main segment");
+  peer->main_base = main_base;
+  peer->main_size = main.size;
   std::string why;
   if (core::shared_region_map_peer(pid, peer->cb->msg_ring_fd, peer->cb->msg_ring_size,
                                    peer->ring_mem, why) != TSU_OK)
@@ -226,12 +228,26 @@ tsu_status_t ShmTransport::resolve(const tsu_gaddr_t& addr, std::size_t len,
   Peer& peer = *peers_[addr.rank];
   // The target's own slot is the authority: freed segments and stale ids
   // (an older generation of the index) fail here.
+  if (addr.seg == TSU_SEG_MAIN) [[likely]] {
+    if (addr.offset > peer.main_size || len > peer.main_size - addr.offset)
+      return TSU_ERR_OUT_OF_BOUNDS;
+    out = Access{Access::kDirect, peer.main_base + addr.offset, 0, 0};
+    return TSU_OK;
+  }
   const uint32_t index = core::seg_index(addr.seg);
-  SlotView v;
-  if (!read_slot(peer.cb->slots[index], addr.seg, v)) return TSU_ERR_BAD_SEGMENT;
-  if (addr.offset > v.size || len > v.size - addr.offset) return TSU_ERR_OUT_OF_BOUNDS;
-  if (v.state == core::kSegmentRegistered) {
-    out = Access{Access::kCrossMemory, nullptr, peer.pid, v.owner_addr + addr.offset, true};
+  const SegmentSlot& slot = peer.cb->slots[index];
+  // Seqlock read (control_block.hpp): the word, the fields this request
+  // needs, the word again.
+  const uint64_t word = slot.word.load(std::memory_order_acquire);
+  const uint32_t state = core::slot_word_state(word);
+  if (core::slot_word_id(word) != addr.seg || !core::slot_state_live(state))
+    return TSU_ERR_BAD_SEGMENT;
+  const uint64_t size = slot.size.load(std::memory_order_acquire);
+  if (state == core::kSegmentRegistered) {
+    const uint64_t owner_addr = slot.owner_addr.load(std::memory_order_acquire);
+    if (slot.word.load(std::memory_order_relaxed) != word) return TSU_ERR_BAD_SEGMENT;
+    if (addr.offset > size || len > size - addr.offset) return TSU_ERR_OUT_OF_BOUNDS;
+    out = Access{Access::kCrossMemory, nullptr, peer.pid, owner_addr + addr.offset, true};
     return TSU_OK;
   }
   std::byte* base = nullptr;
@@ -239,7 +255,12 @@ tsu_status_t ShmTransport::resolve(const tsu_gaddr_t& addr, std::size_t len,
     const uint64_t w = chunk->word[index % kMapChunkEntries].load(std::memory_order_acquire);
     if (w && map_word_generation(w) == core::seg_generation(addr.seg)) base = map_word_base(w);
   }
+  if (slot.word.load(std::memory_order_relaxed) != word) return TSU_ERR_BAD_SEGMENT;
+  if (addr.offset > size || len > size - addr.offset) return TSU_ERR_OUT_OF_BOUNDS;
   if (!base) {
+    // Not mapped yet (or an older generation is): read the whole slot.
+    SlotView v;
+    if (!read_slot(slot, addr.seg, v)) return TSU_ERR_BAD_SEGMENT;
     const tsu_status_t st = map_segment(peer, addr.seg, v.word, v.fd, v.size, base);
     if (st != TSU_OK) return st;
   }

@@ -91,6 +91,11 @@ class ShmTransport final : public Transport {
     ~Peer();
     pid_t pid = 0;
     core::ControlBlock* cb = nullptr;
+    // The main segment (id 0) is never freed or reused before finalize: its
+    // mapping and size, fixed at add_peer, answer the most common requests
+    // without reading the slot.
+    std::byte* main_base = nullptr;
+    uint64_t main_size = 0;
     std::atomic<MapChunk*> chunks[kMapChunks] = {};  // published with release
     std::mutex map_mu;  // mapping and remapping of segments
     void* ring_mem = nullptr;
