@@ -293,8 +293,8 @@ void RemoteOps::on_peer_lost(uint32_t rank) noexcept {
 // way, so together the whole range is checked before any byte moves.
 tsu_status_t RemoteOps::check_whole(const tsu_gaddr_t& piece, uint64_t end,
                                     std::size_t piece_len) const noexcept {
-  if (end < piece.offset || end - piece.offset < piece_len) return TSU_ERR_INVALID_ARG;
   if (end == UINT64_MAX) return TSU_ERR_OUT_OF_BOUNDS;  // the range overflowed
+  if (end < piece.offset || end - piece.offset < piece_len) return TSU_ERR_INVALID_ARG;
   transport::Access a;
   return rt_.resolve(piece, static_cast<std::size_t>(end - piece.offset), a);
 }

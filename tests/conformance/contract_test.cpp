@@ -95,6 +95,13 @@ TEST(Contract, OutOfBoundsPutWritesNothing) {
       EXPECT_EQ(st, TSU_ERR_OUT_OF_BOUNDS) << "put of " << o.len << " B at size-" << o.back
                                            << " to rank " << t;
     }
+    // A range whose end overflows 64 bits (offset near UINT64_MAX).
+    EXPECT_EQ(outcome([&](tsu_cb_t cb) {
+                return tsu_try_put(tsu_gaddr(t, TSU_SEG_MAIN, UINT64_MAX - 10),
+                                   tsu_laddr(src.seg, 0), 100, cb);
+              }),
+              TSU_ERR_OUT_OF_BOUNDS)
+        << "put whose range end overflows, to rank " << t;
     // An offset past the end, even for zero bytes.
     EXPECT_EQ(outcome([&](tsu_cb_t cb) {
                 return tsu_try_put(tsu_gaddr(t, TSU_SEG_MAIN, size + 1), tsu_laddr(src.seg, 0), 0,
