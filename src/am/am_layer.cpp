@@ -162,7 +162,7 @@ tsu_status_t AmLayer::set_user_handler(uint32_t id, tsu_am_handler_t fn, void* c
     e = fresh.get();
     entries_.push_back(std::move(fresh));
   }
-  e->ctx = ctx;
+  e->ctx.store(ctx, std::memory_order_relaxed);
   e->fn.store(fn, std::memory_order_release);
   rt_.handlers().set(core::kFirstUserHandler + id, fn ? dispatch_user : nullptr, e);
   return TSU_OK;
@@ -184,11 +184,11 @@ void AmLayer::dispatch_user(void* ctx, uint32_t src, const MessageHeader& h,
       TSU_LOG_ERROR("long AM %u from rank %u names memory that is gone", e->id, src);
       return;
     }
-    fn(&token, h.args, nargs, p, ref.len, e->ctx);
+    fn(&token, h.args, nargs, p, ref.len, e->ctx.load(std::memory_order_relaxed));
     return;
   }
   fn(&token, h.args, nargs, h.payload_len ? const_cast<std::byte*>(payload) : nullptr,
-     h.payload_len, e->ctx);
+     h.payload_len, e->ctx.load(std::memory_order_relaxed));
 }
 
 tsu_status_t AmLayer::run_user_handler(uint32_t src, uint32_t id, const MessageHeader& h,
@@ -206,7 +206,7 @@ tsu_status_t AmLayer::run_user_handler(uint32_t src, uint32_t id, const MessageH
     return TSU_ERR_INVALID_ARG;
   }
   tsu_am_token_s token{src, true, false};
-  fn(&token, h.args, h.flags & kFlagArgsMask, payload, len, e->ctx);
+  fn(&token, h.args, h.flags & kFlagArgsMask, payload, len, e->ctx.load(std::memory_order_relaxed));
   return TSU_OK;
 }
 

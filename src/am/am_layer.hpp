@@ -92,8 +92,11 @@ class AmLayer {
   struct UserEntry {
     AmLayer* layer;
     uint32_t id;
+    // Written by (re-)registration while the progress thread may dispatch
+    // the id: ctx is stored before fn (release) and read after it (acquire),
+    // so a dispatch that sees a handler sees the ctx registered with it.
     std::atomic<tsu_am_handler_t> fn;
-    void* ctx;
+    std::atomic<void*> ctx;
   };
   struct Queued {
     uint32_t dst;
