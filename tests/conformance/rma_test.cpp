@@ -1,8 +1,14 @@
-// put / get / copy correctness between ranks, 1 B .. 64 MiB, odd sizes and
-// unaligned offsets, on the main segment, tsu_segment_alloc segments and
-// registered user memory (Cross Memory Attach), with several issuing threads
-// per rank.  Every byte is checked against a pattern of (rank, offset), and the
-// bytes around every destination range must keep their sentinel value.
+// Conformance: RMA (put / get / copy) on every route.  Correctness between
+// ranks, 0 B .. 64 MiB, odd sizes, unaligned offsets and udp packet and
+// message boundaries, on the main segment, tsu_segment_alloc segments and
+// registered user memory (Cross Memory Attach on a node, messages across
+// nodes), with several issuing threads per rank; third-party copies
+// (next -> next+1), copies from a peer, counters and callbacks that issue
+// requests.  Every byte is checked against a pattern of (rank, offset), and
+// the bytes around every destination range must keep their sentinel value.
+// Each rank reads and writes its neighbours only with tsu_try_*; every rank
+// checks its own memory, so the same checks hold whether the neighbour is the
+// rank itself (a job of one), a node peer or a rank on another node.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -65,7 +71,11 @@ struct Case {
 
 // The sizes and offsets exercised; cases that do not fit a space are dropped.
 std::vector<Case> all_cases() {
-  std::vector<std::size_t> sizes = {0, 3, 5, 7, 4095, 4097, 65537, 1000003, 3 * kMiB + 5};
+  // Odd sizes, and around udp's datagram payload (~1400-1500 B) and its
+  // 256 KiB message pieces (300000 B spans two).
+  std::vector<std::size_t> sizes = {0,    3,      5,      7,       100,    1400,
+                                    1500, 4095,   4097,   65537,   300000, 1000003,
+                                    3 * kMiB + 5};
   for (std::size_t s = 1; s <= 64 * kMiB; s <<= 1) sizes.push_back(s);
   std::sort(sizes.begin(), sizes.end());
   const std::pair<uint64_t, uint64_t> small_offsets[] = {{0, 0}, {1, 3}, {7, 4095}, {65537, 1}};
