@@ -339,12 +339,13 @@ TEST_F(Rma, CounterHelpers) {
   const tsu_cb_t cb = tsu_counter_cb(&c);
   EXPECT_EQ(cb.arg, &c);
   EXPECT_NE(cb.fn, nullptr);
-  // 100 good puts into my own B-less scratch: next rank's directory page tail.
+  // 100 good puts into the next rank's directory page tail, from 8 bytes
+  // at 2560 that no request writes (the previous rank writes our 2048..2303).
   constexpr int kGood = 100;
   for (int i = 0; i < kGood; ++i)
     ASSERT_EQ(mp::issue([&] {
                 return tsu_try_put(tsu_gaddr(next, TSU_SEG_MAIN, 2048 + 8u * static_cast<unsigned>(i % 32)),
-                                   tsu_laddr(TSU_SEG_MAIN, 2048), 8, cb);
+                                   tsu_laddr(TSU_SEG_MAIN, 2560), 8, cb);
               }),
               TSU_OK);
   EXPECT_EQ(tsu_counter_wait(&c, kGood), TSU_OK);
@@ -352,11 +353,11 @@ TEST_F(Rma, CounterHelpers) {
   // One request failing at the target: counted, and its error kept (the first).
   ASSERT_EQ(mp::issue([&] {
               return tsu_try_put(tsu_gaddr(next, TSU_SEG_MAIN, mp::main_size() - 4),
-                                 tsu_laddr(TSU_SEG_MAIN, 2048), 8, cb);
+                                 tsu_laddr(TSU_SEG_MAIN, 2560), 8, cb);
             }),
             TSU_OK);
   ASSERT_EQ(mp::issue([&] {
-              return tsu_try_get(tsu_laddr(TSU_SEG_MAIN, 2048), tsu_gaddr(next, 200, 0), 8, cb);
+              return tsu_try_get(tsu_laddr(TSU_SEG_MAIN, 2560), tsu_gaddr(next, 200, 0), 8, cb);
             }),
             TSU_OK);
   EXPECT_EQ(tsu_counter_wait(&c, kGood + 2), TSU_ERR_OUT_OF_BOUNDS);
@@ -364,7 +365,7 @@ TEST_F(Rma, CounterHelpers) {
   EXPECT_EQ(c.first_error, TSU_ERR_OUT_OF_BOUNDS);
   // More good requests do not clear it.
   ASSERT_EQ(mp::issue([&] {
-              return tsu_try_put(tsu_gaddr(next, TSU_SEG_MAIN, 2048), tsu_laddr(TSU_SEG_MAIN, 2048),
+              return tsu_try_put(tsu_gaddr(next, TSU_SEG_MAIN, 2048), tsu_laddr(TSU_SEG_MAIN, 2560),
                                  8, cb);
             }),
             TSU_OK);
@@ -373,9 +374,12 @@ TEST_F(Rma, CounterHelpers) {
 }
 
 // A callback may issue new requests: chains of puts started from callbacks.
+// The chain writes `off` at the target from `src` of its own memory: distinct
+// offsets, as the previous rank's chains write this rank's `off` meanwhile.
 struct Chain {
   uint32_t target;
   uint64_t off;
+  uint64_t src;
   int remaining;
   std::atomic<int> links{0};
   std::atomic<int> failures{0};
@@ -392,7 +396,7 @@ void chain_cb(tsu_status_t st, void* arg) {
   // Must not block: retry a bounded number of times on EAGAIN.
   for (int tries = 0; tries < 1000; ++tries) {
     const tsu_status_t s = tsu_try_put(tsu_gaddr(ch->target, TSU_SEG_MAIN, ch->off),
-                                       tsu_laddr(TSU_SEG_MAIN, ch->off), 8,
+                                       tsu_laddr(TSU_SEG_MAIN, ch->src), 8,
                                        tsu_cb(chain_cb, ch));
     if (s == TSU_OK) return;
     if (s != TSU_EAGAIN) break;
@@ -404,10 +408,10 @@ void chain_cb(tsu_status_t st, void* arg) {
 TEST_F(Rma, CallbackIssuesRequests) {
   const uint32_t me = mp::rank(), n = mp::size();
   mp::run_threads(kThreads, [&](unsigned tid) {
-    Chain ch{(me + 1) % n, 3072 + 8u * tid, 50};
+    Chain ch{(me + 1) % n, 3072 + 8u * tid, 3584 + 8u * tid, 50};
     ASSERT_EQ(mp::issue([&] {
                 return tsu_try_put(tsu_gaddr(ch.target, TSU_SEG_MAIN, ch.off),
-                                   tsu_laddr(TSU_SEG_MAIN, ch.off), 8, tsu_cb(chain_cb, &ch));
+                                   tsu_laddr(TSU_SEG_MAIN, ch.src), 8, tsu_cb(chain_cb, &ch));
               }),
               TSU_OK);
     mp::wait_until([&] { return ch.done.load(std::memory_order_acquire); }, "callback chain");
