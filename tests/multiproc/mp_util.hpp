@@ -44,6 +44,21 @@ inline bool env_is(const char* var, const char* value) {
 inline bool engine_mode() { return env_is("TSU_BYPASS", "0"); }
 inline bool manual_mode() { return env_is("TSU_PROGRESS", "manual"); }
 
+// Where a rank is: its node, and whether this process reaches its memory
+// directly (itself or a node peer: tsu_gaddr_ptr works, and with bypass on
+// RMA and atomics to it complete inline, before tsu_try_* returns).  Ranks on
+// other nodes are reached by messages only, through the progress engine.
+inline uint32_t node_of(uint32_t r) {
+  uint32_t n = 0;
+  EXPECT_EQ(tsu_node_of(r, &n), TSU_OK);
+  return n;
+}
+inline bool memory_peer(uint32_t r) { return node_of(r) == node_of(rank()); }
+// Requests to `r` complete inline (the contract's bypass case).
+inline bool completes_inline(uint32_t r) { return !engine_mode() && memory_peer(r); }
+// Requests to `r` go through the progress engine (and its command ring).
+inline bool through_engine(uint32_t r) { return !completes_inline(r); }
+
 inline void barrier() { ASSERT_EQ(tsu_barrier(), TSU_OK) << tsu_last_error(); }
 
 // Drives progress until pred() holds; false (and a test failure) on timeout.

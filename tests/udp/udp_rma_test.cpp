@@ -2,7 +2,10 @@
 // i.e. over the udp transport.  Run with tsurun --ranks-per-node K: ranks of
 // one node use shm among themselves, ranks of different nodes use udp.
 // Under TSU_UDP_IMPAIR the same checks run through loss, reordering,
-// duplication, corruption and delay: results must stay exact.
+// duplication, corruption and delay: results must stay exact.  These are
+// the udp protocol's fault tests (tests/udp/CMakeLists.txt: impairments,
+// network namespaces, three nodes, a small MTU); the same features without
+// faults, on every route, are the conformance suite (tests/conformance/).
 #include <gtest/gtest.h>
 
 #include <algorithm>

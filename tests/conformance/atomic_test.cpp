@@ -1,9 +1,12 @@
-// Remote atomics under contention: every rank and 4 threads per rank hammer the
-// same words (the owner's own threads included, through the same API), for
-// every op on INT32/UINT32/INT64/UINT64 and the DOUBLE ops, with exact final
-// values: fetch-add results form a permutation, CAS increment loops lose
-// nothing, bit operations on per-thread bits never disturb each other, swaps
-// form a chain, loads never see torn values.
+// Conformance: remote atomics on every route, under contention.  Every rank
+// and 4 threads per rank hammer the same words (the owner's own threads
+// included, through the same API), for every op on INT32/UINT32/INT64/UINT64
+// and the DOUBLE ops, with exact final values: fetch-add results form a
+// permutation, CAS increment loops lose nothing, bit operations on per-thread
+// bits never disturb each other, swaps form a chain, loads never see torn
+// values, 32-bit ops touch only their 4 bytes.  Words are read back with
+// atomics or by their owner in its own memory, never through a pointer to a
+// peer, so the checks hold for the rank itself, node peers and other nodes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -508,13 +511,18 @@ TEST_F(DoubleAtomic, CasComparesBits) {
 }
 
 // The 32-bit ops touch only their 4 bytes: neighbours keep their values.
+// Each rank works on a 16-byte slot of the next rank's memory; the owner
+// fills and checks its slots in its own memory, around the writers' atomics.
 TEST(AtomicWidth, ThirtyTwoBitOpsTouchOnlyTheirWord) {
   const uint32_t me = mp::rank(), n = mp::size();
-  const uint32_t peer = (me + 1) % n;
-  const uint64_t off = kWordsOff + 16384 + 64u * me;
-  uint8_t* p = mp::gptr(tsu_gaddr(peer, TSU_SEG_MAIN, off), 16);
-  std::memset(p, 0xEE, 16);
-  const tsu_gaddr_t g = tsu_gaddr(peer, TSU_SEG_MAIN, off + 4);
+  const uint32_t peer = (me + 1) % n, writer = (me + n - 1) % n;
+  auto slot = [](uint32_t w) { return kWordsOff + 16384 + 64u * w; };
+  uint8_t* mine = mp::main_base() + slot(writer);  // the slot my writer aims at
+  std::memset(mine - 16, 0xDD, 16);                // sentinels around it
+  std::memset(mine, 0xEE, 16);
+  std::memset(mine + 16, 0xDD, 16);
+  barrier();
+  const tsu_gaddr_t g = tsu_gaddr(peer, TSU_SEG_MAIN, slot(me) + 4);
   uint32_t v = 0x01020304, old = 0;
   EXPECT_EQ(amo<uint32_t>(g, TSU_AOP_SWAP, &v, nullptr, &old), TSU_OK);
   EXPECT_EQ(old, 0xEEEEEEEEu);
@@ -522,10 +530,14 @@ TEST(AtomicWidth, ThirtyTwoBitOpsTouchOnlyTheirWord) {
   int32_t iold = 0;
   EXPECT_EQ(amo<int32_t>(g, TSU_AOP_FETCH_ADD, &minus, nullptr, &iold), TSU_OK);
   EXPECT_EQ(iold, 0x01020304);
-  EXPECT_EQ(mp::check_fill(p, 4, 0xEE), SIZE_MAX);
-  EXPECT_EQ(mp::check_fill(p + 8, 8, 0xEE), SIZE_MAX);
+  EXPECT_EQ(load<uint32_t>(g), 0x01020304u - 5u);
+  barrier();  // every writer's atomics have completed
+  EXPECT_EQ(mp::check_fill(mine - 16, 16, 0xDD), SIZE_MAX) << "bytes before the slot";
+  EXPECT_EQ(mp::check_fill(mine, 4, 0xEE), SIZE_MAX) << "the word before the target";
+  EXPECT_EQ(mp::check_fill(mine + 8, 8, 0xEE), SIZE_MAX) << "the word after the target";
+  EXPECT_EQ(mp::check_fill(mine + 16, 16, 0xDD), SIZE_MAX) << "bytes after the slot";
   uint32_t now;
-  std::memcpy(&now, p + 4, 4);
+  std::memcpy(&now, mine + 4, 4);
   EXPECT_EQ(now, 0x01020304u - 5u);
   barrier();
 }

@@ -1,8 +1,14 @@
-// put / get / copy correctness between ranks, 1 B .. 64 MiB, odd sizes and
-// unaligned offsets, on the main segment, tsu_segment_alloc segments and
-// registered user memory (Cross Memory Attach), with several issuing threads
-// per rank.  Every byte is checked against a pattern of (rank, offset), and the
-// bytes around every destination range must keep their sentinel value.
+// Conformance: RMA (put / get / copy) on every route.  Correctness between
+// ranks, 0 B .. 64 MiB, odd sizes, unaligned offsets and udp packet and
+// message boundaries, on the main segment, tsu_segment_alloc segments and
+// registered user memory (Cross Memory Attach on a node, messages across
+// nodes), with several issuing threads per rank; third-party copies
+// (next -> next+1), copies from a peer, counters and callbacks that issue
+// requests.  Every byte is checked against a pattern of (rank, offset), and
+// the bytes around every destination range must keep their sentinel value.
+// Each rank reads and writes its neighbours only with tsu_try_*; every rank
+// checks its own memory, so the same checks hold whether the neighbour is the
+// rank itself (a job of one), a node peer or a rank on another node.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -65,7 +71,11 @@ struct Case {
 
 // The sizes and offsets exercised; cases that do not fit a space are dropped.
 std::vector<Case> all_cases() {
-  std::vector<std::size_t> sizes = {0, 3, 5, 7, 4095, 4097, 65537, 1000003, 3 * kMiB + 5};
+  // Odd sizes, and around udp's datagram payload (~1400-1500 B) and its
+  // 256 KiB message pieces (300000 B spans two).
+  std::vector<std::size_t> sizes = {0,    3,      5,      7,       100,    1400,
+                                    1500, 4095,   4097,   65537,   300000, 1000003,
+                                    3 * kMiB + 5};
   for (std::size_t s = 1; s <= 64 * kMiB; s <<= 1) sizes.push_back(s);
   std::sort(sizes.begin(), sizes.end());
   const std::pair<uint64_t, uint64_t> small_offsets[] = {{0, 0}, {1, 3}, {7, 4095}, {65537, 1}};
@@ -329,12 +339,13 @@ TEST_F(Rma, CounterHelpers) {
   const tsu_cb_t cb = tsu_counter_cb(&c);
   EXPECT_EQ(cb.arg, &c);
   EXPECT_NE(cb.fn, nullptr);
-  // 100 good puts into my own B-less scratch: next rank's directory page tail.
+  // 100 good puts into the next rank's directory page tail, from 8 bytes
+  // at 2560 that no request writes (the previous rank writes our 2048..2303).
   constexpr int kGood = 100;
   for (int i = 0; i < kGood; ++i)
     ASSERT_EQ(mp::issue([&] {
                 return tsu_try_put(tsu_gaddr(next, TSU_SEG_MAIN, 2048 + 8u * static_cast<unsigned>(i % 32)),
-                                   tsu_laddr(TSU_SEG_MAIN, 2048), 8, cb);
+                                   tsu_laddr(TSU_SEG_MAIN, 2560), 8, cb);
               }),
               TSU_OK);
   EXPECT_EQ(tsu_counter_wait(&c, kGood), TSU_OK);
@@ -342,11 +353,11 @@ TEST_F(Rma, CounterHelpers) {
   // One request failing at the target: counted, and its error kept (the first).
   ASSERT_EQ(mp::issue([&] {
               return tsu_try_put(tsu_gaddr(next, TSU_SEG_MAIN, mp::main_size() - 4),
-                                 tsu_laddr(TSU_SEG_MAIN, 2048), 8, cb);
+                                 tsu_laddr(TSU_SEG_MAIN, 2560), 8, cb);
             }),
             TSU_OK);
   ASSERT_EQ(mp::issue([&] {
-              return tsu_try_get(tsu_laddr(TSU_SEG_MAIN, 2048), tsu_gaddr(next, 200, 0), 8, cb);
+              return tsu_try_get(tsu_laddr(TSU_SEG_MAIN, 2560), tsu_gaddr(next, 200, 0), 8, cb);
             }),
             TSU_OK);
   EXPECT_EQ(tsu_counter_wait(&c, kGood + 2), TSU_ERR_OUT_OF_BOUNDS);
@@ -354,7 +365,7 @@ TEST_F(Rma, CounterHelpers) {
   EXPECT_EQ(c.first_error, TSU_ERR_OUT_OF_BOUNDS);
   // More good requests do not clear it.
   ASSERT_EQ(mp::issue([&] {
-              return tsu_try_put(tsu_gaddr(next, TSU_SEG_MAIN, 2048), tsu_laddr(TSU_SEG_MAIN, 2048),
+              return tsu_try_put(tsu_gaddr(next, TSU_SEG_MAIN, 2048), tsu_laddr(TSU_SEG_MAIN, 2560),
                                  8, cb);
             }),
             TSU_OK);
@@ -363,9 +374,12 @@ TEST_F(Rma, CounterHelpers) {
 }
 
 // A callback may issue new requests: chains of puts started from callbacks.
+// The chain writes `off` at the target from `src` of its own memory: distinct
+// offsets, as the previous rank's chains write this rank's `off` meanwhile.
 struct Chain {
   uint32_t target;
   uint64_t off;
+  uint64_t src;
   int remaining;
   std::atomic<int> links{0};
   std::atomic<int> failures{0};
@@ -382,7 +396,7 @@ void chain_cb(tsu_status_t st, void* arg) {
   // Must not block: retry a bounded number of times on EAGAIN.
   for (int tries = 0; tries < 1000; ++tries) {
     const tsu_status_t s = tsu_try_put(tsu_gaddr(ch->target, TSU_SEG_MAIN, ch->off),
-                                       tsu_laddr(TSU_SEG_MAIN, ch->off), 8,
+                                       tsu_laddr(TSU_SEG_MAIN, ch->src), 8,
                                        tsu_cb(chain_cb, ch));
     if (s == TSU_OK) return;
     if (s != TSU_EAGAIN) break;
@@ -394,10 +408,10 @@ void chain_cb(tsu_status_t st, void* arg) {
 TEST_F(Rma, CallbackIssuesRequests) {
   const uint32_t me = mp::rank(), n = mp::size();
   mp::run_threads(kThreads, [&](unsigned tid) {
-    Chain ch{(me + 1) % n, 3072 + 8u * tid, 50};
+    Chain ch{(me + 1) % n, 3072 + 8u * tid, 3584 + 8u * tid, 50};
     ASSERT_EQ(mp::issue([&] {
                 return tsu_try_put(tsu_gaddr(ch.target, TSU_SEG_MAIN, ch.off),
-                                   tsu_laddr(TSU_SEG_MAIN, ch.off), 8, tsu_cb(chain_cb, &ch));
+                                   tsu_laddr(TSU_SEG_MAIN, ch.src), 8, tsu_cb(chain_cb, &ch));
               }),
               TSU_OK);
     mp::wait_until([&] { return ch.done.load(std::memory_order_acquire); }, "callback chain");
