@@ -301,27 +301,14 @@ TEST_F(Errors, RmaBadArguments) {
 // A put or get whose target range overflows 64 bits fails at the target with
 // TSU_ERR_OUT_OF_BOUNDS, as any range past the segment's end.
 TEST_F(Errors, RangeOverflowAtTarget) {
-  // Every rank takes part in the barriers, whether it runs the cases or not.
-  if (g.mapped) {
-    const auto cases = overflow_cases();
-    mp::run_threads(kThreads, [&](unsigned tid) {
-      for (std::size_t i = tid; i < cases.size() + tid; ++i) run_case(cases[i % cases.size()]);
-      EXPECT_EQ(tsu_quiet(), TSU_OK);
-    });
-  }
+  const auto cases = overflow_cases();
+  mp::run_threads(kThreads, [&](unsigned tid) {
+    for (std::size_t i = tid; i < cases.size() + tid; ++i) run_case(cases[i % cases.size()]);
+    EXPECT_EQ(tsu_quiet(), TSU_OK);
+  });
   barrier();
   expect_untouched("after the overflow cases");
   barrier();
-  if (!g.mapped) {
-    // Library bug (not a test assumption): over udp the target answers
-    // TSU_ERR_INVALID_ARG.  The origin saturates the range's end to
-    // UINT64_MAX (remote_ops.cpp range_end), and RemoteOps::check_whole tests
-    // `end - offset < len` (-> INVALID_ARG) before `end == UINT64_MAX`
-    // (-> OUT_OF_BOUNDS).  Nothing is written either way.
-    GTEST_SKIP() << "bug: a range overflowing 64 bits at a rank on another node completes with "
-                    "TSU_ERR_INVALID_ARG instead of TSU_ERR_OUT_OF_BOUNDS (RemoteOps::check_whole "
-                    "checks the length before the saturated end)";
-  }
 }
 
 TEST_F(Errors, AtomicBadArguments) {
