@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <sys/random.h>
 
+#include "bootstrap/local/auth.hpp"
 #include "core/log.hpp"
 #include "util/backoff.hpp"
 
@@ -216,52 +217,24 @@ struct UdpRecord {  // "tsu.udp.<rank>"
   uint16_t reserved;
 };
 
-bool parse_secret(const char* text, transport::udp::Secret& out) {
-  if (!text || std::strlen(text) != 32) return false;
-  uint64_t v[2] = {0, 0};
-  for (int i = 0; i < 32; ++i) {
-    const char c = text[i];
-    int d;
-    if (c >= '0' && c <= '9') d = c - '0';
-    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-    else return false;
-    v[i / 16] = (v[i / 16] << 4) | static_cast<uint64_t>(d);
-  }
-  out = transport::udp::Secret{v[0], v[1]};
-  return true;
-}
 }  // namespace
 
 tsu_status_t Runtime::connect_network(const std::vector<bool>& remote, std::string& error) {
   namespace udp = transport::udp;
-  // The per-job secret: from tsurun (TSU_JOB_SECRET), else rank 0 draws one
-  // and publishes it through the bootstrap.
-  udp::Secret secret;
-  if (const char* s = std::getenv("TSU_JOB_SECRET")) {
-    if (!parse_secret(s, secret)) {
-      error = "TSU_JOB_SECRET must be 32 hexadecimal digits";
-      return TSU_ERR_CONFIG;
-    }
-  } else {
-    std::vector<std::byte> v;
-    if (rank_ == 0) {
-      uint64_t k[2];
-      if (getrandom(k, sizeof k, 0) != static_cast<ssize_t>(sizeof k)) {
-        error = std::string("getrandom: ") + std::strerror(errno);
-        return TSU_ERR_SYSTEM;
-      }
-      if (boot_->put("tsu.udp.secret", std::as_bytes(std::span(k, 2))) != TSU_OK) {
-        error = "bootstrap put of the udp secret failed";
-        return TSU_ERR_BOOTSTRAP;
-      }
-    }
-    if (boot_->get("tsu.udp.secret", v) != TSU_OK || v.size() != 16) {
-      error = "bootstrap get of the udp secret failed";
-      return TSU_ERR_BOOTSTRAP;
-    }
-    std::memcpy(&secret, v.data(), 16);
+  // The per-job secret, handed to this rank out of band by tsurun (the same
+  // one that authenticated its bootstrap connection).  It is never published
+  // through the bootstrap: a job without one cannot reach other nodes.
+  std::string secret_error;
+  const auto job_secret = bootstrap::auth::job_secret(secret_error);
+  if (!job_secret) {
+    error = !secret_error.empty() ? secret_error
+                                  : "ranks on other nodes need the job secret from tsurun (TSU_JOB_SECRET_FD), "
+                                    "and none was given";
+    return TSU_ERR_CONFIG;
   }
+  udp::Secret secret;
+  std::memcpy(&secret.k0, job_secret->data(), 8);
+  std::memcpy(&secret.k1, job_secret->data() + 8, 8);
   udp::UdpConfig uc;
   uc.bind_ip = !cfg_.udp_addr.empty() ? cfg_.udp_addr : boot_->reachable_address();
   if (uc.bind_ip.empty()) uc.bind_ip = "127.0.0.1";
