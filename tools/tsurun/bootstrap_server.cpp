@@ -72,7 +72,8 @@ std::string BootstrapServer::refusal_summary() const {
          std::to_string(refusals_.protocol_errors) + " protocol error(s), " +
          std::to_string(refusals_.dropped_pending) + " dropped unauthenticated (over " +
          std::to_string(kMaxPending) + " pending), " + std::to_string(refusals_.claimed_twice) +
-         " claim(s) of an already claimed rank";
+         " claim(s) of an already claimed rank, " + std::to_string(refusals_.abandoned) +
+         " closed by the client before authenticating";
 }
 
 size_t BootstrapServer::pending_count() const {
@@ -245,6 +246,7 @@ void BootstrapServer::on_readable(uint64_t id, Conn& c) {
   if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
   if (n <= 0) {
     // A rank may leave without Finalize; only its exit status decides failure.
+    if (c.rank < 0) ++refusals_.abandoned;
     log(who(c) + " disconnected");
     close_conn(id);
     return;

@@ -55,7 +55,8 @@ class BootstrapServer {
     uint64_t protocol_errors = 0;
     uint64_t dropped_pending = 0;  // unauthenticated, pushed out by newer ones
     uint64_t claimed_twice = 0;    // authenticated, but the rank was claimed before
-    uint64_t total() const { return failed_proofs + protocol_errors + dropped_pending + claimed_twice; }
+    uint64_t abandoned = 0;        // closed by the client before authenticating
+    uint64_t total() const { return failed_proofs + protocol_errors + dropped_pending + claimed_twice + abandoned; }
   };
   const Refusals& refusals() const { return refusals_; }
   // One line on the refusals, or "" if there were none.
