@@ -122,6 +122,8 @@ const std::vector<ConfigVar>& config_vars() {
       {"TSU_UDP_SOCKBUF", "4M", "udp: kernel send/receive buffer of the socket"},
       {"TSU_UDP_GSO", "1", "udp: 1: consecutive datagrams to one peer leave as one segmented send (UDP_SEGMENT)"},
       {"TSU_UDP_GRO", "1", "udp: 1: receive segmented sends coalesced, one buffer per group (UDP_GRO)"},
+      {"TSU_UDP_AUTH", "0", "udp: 1: authenticate every datagram's payload too (keyed BLAKE2b tag; for "
+                            "untrusted networks; every rank must agree)"},
       {"TSU_UDP_CWND_MIN", "4", "udp: congestion window floor in datagrams"},
       {"TSU_UDP_IMPAIR", "(off)", "udp TEST FACILITY: impair sent datagrams, e.g. "
                                   "loss=10,reorder=25,dup=5,corrupt=1,delay=2ms,jitter=1ms,seed=1"},
@@ -268,6 +270,9 @@ tsu_status_t config_from_env(Config& cfg, const GetEnv& getenv_fn, std::string& 
   if (const char* v = getenv_fn("TSU_UDP_GRO")) {
     if (!parse_bool(v, cfg.udp_gro)) return bad("TSU_UDP_GRO", v, "0 or 1");
   }
+  if (const char* v = getenv_fn("TSU_UDP_AUTH")) {
+    if (!parse_bool(v, cfg.udp_auth)) return bad("TSU_UDP_AUTH", v, "0 or 1");
+  }
   if (const char* v = getenv_fn("TSU_UDP_SOCKBUF")) {
     std::size_t s;
     if (!parse_size(v, s) || s < 4096 || s > (1u << 30))
@@ -387,6 +392,7 @@ std::vector<std::pair<std::string, std::string>> config_describe(const Config& c
       {"TSU_UDP_SOCKBUF", std::to_string(cfg.udp_sockbuf)},
       {"TSU_UDP_GSO", cfg.udp_gso ? "1" : "0"},
       {"TSU_UDP_GRO", cfg.udp_gro ? "1" : "0"},
+      {"TSU_UDP_AUTH", cfg.udp_auth ? "1" : "0"},
       {"TSU_UDP_CWND_MIN", std::to_string(cfg.udp_cwnd_min)},
       {"TSU_UDP_IMPAIR", cfg.udp_impair.empty() ? "(off)" : cfg.udp_impair},
       {"TSU_UDP_TRACE", cfg.udp_trace.empty() ? "(off)" : cfg.udp_trace},

@@ -49,6 +49,7 @@ struct Config {
   std::size_t udp_sockbuf = 4u << 20;
   bool udp_gso = true;                   // segmentation offload for sends (TSU_UDP_GSO)
   bool udp_gro = true;                   // coalesced receives (TSU_UDP_GRO)
+  bool udp_auth = false;                 // payload authentication (TSU_UDP_AUTH)
   uint32_t udp_cwnd_min = 4;
   std::string udp_impair;                // TSU_UDP_IMPAIR (test facility)
   std::string udp_trace;                 // TSU_UDP_TRACE file prefix

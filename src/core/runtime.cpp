@@ -253,7 +253,12 @@ tsu_status_t Runtime::connect_network(const std::vector<bool>& remote, std::stri
   uc.cwnd_min = cfg_.udp_cwnd_min;
   uc.impair = cfg_.udp_impair;
   uc.trace_file = cfg_.udp_trace;
-  if ((uc.max_message + 40) / (uc.mtu - udp::kHeaderSize) + 1 > uc.queue) {
+  uc.auth = cfg_.udp_auth;
+  if (uc.auth) {
+    const auto k = bootstrap::auth::derive_key(*job_secret, "tsu-udp-payload");
+    std::memcpy(uc.auth_key.k, k.data(), sizeof uc.auth_key.k);
+  }
+  if ((uc.max_message + 40) / (uc.mtu - udp::kHeaderSize - (uc.auth ? udp::kTagSize : 0)) + 1 > uc.queue) {
     error = "TSU_UDP_MAX_MESSAGE needs more datagrams than TSU_UDP_QUEUE holds";
     return TSU_ERR_CONFIG;
   }

@@ -7,6 +7,8 @@
 #   tcp     3 ranks on pseudo-hosts (--hosts hA,hB,hC --spawn 'env
 #           TSU_FAKE_HOST={host}', so the secret travels on stdin as it does
 #           through ssh), bootstrap over TCP on 127.0.0.1
+#   tcp-auth  as tcp, with payload authentication (TSU_UDP_AUTH=1): the
+#           altered replays must die on the tag (drop_bad_tag)
 #   unix    3 local ranks posing as 3 nodes (--ranks-per-node 1; the secret
 #           in an inherited pipe), bootstrap on tsurun's Unix socket
 #   netns   2 ranks in 2 network namespaces (tests/udp/netns_run.sh, --spawn
@@ -35,8 +37,9 @@ trap cleanup EXIT
 fail() { echo "attack_job: FAIL: $*"; [[ -f $dir/out ]] && sed 's/^/  | /' "$dir/out"; exit 1; }
 
 export TSU_STATS=1 TSU_SEGMENT_SIZE=16M
+[[ $mode == tcp-auth ]] && export TSU_UDP_AUTH=1
 case $mode in
-  tcp)
+  tcp|tcp-auth)
     "$tsurun" -n 3 --hosts hA,hB,hC --spawn 'env TSU_FAKE_HOST={host}' --bootstrap-addr 127.0.0.1 \
       --tag-output --timeout 90 "$prog" "$dir" >"$dir/out" 2>&1 &
     job=$! ;;
@@ -71,7 +74,7 @@ echo "attack_job: bootstrap $boot, rank 1's udp port $port"
 
 "$intruder" probe "$boot" 3 || { touch "$dir/done"; fail "the bootstrap let a client without the secret in"; }
 "$intruder" flood-bootstrap "$boot" "$conns" 3
-"$intruder" flood-udp "127.0.0.1:$port" "$dgrams" 0.5
+"$intruder" flood-udp "127.0.0.1:$port" "$dgrams" 0.5 | tee "$dir/out.intruder"
 touch "$dir/done"
 wait "$job"
 rc=$?
@@ -88,10 +91,13 @@ grep -qE ' [1-9][0-9]* dropped unauthenticated' <<<"$summary" ||
   fail "expected idle unauthenticated connections over the limit to be dropped: $summary"
 stats=$(grep -E '^\[1\] tsunagi\[1\] udp:' "$dir/out") || fail "no TSU_STATS udp line for rank 1"
 drops=0
-for k in drop_truncated drop_foreign drop_bad_mac drop_bad_crc drop_malformed; do
+for k in drop_truncated drop_foreign drop_bad_mac drop_bad_crc drop_malformed drop_bad_tag; do
   v=$(grep -oE " $k=[0-9]+" <<<"$stats" | cut -d= -f2)
   drops=$((drops + ${v:-0}))
 done
 echo "attack_job: rank 1 dropped $drops datagram(s): $(grep -oE ' drop_[a-z_]+=[0-9]+| duplicates=[0-9]+| out_of_window=[0-9]+' <<<"$stats" | tr -d '\n')"
 ((drops >= dgrams / 4)) || fail "rank 1's TSU_STATS count only $drops dropped datagrams"
+if [[ $mode == tcp-auth ]] && grep -q 'captured [1-9]' "$dir/out.intruder" 2>/dev/null; then
+  grep -qE ' drop_bad_tag=[1-9]' <<<"$stats" || fail "payload authentication on, but no datagram died on its tag"
+fi
 echo "attack_job: $mode: PASSED"

@@ -1,5 +1,7 @@
 #include "transport/udp/datagram.hpp"
 
+#include <sodium.h>
+
 #include <cstring>
 
 namespace tsu::transport::udp {
@@ -104,14 +106,21 @@ const char* parse_status_name(ParseStatus s) noexcept {
     case ParseStatus::kBadMac: return "bad_mac";
     case ParseStatus::kBadCrc: return "bad_crc";
     case ParseStatus::kMalformed: return "malformed";
+    case ParseStatus::kBadTag: return "bad_tag";
     case ParseStatus::kCount: break;
   }
   return "?";
 }
 
+void seal_tag(std::byte* datagram, std::size_t len, const PayloadKey& key) noexcept {
+  crypto_generichash(reinterpret_cast<unsigned char*>(datagram + len), kTagSize,
+                     reinterpret_cast<const unsigned char*>(datagram), len, key.k, sizeof key.k);
+}
+
 ParseStatus parse_datagram(std::span<const std::byte> bytes, const Secret& key, uint32_t me,
-                           uint32_t size, uint32_t max_payload, ParsedDatagram& out) noexcept {
-  if (bytes.size() < kHeaderSize) return ParseStatus::kTruncated;
+                           uint32_t size, uint32_t max_payload, ParsedDatagram& out,
+                           const PayloadKey* tag_key) noexcept {
+  if (bytes.size() < kHeaderSize + (tag_key ? kTagSize : 0)) return ParseStatus::kTruncated;
   WireHeader h;
   std::memcpy(&h, bytes.data(), kHeaderSize);
   if (h.magic != kMagic || h.version != kVersion) return ParseStatus::kForeign;
@@ -119,6 +128,16 @@ ParseStatus parse_datagram(std::span<const std::byte> bytes, const Secret& key, 
   h.mac = 0;
   if (siphash13(key, &h, sizeof h) != mac) return ParseStatus::kBadMac;
   h.mac = mac;
+  if (tag_key) {
+    // The tag covers everything before it; nothing else is read until it verifies.
+    const std::size_t body = bytes.size() - kTagSize;
+    unsigned char want[kTagSize];
+    crypto_generichash(want, kTagSize, reinterpret_cast<const unsigned char*>(bytes.data()), body, tag_key->k,
+                       sizeof tag_key->k);
+    if (crypto_verify_16(want, reinterpret_cast<const unsigned char*>(bytes.data() + body)) != 0)
+      return ParseStatus::kBadTag;
+    bytes = bytes.first(body);
+  }
   if (h.payload_len != bytes.size() - kHeaderSize) return ParseStatus::kTruncated;
   const auto payload = bytes.subspan(kHeaderSize);
   if (crc32c(payload.data(), payload.size()) != h.payload_crc) return ParseStatus::kBadCrc;

@@ -8,6 +8,15 @@
 // (reliability.hpp).  This protects against accidents and other jobs, not
 // against an on-path attacker who can see traffic (CRC32C is not a MAC).
 //
+// Payload authentication (TSU_UDP_AUTH=1, every rank alike): each datagram
+// also ends in a 16-byte tag, keyed BLAKE2b (libsodium crypto_generichash)
+// over the whole datagram before it - sealed header and payload - under a
+// 256-bit key derived from the job secret.  A datagram whose tag does not
+// verify (constant-time compare) is dropped as kBadTag before its header
+// fields are used, so an on-path attacker can neither forge nor alter
+// traffic; replays still die on sequence numbers.  The payload is not
+// encrypted.
+//
 // Types:
 //   kData  seq = this datagram's number, payload = a fragment of a message
 //          (flags kFirst / kLast; the first fragment starts with the
@@ -64,6 +73,12 @@ struct Secret {
   uint64_t k0 = 0, k1 = 0;
 };
 
+// The key of the payload tag (TSU_UDP_AUTH) and the tag's size.
+struct PayloadKey {
+  unsigned char k[32] = {};
+};
+inline constexpr std::size_t kTagSize = 16;
+
 // Why a datagram was rejected (or kOk).  Each has a drop counter.
 enum class ParseStatus : uint8_t {
   kOk,
@@ -72,6 +87,7 @@ enum class ParseStatus : uint8_t {
   kBadMac,     // MAC mismatch: another job, or a garbled header
   kBadCrc,     // payload garbled
   kMalformed,  // authenticated but inconsistent (bad type, flags, ranks, sizes)
+  kBadTag,     // payload authentication on, and the datagram's tag is wrong
   kCount
 };
 const char* parse_status_name(ParseStatus s) noexcept;
@@ -82,10 +98,16 @@ struct ParsedDatagram {
 };
 
 // Pure function: validates `bytes` as a datagram of the job keyed by `key`
-// sent to rank `me` of a job of `size` ranks.  Writes `out` only on kOk.
-// Never reads outside `bytes`.
+// sent to rank `me` of a job of `size` ranks; with `tag_key`, the datagram
+// must also end in a valid tag (which is not part of the payload).  Writes
+// `out` only on kOk.  Never reads outside `bytes`.
 ParseStatus parse_datagram(std::span<const std::byte> bytes, const Secret& key, uint32_t me,
-                           uint32_t size, uint32_t max_payload, ParsedDatagram& out) noexcept;
+                           uint32_t size, uint32_t max_payload, ParsedDatagram& out,
+                           const PayloadKey* tag_key = nullptr) noexcept;
+
+// Writes the tag of the `len` bytes at `datagram` (a sealed header and its
+// payload) right after them: the buffer must hold len + kTagSize bytes.
+void seal_tag(std::byte* datagram, std::size_t len, const PayloadKey& key) noexcept;
 
 // Completes a header in place (crc of `payload` must already be in h) and
 // computes its MAC.
