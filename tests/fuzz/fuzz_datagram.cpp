@@ -44,7 +44,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (parse_datagram(buf, key, 0, 4, 1408, out, &tag_key) == ParseStatus::kOk) __builtin_trap();
       std::vector<std::byte> tagged(buf);
       tagged.resize(buf.size() + kTagSize);
-      seal_tag(tagged.data(), buf.size(), tag_key);
+      WireHeader th;
+      std::memcpy(&th, buf.data(), kHeaderSize);
+      seal_tag(tagged.data(), buf.size(), tag_key, th.src_rank, size);
       const ParseStatus ts = parse_datagram(tagged, key, 0, 4, 1408, out, &tag_key);
       if (ts != st) __builtin_trap();  // the tag verifies; the rest decides as without it
       if (ts == ParseStatus::kOk && out.payload.data() + out.payload.size() != tagged.data() + buf.size())

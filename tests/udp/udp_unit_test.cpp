@@ -62,7 +62,8 @@ PayloadKey tag_key(unsigned char fill) {
 std::vector<std::byte> with_tag(std::vector<std::byte> d, const PayloadKey& k) {
   const std::size_t n = d.size();
   d.resize(n + kTagSize);
-  seal_tag(d.data(), n, k);
+  static uint64_t counter = 0;
+  seal_tag(d.data(), n, k, 1, counter++);
   return d;
 }
 

@@ -112,9 +112,25 @@ const char* parse_status_name(ParseStatus s) noexcept {
   return "?";
 }
 
-void seal_tag(std::byte* datagram, std::size_t len, const PayloadKey& key) noexcept {
-  crypto_generichash(reinterpret_cast<unsigned char*>(datagram + len), kTagSize,
-                     reinterpret_cast<const unsigned char*>(datagram), len, key.k, sizeof key.k);
+namespace {
+void tag_nonce(unsigned char (&nonce)[crypto_aead_chacha20poly1305_IETF_NPUBBYTES], uint32_t src,
+               const std::byte* counter) noexcept {
+  static_assert(crypto_aead_chacha20poly1305_IETF_NPUBBYTES == 12);
+  std::memcpy(nonce, &src, 4);
+  std::memcpy(nonce + 4, counter, 8);
+}
+}  // namespace
+
+void seal_tag(std::byte* datagram, std::size_t len, const PayloadKey& key, uint32_t src,
+              uint64_t counter) noexcept {
+  std::memcpy(datagram + len, &counter, 8);
+  unsigned char nonce[crypto_aead_chacha20poly1305_IETF_NPUBBYTES];
+  tag_nonce(nonce, src, datagram + len);
+  unsigned long long tag_len = 0;
+  unsigned char none = 0;  // the (empty) message and ciphertext: libsodium wants non-null pointers
+  crypto_aead_chacha20poly1305_ietf_encrypt_detached(
+      &none, reinterpret_cast<unsigned char*>(datagram + len + 8), &tag_len, &none, 0,
+      reinterpret_cast<const unsigned char*>(datagram), len + 8, nullptr, nonce, key.k);
 }
 
 ParseStatus parse_datagram(std::span<const std::byte> bytes, const Secret& key, uint32_t me,
@@ -129,12 +145,15 @@ ParseStatus parse_datagram(std::span<const std::byte> bytes, const Secret& key, 
   if (siphash13(key, &h, sizeof h) != mac) return ParseStatus::kBadMac;
   h.mac = mac;
   if (tag_key) {
-    // The tag covers everything before it; nothing else is read until it verifies.
+    // The tag covers everything before it; nothing else is read until it
+    // verifies (libsodium compares in constant time).
     const std::size_t body = bytes.size() - kTagSize;
-    unsigned char want[kTagSize];
-    crypto_generichash(want, kTagSize, reinterpret_cast<const unsigned char*>(bytes.data()), body, tag_key->k,
-                       sizeof tag_key->k);
-    if (crypto_verify_16(want, reinterpret_cast<const unsigned char*>(bytes.data() + body)) != 0)
+    unsigned char nonce[crypto_aead_chacha20poly1305_IETF_NPUBBYTES];
+    tag_nonce(nonce, h.src_rank, bytes.data() + body);
+    unsigned char none = 0;  // empty message, as in seal_tag
+    if (crypto_aead_chacha20poly1305_ietf_decrypt_detached(
+            &none, nullptr, &none, 0, reinterpret_cast<const unsigned char*>(bytes.data() + body + 8),
+            reinterpret_cast<const unsigned char*>(bytes.data()), body + 8, nonce, tag_key->k) != 0)
       return ParseStatus::kBadTag;
     bytes = bytes.first(body);
   }

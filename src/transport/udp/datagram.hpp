@@ -9,12 +9,15 @@
 // against an on-path attacker who can see traffic (CRC32C is not a MAC).
 //
 // Payload authentication (TSU_UDP_AUTH=1, every rank alike): each datagram
-// also ends in a 16-byte tag, keyed BLAKE2b (libsodium crypto_generichash)
-// over the whole datagram before it - sealed header and payload - under a
-// 256-bit key derived from the job secret.  A datagram whose tag does not
-// verify (constant-time compare) is dropped as kBadTag before its header
-// fields are used, so an on-path attacker can neither forge nor alter
-// traffic; replays still die on sequence numbers.  The payload is not
+// also ends in a 24-byte trailer, a u64 counter and a 16-byte tag:
+// ChaCha20-Poly1305 (IETF, libsodium) with an empty message and the whole
+// datagram before the tag - sealed header, payload, counter - as associated
+// data, under a 256-bit key derived from the job secret.  The nonce is the
+// sender's rank and its counter, which counts every datagram the rank seals,
+// so no nonce repeats under the job's key.  A datagram whose tag does not
+// verify is dropped as kBadTag before its fields are used, so an on-path
+// attacker can neither forge nor alter traffic; replays of data die on
+// sequence numbers, replayed acknowledgements are stale.  The payload is not
 // encrypted.
 //
 // Types:
@@ -77,7 +80,7 @@ struct Secret {
 struct PayloadKey {
   unsigned char k[32] = {};
 };
-inline constexpr std::size_t kTagSize = 16;
+inline constexpr std::size_t kTagSize = 24;  // u64 counter + 16-byte tag
 
 // Why a datagram was rejected (or kOk).  Each has a drop counter.
 enum class ParseStatus : uint8_t {
@@ -105,9 +108,11 @@ ParseStatus parse_datagram(std::span<const std::byte> bytes, const Secret& key, 
                            uint32_t size, uint32_t max_payload, ParsedDatagram& out,
                            const PayloadKey* tag_key = nullptr) noexcept;
 
-// Writes the tag of the `len` bytes at `datagram` (a sealed header and its
-// payload) right after them: the buffer must hold len + kTagSize bytes.
-void seal_tag(std::byte* datagram, std::size_t len, const PayloadKey& key) noexcept;
+// Writes the trailer (counter and tag) of the `len` bytes at `datagram` (a
+// sealed header of rank `src` and its payload) right after them: the buffer
+// must hold len + kTagSize bytes.  `counter` must never repeat for `src`.
+void seal_tag(std::byte* datagram, std::size_t len, const PayloadKey& key, uint32_t src,
+              uint64_t counter) noexcept;
 
 // Completes a header in place (crc of `payload` must already be in h) and
 // computes its MAC.

@@ -322,7 +322,7 @@ void UdpTransport::stage_data(Peer& p, uint32_t seq, uint64_t now) {
   const uint64_t srtt = p.rtt.srtt() ? p.rtt.srtt() : cfg_.initial_rto_ns / 2;
   p.tlp_deadline = now + (std::max<uint64_t>(2 * srtt, kMinProbeNs) << p.probes);
   timer_by(std::min(p.rto_deadline, p.tlp_deadline));
-  if (cfg_.auth) seal_tag(s.buf, s.len, cfg_.auth_key);  // the buffer holds mtu bytes; s.len <= mtu - kTagSize
+  if (cfg_.auth) seal_tag(s.buf, s.len, cfg_.auth_key, rank_, tag_counter_++);  // the buffer holds mtu bytes; s.len <= mtu - kTagSize
   sock_.stage(s.buf, s.len + trailer(), p.addr);
 }
 
@@ -360,7 +360,7 @@ void UdpTransport::stage_ack(Peer& p, uint64_t now) {
   h.payload_crc = crc32c(ext, ext_len);
   seal_header(h, secret_);
   std::memcpy(p.ack_buf, &h, kHeaderSize);
-  if (cfg_.auth) seal_tag(p.ack_buf, kHeaderSize + ext_len, cfg_.auth_key);
+  if (cfg_.auth) seal_tag(p.ack_buf, kHeaderSize + ext_len, cfg_.auth_key, rank_, tag_counter_++);
   sock_.stage(p.ack_buf, kHeaderSize + ext_len + trailer(), p.addr);
   ++st_.acks_sent;
   p.ack_pending = false;

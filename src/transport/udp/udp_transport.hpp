@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -172,6 +173,7 @@ class UdpTransport final : public Transport {
 
   const uint32_t rank_, size_;
   const Secret secret_;
+  std::atomic<uint64_t> tag_counter_{0};  // nonces of payload tags: never repeats in this process
   const UdpConfig cfg_;
   mutable std::recursive_mutex mu_;
   UdpSocket sock_;
