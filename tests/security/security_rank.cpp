@@ -72,8 +72,11 @@ std::string read_all(const std::string& path) {
 }
 
 // How many processes' cmdline/environ contain the secret (as hex, either
-// case, or as raw bytes); `scanned` counts the processes looked at.
+// case, or as raw bytes), or - for processes of this job (TSU_JOBID) - a
+// TSU_JOB_SECRET variable at all; `scanned` counts the processes looked at.
 int scan_processes(const std::string& hex, const std::string& raw, int& scanned) {
+  const char* job = std::getenv("TSU_JOBID");
+  const std::string ours = std::string("TSU_JOBID=") + (job ? job : "?");
   std::string upper = hex;
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   int found = 0;
@@ -86,7 +89,8 @@ int scan_processes(const std::string& hex, const std::string& raw, int& scanned)
     for (const char* what : {"cmdline", "environ"}) {
       const std::string text = read_all(std::string("/proc/") + e->d_name + "/" + what);
       if (text.find(hex) != std::string::npos || text.find(upper) != std::string::npos ||
-          text.find(raw) != std::string::npos || text.find("TSU_JOB_SECRET=") != std::string::npos) {
+          text.find(raw) != std::string::npos ||
+          (text.find(ours) != std::string::npos && text.find("TSU_JOB_SECRET=") != std::string::npos)) {
         std::printf("rank %u: FAIL: the job secret is in /proc/%s/%s\n", g_rank, e->d_name, what);
         ++found;
       }

@@ -120,6 +120,7 @@ bool random_nonce(Nonce& out) noexcept {
 }
 
 std::array<uint8_t, 32> derive_key(const Secret& secret, std::string_view purpose) noexcept {
+  init();  // picks libsodium's implementations; the hash works either way
   std::array<uint8_t, 32> k{};
   crypto_generichash(k.data(), k.size(), reinterpret_cast<const unsigned char*>(purpose.data()), purpose.size(),
                      secret.data(), secret.size());
