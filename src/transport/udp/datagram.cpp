@@ -121,6 +121,8 @@ void tag_nonce(unsigned char (&nonce)[crypto_aead_chacha20poly1305_IETF_NPUBBYTE
 }
 }  // namespace
 
+bool init_tag_crypto() noexcept { return sodium_init() >= 0; }
+
 void seal_tag(std::byte* datagram, std::size_t len, const PayloadKey& key, uint32_t src,
               uint64_t counter) noexcept {
   std::memcpy(datagram + len, &counter, 8);

@@ -108,6 +108,10 @@ ParseStatus parse_datagram(std::span<const std::byte> bytes, const Secret& key, 
                            uint32_t size, uint32_t max_payload, ParsedDatagram& out,
                            const PayloadKey* tag_key = nullptr) noexcept;
 
+// Lets libsodium pick its fastest implementations (SIMD Poly1305 is several
+// times the portable one); idempotent.  False if libsodium cannot start.
+bool init_tag_crypto() noexcept;
+
 // Writes the trailer (counter and tag) of the `len` bytes at `datagram` (a
 // sealed header of rank `src` and its payload) right after them: the buffer
 // must hold len + kTagSize bytes.  `counter` must never repeat for `src`.
