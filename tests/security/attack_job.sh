@@ -41,10 +41,10 @@ export TSU_STATS=1 TSU_SEGMENT_SIZE=16M
 case $mode in
   tcp|tcp-auth)
     "$tsurun" -n 3 --hosts hA,hB,hC --spawn 'env TSU_FAKE_HOST={host}' --bootstrap-addr 127.0.0.1 \
-      --tag-output --timeout 90 "$prog" "$dir" >"$dir/out" 2>&1 &
+      --tag-output --timeout 150 "$prog" "$dir" >"$dir/out" 2>&1 &
     job=$! ;;
   unix)
-    "$tsurun" -n 3 --ranks-per-node 1 --tag-output --timeout 90 "$prog" "$dir" >"$dir/out" 2>&1 &
+    "$tsurun" -n 3 --ranks-per-node 1 --tag-output --timeout 150 "$prog" "$dir" >"$dir/out" 2>&1 &
     job=$! ;;
   netns)
     touch "$dir/done"  # nobody attacks: the ranks only scan and run their rounds

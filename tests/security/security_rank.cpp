@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -105,19 +106,20 @@ bool exists(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0;
 }
 
+// Completion callbacks may run on the progress thread.
 struct Done {
-  int n = 0;
-  tsu_status_t st = TSU_OK;
+  std::atomic<int> n{0};
+  std::atomic<tsu_status_t> st{TSU_OK};
 };
 void on_done(tsu_status_t st, void* arg) {
   auto* d = static_cast<Done*>(arg);
-  if (st != TSU_OK) d->st = st;
-  ++d->n;
+  if (st != TSU_OK) d->st.store(st, std::memory_order_relaxed);
+  d->n.fetch_add(1, std::memory_order_release);
 }
 
 void wait_for(Done& d, int n) {
-  while (d.n < n) tsu_progress();
-  if (d.st != TSU_OK) fail("an RMA request failed");
+  while (d.n.load(std::memory_order_acquire) < n) tsu_progress();
+  if (d.st.load(std::memory_order_relaxed) != TSU_OK) fail("an RMA request failed");
 }
 
 }  // namespace
@@ -200,7 +202,7 @@ int main(int argc, char** argv) {
     wait_for(d, issued + 1);
     if (std::memcmp(b + 2 * kLen, b, kLen) != 0) fail("round " + std::to_string(rounds) + ": data differs");
     if (rounds >= 20 && exists(dir + "/done")) break;
-    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) fail("the attacker never finished");
+    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(120)) fail("the attacker never finished");
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   // Everyone stops together, then finalize prints TSU_STATS.
