@@ -2,6 +2,8 @@
 # Installs the Debian/Ubuntu packages tsunagi builds and tests with.
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libgtest-dev libcli11-dev python3
+  # the bootstrap handshake and udp payload authentication (HMAC, BLAKE2b)
+  libsodium-dev
   # udp transport tests: network namespaces, nftables drops/dups, tc tbf, the NFQUEUE
   # holder (libnetfilter-queue-dev; iptables where the kernel lacks nft_queue);
   # fuzzing; benchmarks

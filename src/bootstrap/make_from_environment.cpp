@@ -67,8 +67,18 @@ std::unique_ptr<Bootstrap> make_from_environment(tsu_status_t& status, std::stri
     return nullptr;
   }
 
-  if (is_tcp) return LocalBootstrap::connect_tcp(tcp_host, tcp_port, rank, size, status, error);
-  return LocalBootstrap::connect(std::string(s.substr(kUnix.size())), rank, size, status, error);
+  // The service admits only ranks that prove they hold the job secret.
+  std::string secret_error;
+  const auto secret = auth::job_secret(secret_error);
+  if (!secret) {
+    status = TSU_ERR_CONFIG;
+    error = !secret_error.empty() ? secret_error
+                                  : "TSU_BOOTSTRAP is set but no job secret was given (TSU_JOB_SECRET_FD); "
+                                    "start the ranks with tsurun";
+    return nullptr;
+  }
+  if (is_tcp) return LocalBootstrap::connect_tcp(tcp_host, tcp_port, rank, size, *secret, status, error);
+  return LocalBootstrap::connect(std::string(s.substr(kUnix.size())), rank, size, *secret, status, error);
 }
 
 }  // namespace tsu::bootstrap

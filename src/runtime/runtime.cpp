@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <sys/random.h>
 
+#include "bootstrap/local/auth.hpp"
 #include "core/log.hpp"
 #include "transport/network.hpp"
 #include "transport/self/self_transport.hpp"
@@ -228,55 +229,21 @@ tsu_status_t Runtime::connect_peers(std::string& error) {
   return TSU_OK;
 }
 
-namespace {
-bool parse_secret(const char* text, uint64_t (&out)[2]) {
-  if (!text || std::strlen(text) != 32) return false;
-  uint64_t v[2] = {0, 0};
-  for (int i = 0; i < 32; ++i) {
-    const char c = text[i];
-    int d;
-    if (c >= '0' && c <= '9') d = c - '0';
-    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-    else return false;
-    v[i / 16] = (v[i / 16] << 4) | static_cast<uint64_t>(d);
-  }
-  out[0] = v[0];
-  out[1] = v[1];
-  return true;
-}
-}  // namespace
-
 // Ranks on other nodes: the network transport TSU_NET names (transport
 // registry), connected through the bootstrap.  Routes to those ranks, and
 // their messages, go through it.
 tsu_status_t Runtime::connect_network(const std::vector<bool>& remote, std::string& error) {
-  // The per-job secret: from tsurun (TSU_JOB_SECRET), else rank 0 draws one
-  // and publishes it through the bootstrap.
-  uint64_t secret[2];
-  if (const char* s = std::getenv("TSU_JOB_SECRET")) {
-    if (!parse_secret(s, secret)) {
-      error = "TSU_JOB_SECRET must be 32 hexadecimal digits";
-      return TSU_ERR_CONFIG;
-    }
-  } else {
-    std::vector<std::byte> v;
-    if (rank_ == 0) {
-      uint64_t k[2];
-      if (getrandom(k, sizeof k, 0) != static_cast<ssize_t>(sizeof k)) {
-        error = std::string("getrandom: ") + std::strerror(errno);
-        return TSU_ERR_SYSTEM;
-      }
-      if (boot_->put("tsu.udp.secret", std::as_bytes(std::span(k, 2))) != TSU_OK) {
-        error = "bootstrap put of the job secret failed";
-        return TSU_ERR_BOOTSTRAP;
-      }
-    }
-    if (boot_->get("tsu.udp.secret", v) != TSU_OK || v.size() != 16) {
-      error = "bootstrap get of the job secret failed";
-      return TSU_ERR_BOOTSTRAP;
-    }
-    std::memcpy(secret, v.data(), 16);
+  // The per-job secret, handed to this rank out of band by tsurun (the same
+  // one that authenticated its bootstrap connection).  It is never published
+  // through the bootstrap: a job without one cannot reach other nodes.
+  std::string secret_error;
+  const auto job_secret = bootstrap::auth::job_secret(secret_error);
+  if (!job_secret) {
+    error = !secret_error.empty()
+                ? secret_error
+                : "ranks on other nodes need the job secret from tsurun (TSU_JOB_SECRET_FD), "
+                  "and none was given";
+    return TSU_ERR_CONFIG;
   }
   const transport::NetworkPlugin* plugin = transport::find_network_transport(cfg_.net);
   transport::NetworkSetup setup;
@@ -284,7 +251,10 @@ tsu_status_t Runtime::connect_network(const std::vector<bool>& remote, std::stri
   setup.size = size_;
   setup.reach = remote;
   setup.boot = boot_.get();
-  setup.job_secret = std::as_bytes(std::span(secret));
+  setup.job_secret = std::as_bytes(std::span(*job_secret));
+  setup.derive_key = [&secret = *job_secret](std::string_view purpose) {
+    return bootstrap::auth::derive_key(secret, purpose);
+  };
   setup.getenv = [](const char* n) { return std::getenv(n); };
   const tsu_status_t st = plugin->connect(setup, net_, error);
   if (st != TSU_OK) {

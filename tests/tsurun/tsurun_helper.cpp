@@ -140,6 +140,22 @@ int mode_garbage(uint32_t victim) {
   return 0;
 }
 
+// Rank `victim` connects a second time after it was admitted: the service
+// must refuse the second claim of the rank (with the right secret) and go on.
+int mode_claim_twice(uint32_t victim) {
+  auto b = connect_or_die();
+  if (b->rank() == victim) {
+    tsu_status_t st = TSU_OK;
+    std::string err;
+    auto again = bs::make_from_environment(st, err);
+    if (again || st == TSU_OK) die("a second claim of rank " + std::to_string(victim) + " was accepted");
+    std::printf("second claim refused: %s\n", err.c_str());
+  }
+  check(*b, b->barrier(), "barrier");
+  check(*b, b->finalize(), "finalize");
+  return 0;
+}
+
 int mode_singleton() {
   auto b = connect_or_die();
   if (b->rank() != 0 || b->size() != 1) die("singleton rank/size");
@@ -256,6 +272,7 @@ int main(int argc, char** argv) {
   if (mode == "bootstrap-early-exit") return mode_bootstrap_early_exit(arg(2));
   if (mode == "garbage") return mode_garbage(arg(2));
   if (mode == "singleton") return mode_singleton();
+  if (mode == "claim-twice") return mode_claim_twice(arg(2));
   if (mode == "config") return mode_config();
   std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
   return 98;

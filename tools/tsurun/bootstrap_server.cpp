@@ -8,13 +8,16 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "log.hpp"
 
 namespace tsurun {
 
 namespace wire = tsu::bootstrap::wire;
+namespace auth = tsu::bootstrap::auth;
 using wire::MsgType;
 
 namespace {
@@ -22,10 +25,73 @@ namespace {
 std::string quote_key(std::string_view k) {
   return "'" + std::string(k.substr(0, 200)) + (k.size() > 200 ? "...'" : "'");
 }
+
+// Refusals reported one by one before the rest are only counted.
+constexpr uint64_t kReportedRefusals = 20;
+// Connections accepted per poll round, so a flood cannot starve the ranks.
+constexpr int kAcceptsPerRound = 64;
+
+// Who is on the other end, for the log: ip:port, or a Unix peer's pid/uid.
+std::string describe_peer(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0 && ss.ss_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in&>(ss);
+    char ip[INET_ADDRSTRLEN] = {};
+    ::inet_ntop(AF_INET, &in.sin_addr, ip, sizeof ip);
+    return std::string(ip) + ":" + std::to_string(ntohs(in.sin_port));
+  }
+  ucred cred{};
+  socklen_t clen = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0)
+    return "pid " + std::to_string(cred.pid) + " uid " + std::to_string(cred.uid);
+  return "unknown peer";
+}
 }  // namespace
 
-BootstrapServer::BootstrapServer(uint32_t nranks, bool verbose)
-    : nranks_(nranks), verbose_(verbose), rank_conn_(nranks, 0), lost_(nranks, false) {}
+BootstrapServer::BootstrapServer(uint32_t nranks, bool verbose, const auth::Secret& secret, std::string job_id)
+    : nranks_(nranks),
+      verbose_(verbose),
+      secret_(secret),
+      job_id_(std::move(job_id)),
+      claimed_(nranks, false),
+      rank_conn_(nranks, 0),
+      lost_(nranks, false) {}
+
+void BootstrapServer::report_refusal(const std::string& msg) {
+  ++reported_refusals_;
+  if (reported_refusals_ <= kReportedRefusals) report("bootstrap: " + msg);
+  if (reported_refusals_ == kReportedRefusals)
+    report("bootstrap: further refusals are counted, not logged (summary at the end of the job)");
+}
+
+std::string BootstrapServer::refusal_summary() const {
+  if (refusals_.total() == 0) return "";
+  return "bootstrap: refused " + std::to_string(refusals_.total()) + " connection(s) during the job: " +
+         std::to_string(refusals_.failed_proofs) + " failed proof(s) of the job secret, " +
+         std::to_string(refusals_.protocol_errors) + " protocol error(s), " +
+         std::to_string(refusals_.dropped_pending) + " dropped unauthenticated (over " +
+         std::to_string(kMaxPending) + " pending), " + std::to_string(refusals_.claimed_twice) +
+         " claim(s) of an already claimed rank, " + std::to_string(refusals_.abandoned) +
+         " closed by the client before authenticating";
+}
+
+size_t BootstrapServer::pending_count() const {
+  size_t n = 0;
+  for (const auto& [id, c] : conns_) n += (c.rank < 0 && !c.closing) ? 1 : 0;
+  return n;
+}
+
+void BootstrapServer::drop_oldest_pending() {
+  for (auto& [id, c] : conns_) {  // ids grow: the first unauthenticated one is the oldest
+    if (c.rank >= 0 || c.closing) continue;
+    ++refusals_.dropped_pending;
+    report_refusal("unidentified client (" + c.peer + ") dropped: more than " + std::to_string(kMaxPending) +
+                   " connections wait to authenticate");
+    close_conn(id);
+    return;
+  }
+}
 
 bool BootstrapServer::listen_tcp(const std::string& ip, uint16_t port, uint16_t& bound,
                                  std::string& error) {
@@ -148,10 +214,15 @@ void BootstrapServer::handle(std::span<const pollfd> fds) {
 }
 
 void BootstrapServer::accept_all() {
-  for (;;) {
+  size_t pending = pending_count();
+  for (int round = 0; round < kAcceptsPerRound; ++round) {
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR) continue;
+      if ((errno == EMFILE || errno == ENFILE) && pending > 0) {
+        drop_oldest_pending();  // make room; the next round accepts again
+        return;
+      }
       if (errno != EAGAIN && errno != EWOULDBLOCK) report(std::string("bootstrap: accept: ") + std::strerror(errno));
       return;
     }
@@ -159,7 +230,13 @@ void BootstrapServer::accept_all() {
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // fails harmlessly on Unix sockets
     Conn c;
     c.fd = fd;
+    c.peer = describe_peer(fd);
+    c.decoder.set_limit(wire::kMaxHandshakeFrame);  // until authenticated
     conns_.emplace(next_id_++, std::move(c));
+    if (++pending > kMaxPending) {
+      drop_oldest_pending();
+      --pending;
+    }
   }
 }
 
@@ -169,6 +246,7 @@ void BootstrapServer::on_readable(uint64_t id, Conn& c) {
   if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
   if (n <= 0) {
     // A rank may leave without Finalize; only its exit status decides failure.
+    if (c.rank < 0) ++refusals_.abandoned;
     log(who(c) + " disconnected");
     close_conn(id);
     return;
@@ -188,40 +266,90 @@ void BootstrapServer::on_readable(uint64_t id, Conn& c) {
 }
 
 void BootstrapServer::protocol_error(Conn& c, const std::string& why) {
-  report("bootstrap: " + who(c) + ": protocol error: " + why + "; dropping the connection");
+  ++refusals_.protocol_errors;
+  report_refusal(who(c) + ": protocol error: " + why + " (from " + c.peer + "); dropping the connection");
   send(c, MsgType::kError, std::as_bytes(std::span<const char>(why.data(), why.size())));
   c.closing = true;
 }
 
-void BootstrapServer::on_frame(uint64_t id, Conn& c, const wire::Frame& f) {
-  wire::Reader r(f.payload);
-  if (c.rank < 0 && f.type != MsgType::kHello) return protocol_error(c, "first request must be Hello");
+void BootstrapServer::on_hello(Conn& c, const wire::Request& q) {
+  if (c.hello_seen) return protocol_error(c, "second Hello on one connection");
+  if (q.size != nranks_ || q.rank >= nranks_)
+    return protocol_error(c, "rank " + std::to_string(q.rank) + " of " + std::to_string(q.size) +
+                                 " does not belong to this job of " + std::to_string(nranks_));
+  c.hello_seen = true;
+  c.hello_rank = q.rank;
+  std::copy(q.token.begin(), q.token.end(), c.client_nonce.begin());
+  if (!auth::random_nonce(c.server_nonce)) return protocol_error(c, "the service cannot draw a nonce");
+  // The service proves itself first: a rank never answers a stranger's challenge.
+  const auto mine = auth::proof(secret_, auth::Role::kService, c.client_nonce, c.server_nonce, q.rank, q.size,
+                                job_id_);
+  wire::Writer w;
+  w.bytes(std::as_bytes(std::span(c.server_nonce)));
+  w.bytes(std::as_bytes(std::span(mine)));
+  send(c, MsgType::kChallenge, w.data());
+}
 
-  switch (f.type) {
-    case MsgType::kHello: {
-      const uint32_t version = r.u32(), rank = r.u32(), size = r.u32();
-      if (!r.ok() || !r.at_end()) return protocol_error(c, "malformed Hello");
-      if (c.rank >= 0) return protocol_error(c, "second Hello on one connection");
-      if (version != wire::kProtocolVersion)
-        return protocol_error(c, "protocol version " + std::to_string(version) + ", tsurun speaks " +
-                                     std::to_string(wire::kProtocolVersion));
-      if (size != nranks_ || rank >= nranks_)
-        return protocol_error(c, "rank " + std::to_string(rank) + " of " + std::to_string(size) +
-                                     " does not belong to this job of " + std::to_string(nranks_));
-      if (rank_conn_[rank] != 0) return protocol_error(c, "rank " + std::to_string(rank) + " is already connected");
-      c.rank = static_cast<int>(rank);
-      rank_conn_[rank] = id;
-      log(who(c) + " connected");
-      return send(c, MsgType::kHelloOk);
-    }
+void BootstrapServer::on_auth(uint64_t id, Conn& c, const wire::Request& q) {
+  if (!c.hello_seen) return protocol_error(c, "first request must be Hello");
+  auth::Proof got;
+  std::copy(q.token.begin(), q.token.end(), got.begin());
+  const auto want = auth::proof(secret_, auth::Role::kRank, c.client_nonce, c.server_nonce, c.hello_rank, nranks_,
+                                job_id_);
+  if (!auth::proofs_equal(got, want)) {
+    ++refusals_.failed_proofs;
+    report_refusal("unidentified client (" + c.peer + ") failed to prove it holds the job secret for rank " +
+                   std::to_string(c.hello_rank) + "; dropping the connection");
+    const std::string why = "authentication failed";
+    send(c, MsgType::kError, std::as_bytes(std::span<const char>(why.data(), why.size())));
+    c.closing = true;
+    return;
+  }
+  const uint32_t rank = c.hello_rank;
+  if (claimed_[rank]) {
+    ++refusals_.claimed_twice;
+    report_refusal("rank " + std::to_string(rank) + " claimed again (" + c.peer +
+                   "); a rank is claimed once per job; dropping the connection");
+    const std::string why = "rank " + std::to_string(rank) + " was already claimed in this job";
+    send(c, MsgType::kError, std::as_bytes(std::span<const char>(why.data(), why.size())));
+    c.closing = true;
+    return;
+  }
+  claimed_[rank] = true;
+  c.rank = static_cast<int>(rank);
+  rank_conn_[rank] = id;
+  c.decoder.set_limit(wire::kMaxFrame);
+  log(who(c) + " connected (" + c.peer + ")");
+  send(c, MsgType::kHelloOk);
+}
+
+void BootstrapServer::on_frame(uint64_t id, Conn& c, const wire::Frame& f) {
+  wire::Request q;
+  std::string err;
+  if (!wire::parse_request(f, q, err)) return protocol_error(c, err);
+  if (c.rank < 0) {
+    if (q.type == MsgType::kHello) return on_hello(c, q);
+    if (q.type == MsgType::kAuth) return on_auth(id, c, q);
+    return protocol_error(c, c.hello_seen ? "Auth expected" : "first request must be Hello");
+  }
+
+  switch (q.type) {
+    case MsgType::kHello:
+      return protocol_error(c, "second Hello on one connection");
+    case MsgType::kAuth:
+      return protocol_error(c, "Auth after authentication");
     case MsgType::kPut: {
-      const uint32_t klen = r.u32();
-      if (!r.ok() || klen == 0 || klen > wire::kMaxKey) return protocol_error(c, "malformed Put");
-      const auto key = std::string(wire::as_string(r.bytes(klen)));
-      const auto value = r.rest();
-      if (!r.ok()) return protocol_error(c, "malformed Put");
+      const auto& key = q.key;
+      const auto value = q.value;
+      auto [slot, fresh] = kv_.try_emplace(key);
+      auto& stored = slot->second;
+      if (!fresh) {
+        // Write once: nobody replaces what a rank published.
+        if (stored.size() == value.size() && std::equal(stored.begin(), stored.end(), value.begin()))
+          return send(c, MsgType::kPutOk);
+        return protocol_error(c, "key " + quote_key(key) + " is already set (keys are written once)");
+      }
       log(who(c) + " put " + quote_key(key) + " (" + std::to_string(value.size()) + " bytes)");
-      auto& stored = kv_[key];  // last put wins
       stored.assign(value.begin(), value.end());
       // Wake every rank waiting for this key.
       auto [b, e] = get_waiters_.equal_range(key);
@@ -235,27 +363,24 @@ void BootstrapServer::on_frame(uint64_t id, Conn& c, const wire::Frame& f) {
       return send(c, MsgType::kPutOk);
     }
     case MsgType::kGet: {
-      const auto key = wire::as_string(f.payload);
-      if (key.empty() || key.size() > wire::kMaxKey) return protocol_error(c, "malformed Get");
+      const auto& key = q.key;
       if (auto it = kv_.find(key); it != kv_.end()) return send(c, MsgType::kValue, it->second);
+      if (!c.waiting_key.empty()) return protocol_error(c, "Get while already waiting in a Get");
       log(who(c) + " waits for " + quote_key(key));
-      c.waiting_key = std::string(key);
+      c.waiting_key = key;
       get_waiters_.emplace(c.waiting_key, id);
       return;
     }
     case MsgType::kBarrier: {
-      const uint64_t epoch = r.u64();
-      if (!r.ok() || !r.at_end()) return protocol_error(c, "malformed Barrier");
       if (c.in_barrier) return protocol_error(c, "Barrier while already in a barrier");
-      if (epoch != barrier_epoch_)
-        return protocol_error(c, "entered barrier " + std::to_string(epoch) + " but the job is at barrier " +
+      if (q.epoch != barrier_epoch_)
+        return protocol_error(c, "entered barrier " + std::to_string(q.epoch) + " but the job is at barrier " +
                                      std::to_string(barrier_epoch_));
       c.in_barrier = true;
       ++barrier_arrived_;
       return maybe_release_barrier();
     }
     case MsgType::kFinalize:
-      if (!f.payload.empty()) return protocol_error(c, "malformed Finalize");
       log(who(c) + " finalized");
       return send(c, MsgType::kFinalizeOk);
     default:

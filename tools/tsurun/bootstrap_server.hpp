@@ -1,5 +1,8 @@
 // tsurun's side of the local bootstrap protocol (src/bootstrap/local/wire.hpp):
-// a key-value store where GET waits for the key, and epoch-counted barriers.
+// a key-value store where GET waits for the key, and epoch-counted barriers,
+// open only to connections that proved they hold the job secret
+// (src/bootstrap/local/auth.hpp).  Unauthenticated connections are bounded
+// in number and in frame size, and every refusal is counted.
 // Driven by the launcher's single-threaded poll() loop; all sockets are
 // non-blocking and replies are queued per connection.
 #pragma once
@@ -13,13 +16,19 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/local/auth.hpp"
 #include "bootstrap/local/wire.hpp"
 
 namespace tsurun {
 
 class BootstrapServer {
  public:
-  BootstrapServer(uint32_t nranks, bool verbose);
+  // At most this many connections wait to authenticate; a newer one pushes
+  // the oldest out.
+  static constexpr size_t kMaxPending = 256;
+
+  BootstrapServer(uint32_t nranks, bool verbose, const tsu::bootstrap::auth::Secret& secret,
+                  std::string job_id);
   ~BootstrapServer();
   BootstrapServer(const BootstrapServer&) = delete;
   BootstrapServer& operator=(const BootstrapServer&) = delete;
@@ -40,10 +49,27 @@ class BootstrapServer {
   // then stops the job instead of hanging until a timeout.
   std::optional<std::string> deadlock(const std::vector<bool>& exited) const;
 
+  // Refusals so far (failed proofs, protocol errors, dropped connections).
+  struct Refusals {
+    uint64_t failed_proofs = 0;
+    uint64_t protocol_errors = 0;
+    uint64_t dropped_pending = 0;  // unauthenticated, pushed out by newer ones
+    uint64_t claimed_twice = 0;    // authenticated, but the rank was claimed before
+    uint64_t abandoned = 0;        // closed by the client before authenticating
+    uint64_t total() const { return failed_proofs + protocol_errors + dropped_pending + claimed_twice + abandoned; }
+  };
+  const Refusals& refusals() const { return refusals_; }
+  // One line on the refusals, or "" if there were none.
+  std::string refusal_summary() const;
+
  private:
   struct Conn {
     int fd = -1;
-    int rank = -1;  // -1 until Hello
+    int rank = -1;  // -1 until authenticated
+    bool hello_seen = false;  // Challenge sent, Auth expected
+    uint32_t hello_rank = 0;
+    tsu::bootstrap::auth::Nonce client_nonce{}, server_nonce{};
+    std::string peer;  // for the log: address or credentials
     tsu::bootstrap::wire::FrameDecoder decoder;
     std::vector<std::byte> out;  // queued replies
     size_t out_pos = 0;
@@ -56,7 +82,13 @@ class BootstrapServer {
   void maybe_release_barrier();
   void on_readable(uint64_t id, Conn& c);
   void on_frame(uint64_t id, Conn& c, const tsu::bootstrap::wire::Frame& f);
+  void on_hello(Conn& c, const tsu::bootstrap::wire::Request& q);
+  void on_auth(uint64_t id, Conn& c, const tsu::bootstrap::wire::Request& q);
   void protocol_error(Conn& c, const std::string& why);
+  // Reports a refusal unless too many were reported already.
+  void report_refusal(const std::string& msg);
+  void drop_oldest_pending();
+  size_t pending_count() const;
   void send(Conn& c, tsu::bootstrap::wire::MsgType type, std::span<const std::byte> payload = {});
   void flush(Conn& c);
   void close_conn(uint64_t id);
@@ -65,6 +97,11 @@ class BootstrapServer {
 
   const uint32_t nranks_;
   const bool verbose_;
+  const tsu::bootstrap::auth::Secret secret_;
+  const std::string job_id_;
+  std::vector<bool> claimed_;  // a rank is claimed once per job
+  Refusals refusals_;
+  uint64_t reported_refusals_ = 0;
   int listen_fd_ = -1;
   uint64_t next_id_ = 1;
   std::map<uint64_t, Conn> conns_;

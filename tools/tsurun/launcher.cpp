@@ -120,9 +120,9 @@ Launcher::Launcher(Options opts) : opts_(std::move(opts)), ranks_(opts_.nranks) 
                                .count());
 }
 
-std::vector<std::string> Launcher::rank_environment(uint32_t rank) const {
+std::vector<std::string> Launcher::rank_environment(uint32_t rank, int secret_fd) const {
   std::vector<std::string> owned = {"TSU_RANK=", "TSU_SIZE=", "TSU_BOOTSTRAP=", "TSU_JOBID=",
-                                    "TSU_LOCAL_RANK=", "TSU_JOB_SECRET="};
+                                    "TSU_LOCAL_RANK=", "TSU_JOB_SECRET=", "TSU_JOB_SECRET_FD="};
   // Without --ranks-per-node or --hosts a TSU_NODE_ID from the user passes through.
   if (opts_.ranks_per_node > 0 || !opts_.hosts.empty()) owned.push_back("TSU_NODE_ID=");
   std::vector<std::string> env;
@@ -137,7 +137,9 @@ std::vector<std::string> Launcher::rank_environment(uint32_t rank) const {
   env.push_back("TSU_SIZE=" + std::to_string(opts_.nranks));
   env.push_back("TSU_BOOTSTRAP=" + bootstrap_spec_);
   env.push_back("TSU_JOBID=" + job_id_);
-  env.push_back("TSU_JOB_SECRET=" + secret_);
+  // The secret itself never goes into the environment or onto a command line:
+  // the rank reads it from this descriptor (a pipe, or stdin under --spawn).
+  env.push_back("TSU_JOB_SECRET_FD=" + std::to_string(secret_fd));
   if (rpn > 0) {
     env.push_back("TSU_LOCAL_RANK=" + std::to_string(rank % rpn));
     env.push_back("TSU_NODE_ID=" + std::to_string(rank / rpn));
@@ -209,8 +211,29 @@ bool Launcher::start_tcp_bootstrap(BootstrapServer& server, std::string& error) 
 
 // Returns 0, or the exit status for tsurun after reporting why it failed.
 int Launcher::spawn(uint32_t rank, OutputForwarder& out) {
+  // The job secret travels in a pipe: a local rank reads it from the pipe's
+  // own descriptor, a rank started through --spawn from its stdin (ssh and
+  // `ip netns exec` pass stdin through; nothing else reaches a remote host
+  // unseen).  The pipe holds one line, then EOF.
+  int secretp[2];
+  if (::pipe2(secretp, O_CLOEXEC) != 0) {
+    report(std::string("pipe: ") + std::strerror(errno));
+    return kExitInternal;
+  }
+  {
+    const std::string line = secret_ + "\n";  // 33 bytes: fits the pipe buffer, never blocks
+    const bool ok = ::write(secretp[1], line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    ::close(secretp[1]);
+    if (!ok) {
+      ::close(secretp[0]);
+      report(std::string("cannot write the job secret to the rank's pipe: ") + std::strerror(errno));
+      return kExitInternal;
+    }
+  }
+  const bool via_stdin = !opts_.spawn.empty();
+  const int secret_fd = secretp[0];
   // Everything is prepared before fork: the child only calls async-signal-safe functions.
-  std::vector<std::string> env = rank_environment(rank);
+  std::vector<std::string> env = rank_environment(rank, via_stdin ? STDIN_FILENO : secret_fd);
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -235,6 +258,7 @@ int Launcher::spawn(uint32_t rank, OutputForwarder& out) {
   int outp[2], errp[2], execp[2];
   if (::pipe2(outp, O_CLOEXEC) != 0 || ::pipe2(errp, O_CLOEXEC) != 0 || ::pipe2(execp, O_CLOEXEC) != 0) {
     report(std::string("pipe: ") + std::strerror(errno));
+    ::close(secret_fd);
     return kExitInternal;
   }
   const pid_t parent = ::getpid();
@@ -254,9 +278,15 @@ int Launcher::spawn(uint32_t rank, OutputForwarder& out) {
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    // Ranks run in background process groups; reading the terminal would stop them.
-    const int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+    // Ranks run in background process groups; reading the terminal would stop
+    // them.  Their stdin is the secret pipe (--spawn) or /dev/null.
+    if (via_stdin) {
+      ::dup2(secret_fd, STDIN_FILENO);
+    } else {
+      const int devnull = ::open("/dev/null", O_RDONLY);
+      if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+      ::fcntl(secret_fd, F_SETFD, 0);  // inherited across exec, under its own number
+    }
     ::dup2(outp[1], STDOUT_FILENO);
     ::dup2(errp[1], STDERR_FILENO);
     ::execvpe(argv[0], argv.data(), envp.data());
@@ -267,6 +297,7 @@ int Launcher::spawn(uint32_t rank, OutputForwarder& out) {
   }
   const int fork_errno = errno;
   ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  ::close(secret_fd);
   ::close(outp[1]);
   ::close(errp[1]);
   ::close(execp[1]);
@@ -392,7 +423,17 @@ int Launcher::run() {
     return kExitInternal;
   }
   socket_path_ = dir.path() + "/" + kSocketName;
-  BootstrapServer server(opts_.nranks, opts_.verbose);
+  // The per-job secret: it keys the bootstrap handshake and every udp datagram.
+  {
+    unsigned char key[16];
+    if (::getrandom(key, sizeof key, 0) != static_cast<ssize_t>(sizeof key)) {
+      report(std::string("getrandom: ") + std::strerror(errno));
+      return kExitInternal;
+    }
+    std::copy(std::begin(key), std::end(key), secret_bytes_.begin());
+    secret_ = tsu::bootstrap::auth::to_hex(secret_bytes_);
+  }
+  BootstrapServer server(opts_.nranks, opts_.verbose, secret_bytes_, job_id_);
   server_ = &server;
   if (opts_.hosts.empty()) {
     if (!server.listen(socket_path_, error)) {
@@ -403,19 +444,6 @@ int Launcher::run() {
   } else if (!start_tcp_bootstrap(server, error)) {
     report(error);
     return kExitInternal;
-  }
-  // The per-job secret every udp datagram is authenticated with.
-  {
-    unsigned char key[16];
-    if (::getrandom(key, sizeof key, 0) != static_cast<ssize_t>(sizeof key)) {
-      report(std::string("getrandom: ") + std::strerror(errno));
-      return kExitInternal;
-    }
-    static const char* hex = "0123456789abcdef";
-    for (unsigned char b : key) {
-      secret_.push_back(hex[b >> 4]);
-      secret_.push_back(hex[b & 15]);
-    }
   }
   OutputForwarder out(opts_.tag_output);
 
@@ -499,6 +527,7 @@ int Launcher::run() {
   }
 
   out.drain_and_close_all();
+  if (const std::string refused = server.refusal_summary(); !refused.empty()) report(refused);
   if (opts_.verbose) report("job " + job_id_ + " done; exit status " + std::to_string(exit_code_));
   return exit_code_;
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/local/auth.hpp"
 #include "options.hpp"
 
 namespace tsurun {
@@ -38,7 +39,8 @@ class Launcher {
     int status = 0;  // from waitpid
   };
 
-  std::vector<std::string> rank_environment(uint32_t rank) const;
+  // The environment of a rank that reads the job secret from `secret_fd`.
+  std::vector<std::string> rank_environment(uint32_t rank, int secret_fd) const;
   // Host index of a rank under --hosts and its index among the host's ranks.
   uint32_t host_of(uint32_t rank) const;
   uint32_t local_rank(uint32_t rank) const;
@@ -61,7 +63,8 @@ class Launcher {
   std::string job_id_;
   std::string socket_path_;
   std::string bootstrap_spec_;  // TSU_BOOTSTRAP for the ranks
-  std::string secret_;          // TSU_JOB_SECRET: 32 hex digits
+  std::string secret_;          // the job secret as 32 hex digits (sent through a pipe)
+  tsu::bootstrap::auth::Secret secret_bytes_{};
   class BootstrapServer* server_ = nullptr;
   std::vector<Rank> ranks_;
   bool stopping_ = false;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <chrono>
 #include <thread>
@@ -30,6 +31,8 @@ const char* type_name(wire::MsgType t) {
     case wire::MsgType::kGet: return "Get";
     case wire::MsgType::kBarrier: return "Barrier";
     case wire::MsgType::kFinalize: return "Finalize";
+    case wire::MsgType::kAuth: return "Auth";
+    case wire::MsgType::kChallenge: return "Challenge";
     case wire::MsgType::kHelloOk: return "HelloOk";
     case wire::MsgType::kPutOk: return "PutOk";
     case wire::MsgType::kValue: return "Value";
@@ -42,24 +45,18 @@ const char* type_name(wire::MsgType t) {
 
 }  // namespace
 
-std::unique_ptr<LocalBootstrap> LocalBootstrap::connect(const std::string& path, uint32_t rank,
-                                                        uint32_t size, tsu_status_t& status,
-                                                        std::string& error) {
-  status = TSU_ERR_BOOTSTRAP;
+namespace {
+
+// Opens a stream socket to the service: -1 with `error` on failure.
+int open_unix(const std::string& path, std::string& error) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof(addr.sun_path)) {
-    error = "bootstrap socket path '" + path + "' is empty or too long";
-    status = TSU_ERR_CONFIG;
-    return nullptr;
-  }
   std::memcpy(addr.sun_path, path.data(), path.size());
-
   // CLOEXEC so programs the rank execs do not keep the connection open.
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     error = errno_text("bootstrap socket()", errno);
-    return nullptr;
+    return -1;
   }
   int rc;
   do {
@@ -68,14 +65,69 @@ std::unique_ptr<LocalBootstrap> LocalBootstrap::connect(const std::string& path,
   if (rc != 0) {
     error = errno_text(("cannot connect to bootstrap socket '" + path + "'").c_str(), errno);
     ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int open_tcp(const sockaddr_in& addr, const std::string& where, std::string& error) {
+  int fd = -1;
+  int err = 0;
+  // The launcher may still be starting its listener on a slow remote start.
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      error = errno_text("bootstrap socket()", errno);
+      return -1;
+    }
+    int rc;
+    do {
+      rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+    } while (rc != 0 && errno == EINTR);
+    if (rc == 0) break;
+    err = errno;
+    ::close(fd);
+    fd = -1;
+    if (err != ECONNREFUSED) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (fd < 0) {
+    error = errno_text(("cannot connect to bootstrap " + where).c_str(), err);
+    return -1;
+  }
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+// A connection the service closed before the handshake completed may have
+// been pushed out by a flood of unauthenticated ones: try again a few times.
+constexpr int kHandshakeAttempts = 8;
+
+}  // namespace
+
+std::unique_ptr<LocalBootstrap> LocalBootstrap::connect(const std::string& path, uint32_t rank, uint32_t size,
+                                                        const auth::Secret& secret, tsu_status_t& status,
+                                                        std::string& error) {
+  status = TSU_ERR_BOOTSTRAP;
+  if (path.empty() || path.size() >= sizeof(sockaddr_un{}.sun_path)) {
+    error = "bootstrap socket path '" + path + "' is empty or too long";
+    status = TSU_ERR_CONFIG;
     return nullptr;
   }
-
-  return hello(fd, rank, size, status, error);
+  for (int attempt = 0;; ++attempt) {
+    const int fd = open_unix(path, error);
+    if (fd < 0) return nullptr;
+    bool retry = false;
+    auto b = hello(fd, rank, size, secret, status, error, retry);
+    if (b || !retry || attempt + 1 == kHandshakeAttempts) return b;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 << attempt));
+  }
 }
 
 std::unique_ptr<LocalBootstrap> LocalBootstrap::connect_tcp(const std::string& host, uint16_t port,
                                                             uint32_t rank, uint32_t size,
+                                                            const auth::Secret& secret,
                                                             tsu_status_t& status,
                                                             std::string& error) {
   status = TSU_ERR_BOOTSTRAP;
@@ -91,56 +143,66 @@ std::unique_ptr<LocalBootstrap> LocalBootstrap::connect_tcp(const std::string& h
   sockaddr_in addr{};
   std::memcpy(&addr, res->ai_addr, sizeof addr);
   ::freeaddrinfo(res);
-  int fd = -1;
-  int err = 0;
-  // The launcher may still be starting its listener on a slow remote start.
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-      error = errno_text("bootstrap socket()", errno);
-      return nullptr;
-    }
-    int rc;
-    do {
-      rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
-    } while (rc != 0 && errno == EINTR);
-    if (rc == 0) break;
-    err = errno;
-    ::close(fd);
-    fd = -1;
-    if (err != ECONNREFUSED) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const std::string where = "tcp:" + host + ":" + std::to_string(port);
+  for (int attempt = 0;; ++attempt) {
+    const int fd = open_tcp(addr, where, error);
+    if (fd < 0) return nullptr;
+    sockaddr_in local{};
+    socklen_t len = sizeof local;
+    char ip[INET_ADDRSTRLEN] = {};
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0)
+      ::inet_ntop(AF_INET, &local.sin_addr, ip, sizeof ip);
+    bool retry = false;
+    auto b = hello(fd, rank, size, secret, status, error, retry);
+    if (b) b->reachable_ = ip;
+    if (b || !retry || attempt + 1 == kHandshakeAttempts) return b;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 << attempt));
   }
-  if (fd < 0) {
-    error = errno_text(("cannot connect to bootstrap tcp:" + host + ":" + std::to_string(port)).c_str(), err);
-    return nullptr;
-  }
-  const int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  sockaddr_in local{};
-  socklen_t len = sizeof local;
-  char ip[INET_ADDRSTRLEN] = {};
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0)
-    ::inet_ntop(AF_INET, &local.sin_addr, ip, sizeof ip);
-  auto b = hello(fd, rank, size, status, error);
-  if (b) b->reachable_ = ip;
-  return b;
 }
 
 std::unique_ptr<LocalBootstrap> LocalBootstrap::hello(int fd, uint32_t rank, uint32_t size,
-                                                      tsu_status_t& status, std::string& error) {
+                                                      const auth::Secret& secret, tsu_status_t& status,
+                                                      std::string& error, bool& retry) {
   status = TSU_ERR_BOOTSTRAP;
+  retry = false;
   std::unique_ptr<LocalBootstrap> b(new LocalBootstrap(fd, rank, size));
+  auth::Nonce client_nonce{};
+  if (!auth::random_nonce(client_nonce)) {
+    error = "bootstrap: libsodium cannot be initialised (no randomness source?)";
+    return nullptr;
+  }
+  const char* job = std::getenv("TSU_JOBID");
+  const std::string job_id = job ? job : "";
   wire::Writer w;
   w.u32(wire::kProtocolVersion);
   w.u32(rank);
   w.u32(size);
+  w.bytes(std::as_bytes(std::span(client_nonce)));
   wire::Frame reply;
   std::lock_guard lock(b->mu_);
-  if (b->call(wire::MsgType::kHello, w.data(), wire::MsgType::kHelloOk, reply) != TSU_OK) {
+  // An Error reply is the service's verdict; anything else (a closed
+  // connection) may be a flood pushing us out, and is retried.
+  auto failed = [&] {
     error = b->last_error_;
+    retry = !b->refused_;
     return nullptr;
+  };
+  if (b->call(wire::MsgType::kHello, w.data(), wire::MsgType::kChallenge, reply) != TSU_OK) return failed();
+  auth::Nonce server_nonce{};
+  auth::Proof service_proof{};
+  if (!wire::parse_challenge(reply, server_nonce, service_proof)) {
+    b->fail("bootstrap protocol error: malformed Challenge");
+    return failed();
   }
+  const auto expected = auth::proof(secret, auth::Role::kService, client_nonce, server_nonce, rank, size, job_id);
+  if (!auth::proofs_equal(service_proof, expected)) {
+    b->fail("the bootstrap service did not prove it holds this job's secret (another job's tsurun, or a "
+            "wrong job secret); not authenticating to it");
+    return failed();
+  }
+  const auto mine = auth::proof(secret, auth::Role::kRank, client_nonce, server_nonce, rank, size, job_id);
+  if (b->call(wire::MsgType::kAuth, std::as_bytes(std::span(mine)), wire::MsgType::kHelloOk, reply) != TSU_OK)
+    return failed();
   status = TSU_OK;
   return b;
 }
@@ -208,6 +270,7 @@ tsu_status_t LocalBootstrap::call(wire::MsgType type, std::span<const std::byte>
   if (!send_all(wire::make_frame(type, payload))) return TSU_ERR_BOOTSTRAP;
   if (!recv_frame(reply)) return TSU_ERR_BOOTSTRAP;
   if (reply.type == wire::MsgType::kError) {
+    refused_ = true;
     return fail("bootstrap service refused " + std::string(type_name(type)) + ": " +
                 std::string(wire::as_string(reply.payload)));
   }

@@ -14,21 +14,24 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.hpp"
+#include "bootstrap/local/auth.hpp"
 #include "bootstrap/local/wire.hpp"
 
 namespace tsu::bootstrap {
 
 class LocalBootstrap final : public Bootstrap {
  public:
-  // Connects to the Unix socket at `path` and introduces this rank.  On
-  // failure returns nullptr with TSU_ERR_BOOTSTRAP and the reason in `error`.
+  // Connects to the Unix socket at `path` and authenticates as this rank
+  // with the job secret (mutually: the service proves it first).  On failure
+  // returns nullptr with TSU_ERR_BOOTSTRAP and the reason in `error`.
   static std::unique_ptr<LocalBootstrap> connect(const std::string& path, uint32_t rank,
-                                                 uint32_t size, tsu_status_t& status,
-                                                 std::string& error);
+                                                 uint32_t size, const auth::Secret& secret,
+                                                 tsu_status_t& status, std::string& error);
   // The same protocol over TCP (tsurun --hosts): host is an IPv4 address or
   // a name.  Retries a refused connection for a few seconds.
   static std::unique_ptr<LocalBootstrap> connect_tcp(const std::string& host, uint16_t port,
                                                      uint32_t rank, uint32_t size,
+                                                     const auth::Secret& secret,
                                                      tsu_status_t& status, std::string& error);
   ~LocalBootstrap() override;
   std::string reachable_address() const override { return reachable_; }
@@ -48,8 +51,11 @@ class LocalBootstrap final : public Bootstrap {
 
  private:
   LocalBootstrap(int fd, uint32_t rank, uint32_t size) : fd_(fd), rank_(rank), size_(size) {}
+  // The handshake (wire.hpp); `retry` says whether a failure may be
+  // transient (the connection closed rather than an Error from the service).
   static std::unique_ptr<LocalBootstrap> hello(int fd, uint32_t rank, uint32_t size,
-                                               tsu_status_t& status, std::string& error);
+                                               const auth::Secret& secret, tsu_status_t& status,
+                                               std::string& error, bool& retry);
   std::string reachable_;  // local IPv4 address of a TCP connection
   // Sends one request and waits for its reply; fails unless the reply has
   // type `expect`.  Caller holds mu_.
@@ -65,6 +71,7 @@ class LocalBootstrap final : public Bootstrap {
   const uint32_t size_;
   uint64_t barrier_epoch_ = 0;
   bool broken_ = false;  // after an I/O or protocol error, or finalize
+  bool refused_ = false;  // the service answered Error
   std::string last_error_;
   wire::FrameDecoder decoder_;
 };

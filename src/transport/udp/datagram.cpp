@@ -1,5 +1,7 @@
 #include "transport/udp/datagram.hpp"
 
+#include <sodium.h>
+
 #include <cstring>
 
 namespace tsu::transport::udp {
@@ -104,14 +106,39 @@ const char* parse_status_name(ParseStatus s) noexcept {
     case ParseStatus::kBadMac: return "bad_mac";
     case ParseStatus::kBadCrc: return "bad_crc";
     case ParseStatus::kMalformed: return "malformed";
+    case ParseStatus::kBadTag: return "bad_tag";
     case ParseStatus::kCount: break;
   }
   return "?";
 }
 
+namespace {
+void tag_nonce(unsigned char (&nonce)[crypto_aead_chacha20poly1305_IETF_NPUBBYTES], uint32_t src,
+               const std::byte* counter) noexcept {
+  static_assert(crypto_aead_chacha20poly1305_IETF_NPUBBYTES == 12);
+  std::memcpy(nonce, &src, 4);
+  std::memcpy(nonce + 4, counter, 8);
+}
+}  // namespace
+
+bool init_tag_crypto() noexcept { return sodium_init() >= 0; }
+
+void seal_tag(std::byte* datagram, std::size_t len, const PayloadKey& key, uint32_t src,
+              uint64_t counter) noexcept {
+  std::memcpy(datagram + len, &counter, 8);
+  unsigned char nonce[crypto_aead_chacha20poly1305_IETF_NPUBBYTES];
+  tag_nonce(nonce, src, datagram + len);
+  unsigned long long tag_len = 0;
+  unsigned char none = 0;  // the (empty) message and ciphertext: libsodium wants non-null pointers
+  crypto_aead_chacha20poly1305_ietf_encrypt_detached(
+      &none, reinterpret_cast<unsigned char*>(datagram + len + 8), &tag_len, &none, 0,
+      reinterpret_cast<const unsigned char*>(datagram), len + 8, nullptr, nonce, key.k);
+}
+
 ParseStatus parse_datagram(std::span<const std::byte> bytes, const Secret& key, uint32_t me,
-                           uint32_t size, uint32_t max_payload, ParsedDatagram& out) noexcept {
-  if (bytes.size() < kHeaderSize) return ParseStatus::kTruncated;
+                           uint32_t size, uint32_t max_payload, ParsedDatagram& out,
+                           const PayloadKey* tag_key) noexcept {
+  if (bytes.size() < kHeaderSize + (tag_key ? kTagSize : 0)) return ParseStatus::kTruncated;
   WireHeader h;
   std::memcpy(&h, bytes.data(), kHeaderSize);
   if (h.magic != kMagic || h.version != kVersion) return ParseStatus::kForeign;
@@ -119,6 +146,19 @@ ParseStatus parse_datagram(std::span<const std::byte> bytes, const Secret& key, 
   h.mac = 0;
   if (siphash13(key, &h, sizeof h) != mac) return ParseStatus::kBadMac;
   h.mac = mac;
+  if (tag_key) {
+    // The tag covers everything before it; nothing else is read until it
+    // verifies (libsodium compares in constant time).
+    const std::size_t body = bytes.size() - kTagSize;
+    unsigned char nonce[crypto_aead_chacha20poly1305_IETF_NPUBBYTES];
+    tag_nonce(nonce, h.src_rank, bytes.data() + body);
+    unsigned char none = 0;  // empty message, as in seal_tag
+    if (crypto_aead_chacha20poly1305_ietf_decrypt_detached(
+            &none, nullptr, &none, 0, reinterpret_cast<const unsigned char*>(bytes.data() + body + 8),
+            reinterpret_cast<const unsigned char*>(bytes.data()), body + 8, nonce, tag_key->k) != 0)
+      return ParseStatus::kBadTag;
+    bytes = bytes.first(body);
+  }
   if (h.payload_len != bytes.size() - kHeaderSize) return ParseStatus::kTruncated;
   const auto payload = bytes.subspan(kHeaderSize);
   if (crc32c(payload.data(), payload.size()) != h.payload_crc) return ParseStatus::kBadCrc;

@@ -8,6 +8,18 @@
 // (reliability.hpp).  This protects against accidents and other jobs, not
 // against an on-path attacker who can see traffic (CRC32C is not a MAC).
 //
+// Payload authentication (TSU_UDP_AUTH=1, every rank alike): each datagram
+// also ends in a 24-byte trailer, a u64 counter and a 16-byte tag:
+// ChaCha20-Poly1305 (IETF, libsodium) with an empty message and the whole
+// datagram before the tag - sealed header, payload, counter - as associated
+// data, under a 256-bit key derived from the job secret.  The nonce is the
+// sender's rank and its counter, which counts every datagram the rank seals,
+// so no nonce repeats under the job's key.  A datagram whose tag does not
+// verify is dropped as kBadTag before its fields are used, so an on-path
+// attacker can neither forge nor alter traffic; replays of data die on
+// sequence numbers, replayed acknowledgements are stale.  The payload is not
+// encrypted.
+//
 // Types:
 //   kData  seq = this datagram's number, payload = a fragment of a message
 //          (flags kFirst / kLast; the first fragment starts with the
@@ -64,6 +76,12 @@ struct Secret {
   uint64_t k0 = 0, k1 = 0;
 };
 
+// The key of the payload tag (TSU_UDP_AUTH) and the tag's size.
+struct PayloadKey {
+  unsigned char k[32] = {};
+};
+inline constexpr std::size_t kTagSize = 24;  // u64 counter + 16-byte tag
+
 // Why a datagram was rejected (or kOk).  Each has a drop counter.
 enum class ParseStatus : uint8_t {
   kOk,
@@ -72,6 +90,7 @@ enum class ParseStatus : uint8_t {
   kBadMac,     // MAC mismatch: another job, or a garbled header
   kBadCrc,     // payload garbled
   kMalformed,  // authenticated but inconsistent (bad type, flags, ranks, sizes)
+  kBadTag,     // payload authentication on, and the datagram's tag is wrong
   kCount
 };
 const char* parse_status_name(ParseStatus s) noexcept;
@@ -82,10 +101,22 @@ struct ParsedDatagram {
 };
 
 // Pure function: validates `bytes` as a datagram of the job keyed by `key`
-// sent to rank `me` of a job of `size` ranks.  Writes `out` only on kOk.
-// Never reads outside `bytes`.
+// sent to rank `me` of a job of `size` ranks; with `tag_key`, the datagram
+// must also end in a valid tag (which is not part of the payload).  Writes
+// `out` only on kOk.  Never reads outside `bytes`.
 ParseStatus parse_datagram(std::span<const std::byte> bytes, const Secret& key, uint32_t me,
-                           uint32_t size, uint32_t max_payload, ParsedDatagram& out) noexcept;
+                           uint32_t size, uint32_t max_payload, ParsedDatagram& out,
+                           const PayloadKey* tag_key = nullptr) noexcept;
+
+// Lets libsodium pick its fastest implementations (SIMD Poly1305 is several
+// times the portable one); idempotent.  False if libsodium cannot start.
+bool init_tag_crypto() noexcept;
+
+// Writes the trailer (counter and tag) of the `len` bytes at `datagram` (a
+// sealed header of rank `src` and its payload) right after them: the buffer
+// must hold len + kTagSize bytes.  `counter` must never repeat for `src`.
+void seal_tag(std::byte* datagram, std::size_t len, const PayloadKey& key, uint32_t src,
+              uint64_t counter) noexcept;
 
 // Completes a header in place (crc of `payload` must already be in h) and
 // computes its MAC.

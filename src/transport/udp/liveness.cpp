@@ -91,7 +91,8 @@ void UdpTransport::send_ping(Peer& p, uint64_t now) {
   h.payload_crc = crc32c(nullptr, 0);
   seal_header(h, secret_);
   std::memcpy(p.ping_buf, &h, kHeaderSize);
-  sock_.stage(p.ping_buf, kHeaderSize, p.addr);
+  if (cfg_.auth) seal_tag(p.ping_buf, kHeaderSize, cfg_.auth_key, rank_, tag_counter_++);
+  sock_.stage(p.ping_buf, kHeaderSize + trailer(), p.addr);
   p.last_ping_ns = now;
   ++st_.pings_sent;
 }

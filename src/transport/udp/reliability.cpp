@@ -13,7 +13,7 @@ void UdpTransport::handle_datagram(UdpSocket::RxBuf& rb, uint64_t now) {
   ParsedDatagram d;
   const ParseStatus ps =
       parse_datagram(std::span<const std::byte>(rb.data, rb.len), secret_, rank_, size_,
-                     static_cast<uint32_t>(max_fragment()), d);
+                     static_cast<uint32_t>(max_fragment()), d, tag_key());
   if (ps != ParseStatus::kOk) {
     ++st_.drops[static_cast<int>(ps)];
     TSU_LOG_DEBUG("udp: dropped a %zu-byte datagram: %s", rb.len, parse_status_name(ps));
@@ -322,7 +322,8 @@ void UdpTransport::stage_data(Peer& p, uint32_t seq, uint64_t now) {
   const uint64_t srtt = p.rtt.srtt() ? p.rtt.srtt() : cfg_.initial_rto_ns / 2;
   p.tlp_deadline = now + (std::max<uint64_t>(2 * srtt, kMinProbeNs) << p.probes);
   timer_by(std::min(p.rto_deadline, p.tlp_deadline));
-  sock_.stage(s.buf, s.len, p.addr);
+  if (cfg_.auth) seal_tag(s.buf, s.len, cfg_.auth_key, rank_, tag_counter_++);  // the buffer holds mtu bytes; s.len <= mtu - kTagSize
+  sock_.stage(s.buf, s.len + trailer(), p.addr);
 }
 
 WireHeader UdpTransport::control_header(const Peer& p, uint8_t type, uint64_t now) const {
@@ -359,7 +360,8 @@ void UdpTransport::stage_ack(Peer& p, uint64_t now) {
   h.payload_crc = crc32c(ext, ext_len);
   seal_header(h, secret_);
   std::memcpy(p.ack_buf, &h, kHeaderSize);
-  sock_.stage(p.ack_buf, kHeaderSize + ext_len, p.addr);
+  if (cfg_.auth) seal_tag(p.ack_buf, kHeaderSize + ext_len, cfg_.auth_key, rank_, tag_counter_++);
+  sock_.stage(p.ack_buf, kHeaderSize + ext_len + trailer(), p.addr);
   ++st_.acks_sent;
   p.ack_pending = false;
   p.ack_now = false;

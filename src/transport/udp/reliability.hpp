@@ -94,8 +94,8 @@ struct Peer {
   uint64_t created_ns;
 
   // Scratch datagrams for acks and pings (alive until the next flush).
-  alignas(8) std::byte ack_buf[kHeaderSize + kMaxSackBytes];
-  alignas(8) std::byte ping_buf[kHeaderSize];
+  alignas(8) std::byte ack_buf[kHeaderSize + kMaxSackBytes + kTagSize];
+  alignas(8) std::byte ping_buf[kHeaderSize + kTagSize];
 
   bool in_tx_list = false;  // queued for transmission in this poll
   bool in_ack_list = false;

@@ -18,6 +18,10 @@ UdpTransport::~UdpTransport() {
 }
 
 tsu_status_t UdpTransport::open(std::string& error) {
+  if (cfg_.auth && !init_tag_crypto()) {
+    error = "udp: payload authentication needs libsodium, which cannot be initialised";
+    return TSU_ERR_SYSTEM;
+  }
   if (!sock_.open(cfg_.bind_ip, cfg_.port, cfg_.sockbuf, error)) return TSU_ERR_SYSTEM;
   if (!wake_.open(sock_.fd(), error)) return TSU_ERR_SYSTEM;
   sock_.set_segmentation(cfg_.gso);

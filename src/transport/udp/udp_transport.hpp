@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -58,6 +59,8 @@ struct UdpConfig {
   bool gro = true;  // coalesced receives (udp_socket.hpp)
   std::string impair;      // impairment spec (impair.hpp); empty: off
   std::string trace_file;  // cwnd/RTT/retransmission trace; empty: off
+  bool auth = false;       // payload authentication: a tag on every datagram (datagram.hpp)
+  PayloadKey auth_key;     // its key (derived from the job secret)
 };
 
 struct UdpStats {
@@ -121,7 +124,10 @@ class UdpTransport final : public Transport {
  private:
   Peer& peer(uint32_t rank);  // creates lazily
   std::size_t poll_protocol() noexcept;  // poll's work under the lock
-  std::size_t max_fragment() const noexcept { return cfg_.mtu - kHeaderSize; }
+  std::size_t max_fragment() const noexcept { return cfg_.mtu - kHeaderSize - trailer(); }
+  // Bytes after the payload: the tag, with payload authentication.
+  std::size_t trailer() const noexcept { return cfg_.auth ? kTagSize : 0; }
+  const PayloadKey* tag_key() const noexcept { return cfg_.auth ? &cfg_.auth_key : nullptr; }
 
   // reliability.cpp
   void handle_datagram(UdpSocket::RxBuf& rb, uint64_t now);
@@ -168,6 +174,7 @@ class UdpTransport final : public Transport {
 
   const uint32_t rank_, size_;
   const Secret secret_;
+  std::atomic<uint64_t> tag_counter_{0};  // nonces of payload tags: never repeats in this process
   const UdpConfig cfg_;
   mutable std::recursive_mutex mu_;
   UdpSocket sock_;
