@@ -5,10 +5,13 @@
 #pragma once
 
 #include <cstddef>
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bootstrap/bootstrap.hpp"
@@ -24,6 +27,8 @@ struct NetworkSetup {
   std::vector<bool> reach;                // ranks on other nodes: the transport reaches these
   bootstrap::Bootstrap* boot = nullptr;   // publishes and looks up addresses (collective use)
   std::span<const std::byte> job_secret;  // keys the job's traffic
+  // A 32-byte key for `purpose`, derived from the job secret (keyed hash).
+  std::function<std::array<uint8_t, 32>(std::string_view purpose)> derive_key;
   core::GetEnv getenv;                    // reads the transport's own settings
 };
 

@@ -1,5 +1,5 @@
 # Other nodes: the reliable UDP protocol (a network plug-in, TSU_NET=udp).
-tsu_transport(NAME udp SOURCES
+tsu_transport(NAME udp LIBS PkgConfig::SODIUM SOURCES
   transport/udp/udp_plugin.cpp
   transport/udp/datagram.cpp
   transport/udp/impair.cpp

@@ -48,6 +48,15 @@ tsu_status_t connect(const NetworkSetup& setup, std::unique_ptr<Transport>& out,
     return TSU_ERR_CONFIG;
   }
   std::memcpy(&secret, setup.job_secret.data(), sizeof secret);
+  if (uc.auth) {
+    if (!setup.derive_key) {
+      error = "udp: payload authentication needs a key derivation from the job secret";
+      return TSU_ERR_CONFIG;
+    }
+    const auto k = setup.derive_key("tsu-udp-payload");
+    static_assert(sizeof uc.auth_key.k <= sizeof k);
+    std::memcpy(uc.auth_key.k, k.data(), sizeof uc.auth_key.k);
+  }
   auto t = std::make_unique<UdpTransport>(setup.rank, setup.size, secret, uc);
   st = t->open(error);
   if (st != TSU_OK) return st;
@@ -150,6 +159,11 @@ const core::SettingsTable<UdpConfig>& udp_settings() {
                                       "udp: 1: receive segmented sends coalesced, one buffer per "
                                       "group (UDP_GRO)",
                                       &U::gro));
+    r.push_back(core::bool_setting<U>("TSU_UDP_AUTH", "0",
+                                      "udp: 1: authenticate every datagram's payload too "
+                                      "(ChaCha20-Poly1305 tag; for untrusted networks; every rank "
+                                      "must agree)",
+                                      &U::auth));
     r.push_back({"TSU_UDP_CWND_MIN", "4", "udp: congestion window floor in datagrams", "1..4096",
                  [](const char* v, U& c) {
                    uint64_t n;
@@ -171,7 +185,7 @@ const core::SettingsTable<UdpConfig>& udp_settings() {
                std::to_string(c.window) + ")";
       if (c.keepalive_ns >= c.peer_timeout_ns)
         return "TSU_UDP_KEEPALIVE must be shorter than TSU_UDP_PEER_TIMEOUT";
-      if ((c.max_message + 40) / (c.mtu - kHeaderSize) + 1 > c.queue)
+      if ((c.max_message + 40) / (c.mtu - kHeaderSize - (c.auth ? kTagSize : 0)) + 1 > c.queue)
         return "TSU_UDP_MAX_MESSAGE needs more datagrams than TSU_UDP_QUEUE holds";
       return std::string();
     };
