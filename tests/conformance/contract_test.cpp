@@ -22,21 +22,7 @@ constexpr uint8_t kTargetSentinel = 0xA5;  // main segments, outside the scratch
 constexpr uint8_t kLocalSentinel = 0x5A;   // the issuer's own landing buffers
 constexpr uint64_t kScratch = 64 << 10;    // [0, kScratch) of main: exchange slots
 
-// A request accepted with TSU_OK reports through its callback; one refused
-// at the call returns the status.  Either way: the status it ended with.
-template <typename Issue>
-tsu_status_t outcome(Issue&& issue, bool* at_call = nullptr) {
-  mp::Done done;
-  const tsu_status_t st = mp::issue([&] { return issue(done.cb()); });
-  if (at_call) *at_call = st != TSU_OK;
-  if (st != TSU_OK) {
-    EXPECT_EQ(done.calls.load(), 0) << "a refused request ran its callback";
-    return st;
-  }
-  if (!done.wait()) return TSU_EAGAIN;
-  EXPECT_EQ(done.calls.load(), 1);
-  return done.st.load();
-}
+using mp::outcome;
 
 // Every rank fills its main segment past the scratch area with the sentinel.
 void fill_main_sentinel() {

@@ -52,19 +52,6 @@ uint8_t* main_base() {
   return static_cast<uint8_t*>(base);
 }
 
-// Runs one request to its end: the synchronous error, or the callback's status.
-template <typename F>
-tsu_status_t run(F&& try_with_cb) {
-  mp::Done done;
-  const tsu_status_t st = mp::issue([&] { return try_with_cb(done.cb()); });
-  if (st != TSU_OK) {
-    EXPECT_EQ(done.calls.load(), 0) << "callback ran for a refused request";
-    return st;
-  }
-  if (!done.wait()) return TSU_ERR_SYSTEM;
-  EXPECT_EQ(done.calls.load(), 1);
-  return done.st.load();
-}
 
 uint8_t peer_byte(uint32_t r, int i) { return static_cast<uint8_t>(0x10 * r + i + 1); }
 
@@ -75,7 +62,7 @@ void owner_expect_stale(tsu_seg_t stale, const char* what) {
   EXPECT_EQ(tsu_laddr_ptr(tsu_laddr(stale, 0), 1, &p), TSU_ERR_BAD_SEGMENT) << what;
   EXPECT_EQ(tsu_segment_info(stale, &p, &size), TSU_ERR_BAD_SEGMENT) << what;
   EXPECT_EQ(tsu_segment_free(stale), TSU_ERR_BAD_SEGMENT) << what;
-  EXPECT_EQ(run([&](tsu_cb_t cb) {
+  EXPECT_EQ(mp::outcome([&](tsu_cb_t cb) {
               return tsu_try_put(tsu_gaddr(0, stale, kProbeOff), tsu_laddr(TSU_SEG_MAIN, kStageOff),
                                  8, cb);
             }),
@@ -146,7 +133,7 @@ TEST(SegmentIds, StaleIdsFailOnEveryRouteAcrossAMillionReuses) {
         owner_expect_stale(s, "published stale id");
       std::memcpy(mine + kStageOff, &rec, sizeof rec);
       for (uint32_t p = 1; p < n; ++p)
-        ASSERT_EQ(run([&](tsu_cb_t cb) {
+        ASSERT_EQ(mp::outcome([&](tsu_cb_t cb) {
                     return tsu_try_put(tsu_gaddr(p, TSU_SEG_MAIN, kMailboxOff),
                                        tsu_laddr(TSU_SEG_MAIN, kStageOff), sizeof rec, cb);
                   }),
@@ -187,20 +174,20 @@ TEST(SegmentIds, StaleIdsFailOnEveryRouteAcrossAMillionReuses) {
     std::memset(mine + kStageOff, 0xEE, 64);
     for (int i = 0; i < 8; ++i) mine[kStageOff + i] = peer_byte(me, i);
     for (const tsu_seg_t s : {rec.stale_reg, rec.stale_shared, rec.stale_old, rec.stale_recent}) {
-      EXPECT_EQ(run([&](tsu_cb_t cb) {
+      EXPECT_EQ(mp::outcome([&](tsu_cb_t cb) {
                   return tsu_try_put(tsu_gaddr(0, s, kProbeOff), tsu_laddr(TSU_SEG_MAIN, kStageOff + 8),
                                      8, cb);
                 }),
                 TSU_ERR_BAD_SEGMENT)
           << "put to stale id " << s << ", round " << round;
-      EXPECT_EQ(run([&](tsu_cb_t cb) {
+      EXPECT_EQ(mp::outcome([&](tsu_cb_t cb) {
                   return tsu_try_get(tsu_laddr(TSU_SEG_MAIN, kLandOff), tsu_gaddr(0, s, kProbeOff),
                                      8, cb);
                 }),
                 TSU_ERR_BAD_SEGMENT)
           << "get from stale id " << s << ", round " << round;
       uint64_t old = 0;
-      EXPECT_EQ(run([&](tsu_cb_t cb) {
+      EXPECT_EQ(mp::outcome([&](tsu_cb_t cb) {
                   return tsu_try_fetch_add_u64(tsu_gaddr(0, s, kCounterOff), 1, &old, cb);
                 }),
                 TSU_ERR_BAD_SEGMENT)
@@ -211,27 +198,27 @@ TEST(SegmentIds, StaleIdsFailOnEveryRouteAcrossAMillionReuses) {
           << "pointer to stale id " << s;
     }
     // Live ids work.
-    ASSERT_EQ(run([&](tsu_cb_t cb) {
+    ASSERT_EQ(mp::outcome([&](tsu_cb_t cb) {
                 return tsu_try_put(tsu_gaddr(0, rec.live_reg, 64 * me), tsu_laddr(TSU_SEG_MAIN, kStageOff),
                                    8, cb);
               }),
               TSU_OK)
         << tsu_last_error();
     std::memset(mine + kLandOff, 0, 16);
-    ASSERT_EQ(run([&](tsu_cb_t cb) {
+    ASSERT_EQ(mp::outcome([&](tsu_cb_t cb) {
                 return tsu_try_get(tsu_laddr(TSU_SEG_MAIN, kLandOff),
                                    tsu_gaddr(0, rec.live_reg, 2048), 8, cb);
               }),
               TSU_OK);
     EXPECT_EQ(mp::check_fill(mine + kLandOff, 8, kSentinel), SIZE_MAX);
     uint64_t old = 0;
-    ASSERT_EQ(run([&](tsu_cb_t cb) {
+    ASSERT_EQ(mp::outcome([&](tsu_cb_t cb) {
                 return tsu_try_fetch_add_u64(tsu_gaddr(0, rec.live_shared, kCounterOff), 1, &old, cb);
               }),
               TSU_OK);
     EXPECT_LT(old, n - 1);
     std::memset(mine + kLandOff, 0, 16);
-    ASSERT_EQ(run([&](tsu_cb_t cb) {
+    ASSERT_EQ(mp::outcome([&](tsu_cb_t cb) {
                 return tsu_try_get(tsu_laddr(TSU_SEG_MAIN, kLandOff),
                                    tsu_gaddr(0, rec.live_shared, kSegBytes - 8), 8, cb);
               }),

@@ -54,6 +54,13 @@ inline uint32_t node_of(uint32_t r) {
   return n;
 }
 inline bool memory_peer(uint32_t r) { return node_of(r) == node_of(rank()); }
+// A rank on another node than `me`: a shift by the node size (tsurun places
+// K consecutive ranks per node), so every rank has exactly one writer.
+inline uint32_t remote_peer(uint32_t me, uint32_t size) {
+  uint32_t k = 0;
+  for (uint32_t r = 0; r < size; ++r) k += node_of(r) == node_of(me) ? 1 : 0;
+  return (me + k) % size;
+}
 // Requests to `r` complete inline (the contract's bypass case).
 inline bool completes_inline(uint32_t r) { return !engine_mode() && memory_peer(r); }
 // Requests to `r` go through the progress engine (and its command ring).
@@ -111,6 +118,24 @@ tsu_status_t issue(F&& try_fn, uint64_t* eagains = nullptr) {
       return TSU_EAGAIN;
     }
   }
+}
+
+// Runs one request to its end.  A request accepted with TSU_OK reports
+// through its callback (which must run exactly once); one refused at the call
+// returns the status (and must not call back).  Either way: the status it
+// ended with; `at_call` (if given) says which.
+template <typename Issue>
+tsu_status_t outcome(Issue&& try_with_cb, bool* at_call = nullptr) {
+  Done done;
+  const tsu_status_t st = issue([&] { return try_with_cb(done.cb()); });
+  if (at_call) *at_call = st != TSU_OK;
+  if (st != TSU_OK) {
+    EXPECT_EQ(done.calls.load(), 0) << "a refused request ran its callback";
+    return st;
+  }
+  if (!done.wait()) return TSU_EAGAIN;
+  EXPECT_EQ(done.calls.load(), 1);
+  return done.st.load();
 }
 
 // One tracked request: the callback must run exactly once, with `status`.

@@ -16,19 +16,8 @@
 
 namespace {
 
-uint32_t node_of(uint32_t r) {
-  uint32_t n = 0;
-  EXPECT_EQ(tsu_node_of(r, &n), TSU_OK);
-  return n;
-}
-
-// A rank on another node than `me`: a shift by the node size (tsurun
-// places K consecutive ranks per node), so every rank has exactly one writer.
-uint32_t remote_peer(uint32_t me, uint32_t size) {
-  uint32_t k = 0;
-  for (uint32_t r = 0; r < size; ++r) k += node_of(r) == node_of(me) ? 1 : 0;
-  return (me + k) % size;
-}
+using mp::node_of;
+using mp::remote_peer;
 
 constexpr uint64_t kArea = 8u << 20;  // per-rank test area in the main segment
 

@@ -50,19 +50,8 @@ uint64_t env_u64(const char* var, uint64_t dflt) {
   return v && *v ? std::strtoull(v, nullptr, 10) : dflt;
 }
 
-uint32_t node_of(uint32_t r) {
-  uint32_t n = 0;
-  EXPECT_EQ(tsu_node_of(r, &n), TSU_OK);
-  return n;
-}
-
-// A rank on another node (shift by the node size: every rank has exactly one
-// writer), as in udp_rma_test.
-uint32_t remote_peer(uint32_t me, uint32_t n) {
-  uint32_t k = 0;
-  for (uint32_t r = 0; r < n; ++r) k += node_of(r) == node_of(me) ? 1 : 0;
-  return (me + k) % n;
-}
+using mp::node_of;
+using mp::remote_peer;
 
 uint64_t splitmix(uint64_t& s) {
   uint64_t z = (s += 0x9E3779B97F4A7C15ull);
