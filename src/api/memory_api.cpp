@@ -15,7 +15,7 @@ tsu_status_t tsu_segment_alloc(size_t size, tsu_seg_t* seg, void** base) {
   std::string error;
   tsu_seg_t id;
   void* b;
-  const tsu_status_t st = rt->segments().allocate(size, id, b, error);
+  const tsu_status_t st = rt->allocate_segment(size, id, b, error);
   if (st != TSU_OK) return core::fail(st, "tsu_segment_alloc(%zu): %s", size, error.c_str());
   *seg = id;
   *base = b;
@@ -32,7 +32,7 @@ tsu_status_t tsu_mem_register(void* base, size_t size, tsu_seg_t* seg) {
     return core::fail(TSU_ERR_INVALID_ARG, "tsu_mem_register: range wraps around");
   std::string error;
   tsu_seg_t id;
-  const tsu_status_t st = rt->segments().register_memory(base, size, id, error);
+  const tsu_status_t st = rt->register_segment(base, size, id, error);
   if (st != TSU_OK) return core::fail(st, "tsu_mem_register: %s", error.c_str());
   *seg = id;
   return TSU_OK;
@@ -42,7 +42,7 @@ tsu_status_t tsu_segment_free(tsu_seg_t seg) {
   core::Runtime* rt = runtime();
   if (!rt) return api::not_initialized("tsu_segment_free");
   std::string error;
-  const tsu_status_t st = rt->segments().free(seg, error);
+  const tsu_status_t st = rt->free_segment(seg, error);
   if (st != TSU_OK) return core::fail(st, "tsu_segment_free: %s", error.c_str());
   return TSU_OK;
 }

@@ -130,12 +130,12 @@ tsu_status_t Runtime::write_memory(const tsu_gaddr_t& dst, const void* src,
 
 tsu_status_t Runtime::execute(const Command& cmd, uint32_t completion_id) noexcept {
   tsu_status_t st;
-  // A side reached only by messages: the remote protocol (remote_ops.hpp).
+  // A side behind the network transport: its RMA protocol (transport/rma.hpp).
   const bool remote = cmd.kind == CommandKind::kCopy
                           ? !memory_route(cmd.dst.rank) || !memory_route(cmd.src.rank)
                           : !memory_route(cmd.dst.rank);
   if (remote) {
-    st = remote_.start(cmd, completion_id);
+    st = rma_ ? rma_->start(cmd, completion_id) : TSU_ERR_UNREACHABLE;
     if (st != TSU_EAGAIN && st != TSU_OK)
       TSU_LOG_DEBUG("remote request to rank %u failed: %s", cmd.dst.rank, tsu_strerror(st));
     return st;

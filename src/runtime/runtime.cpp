@@ -16,6 +16,7 @@
 
 #include "bootstrap/local/auth.hpp"
 #include "core/log.hpp"
+#include "transport/message_rma/message_rma.hpp"
 #include "transport/network.hpp"
 #include "transport/self/self_transport.hpp"
 #include "transport/shm/shm_transport.hpp"
@@ -113,9 +114,24 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
                                   static_cast<transport::Transport*>(rt->shm_.get())})
     if (t->capabilities() & transport::kCapMessages) rt->engine_->add_transport(t);
   if (rt->net_) {
-    // A message-only network transport gets RMA and atomics over messages.
-    if (!(rt->net_->capabilities() & transport::kCapMemoryAccess))
-      rt->remote_.register_handlers(rt->handlers_);
+    // RMA and atomics to its ranks: the transport's own protocol, or over its
+    // messages (transport/rma.hpp).
+    if (!(rt->net_->capabilities() & transport::kCapMemoryAccess)) {
+      rt->rma_ = rt->net_->make_rma(*rt);
+      if (!rt->rma_) {
+        auto emulation =
+            std::make_unique<transport::MessageRma>(static_cast<transport::RmaHost&>(*rt));
+        emulation->register_handlers(rt->handlers_);
+        rt->rma_ = std::move(emulation);
+      }
+    }
+    // The main segment is announced like every later one.
+    void* main_base = nullptr;
+    std::size_t main_size = 0;
+    if (rt->segments_.info(0, main_base, main_size)) {
+      st = rt->announce_segment(0, main_base, main_size, false, error);
+      if (st != TSU_OK) return st;
+    }
     rt->net_->set_peer_lost_handler(&Runtime::on_peer_lost, rt.get());
     rt->engine_->add_transport(rt->net_.get());
   }
@@ -273,8 +289,83 @@ tsu_status_t Runtime::connect_network(const std::vector<bool>& remote, std::stri
 
 void Runtime::on_peer_lost(void* ctx, uint32_t rank) noexcept {
   auto* rt = static_cast<Runtime*>(ctx);
-  rt->remote_.on_peer_lost(rank);
+  if (rt->rma_) rt->rma_->on_peer_lost(rank);
   if (rt->extension_) rt->extension_->note_peer_lost(rank);
+}
+
+void Runtime::complete(uint32_t completion_id, tsu_status_t status) noexcept {
+  engine_->finish(completion_id, status);
+}
+
+tsu_status_t Runtime::announce_segment(tsu_seg_t seg, void* base, std::size_t size,
+                                       bool user_memory, std::string& error) noexcept {
+  if (!net_) return TSU_OK;
+  transport::MemoryRegion region;
+  region.seg = seg;
+  region.base = base;
+  region.size = size;
+  region.user_memory = user_memory;
+  region.atomics = transport::AtomicSite::kCpu;  // the only site built in (transport/rma.hpp)
+  transport::MemoryKey key;
+  const tsu_status_t st = net_->register_memory(region, key, error);
+  if (st != TSU_OK) {
+    error = std::string(net_->name()) + ": registering segment " + std::to_string(seg) + ": " +
+            error;
+    return st;
+  }
+  if (key.len) {
+    try {
+      std::lock_guard lock(keys_mutex_);
+      memory_keys_.emplace_back(seg, key);
+    } catch (...) {
+      net_->deregister_memory(seg);
+      error = "out of memory recording a segment's key";
+      return TSU_ERR_NO_MEMORY;
+    }
+  }
+  return TSU_OK;
+}
+
+const transport::MemoryKey* Runtime::memory_key(tsu_seg_t seg) const noexcept {
+  std::lock_guard lock(keys_mutex_);
+  for (const auto& [s, key] : memory_keys_)
+    if (s == seg) return &key;
+  return nullptr;
+}
+
+tsu_status_t Runtime::allocate_segment(std::size_t size, tsu_seg_t& seg, void*& base,
+                                       std::string& error) noexcept {
+  tsu_status_t st = segments_.allocate(size, seg, base, error);
+  if (st != TSU_OK) return st;
+  st = announce_segment(seg, base, size, false, error);
+  if (st != TSU_OK) {
+    std::string ignored;
+    segments_.free(seg, ignored);
+  }
+  return st;
+}
+
+tsu_status_t Runtime::register_segment(void* base, std::size_t size, tsu_seg_t& seg,
+                                       std::string& error) noexcept {
+  tsu_status_t st = segments_.register_memory(base, size, seg, error);
+  if (st != TSU_OK) return st;
+  st = announce_segment(seg, base, size, true, error);
+  if (st != TSU_OK) {
+    std::string ignored;
+    segments_.free(seg, ignored);
+  }
+  return st;
+}
+
+tsu_status_t Runtime::free_segment(tsu_seg_t seg, std::string& error) noexcept {
+  void* base = nullptr;
+  std::size_t size = 0;
+  if (net_ && segments_.info(seg, base, size)) {
+    net_->deregister_memory(seg);
+    std::lock_guard lock(keys_mutex_);
+    std::erase_if(memory_keys_, [seg](const auto& e) { return e.first == seg; });
+  }
+  return segments_.free(seg, error);
 }
 
 tsu_status_t Runtime::barrier() noexcept {

@@ -6,7 +6,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bootstrap/bootstrap.hpp"
@@ -14,9 +16,9 @@
 #include "core/config.hpp"
 #include "core/message.hpp"
 #include "runtime/progress_engine.hpp"
-#include "runtime/remote_ops.hpp"
 #include "core/segment_table.hpp"
 #include "core/thread_context.hpp"
+#include "transport/rma.hpp"
 #include "transport/transport.hpp"
 
 // The node transports are only named here, never included: the layers above
@@ -47,7 +49,7 @@ class Extension : public Poller {
 };
 using ExtensionFactory = std::unique_ptr<Extension> (*)(Runtime& rt, std::string& error);
 
-class Runtime final : public CommandExecutor {
+class Runtime final : public CommandExecutor, private transport::RmaHost {
  public:
   // Collective.  On failure returns an error with the reason in `error`.
   static tsu_status_t create(const tsu_config_t* user_config, uint64_t epoch,
@@ -61,29 +63,39 @@ class Runtime final : public CommandExecutor {
   // Executes a copy or an atomic where it stands (bypass or executor).
   tsu_status_t execute(const Command& cmd, uint32_t completion_id) noexcept override;
   tsu_status_t execute_copy(const tsu_gaddr_t& dst, const tsu_gaddr_t& src,
-                            std::size_t len) noexcept;
+                            std::size_t len) noexcept override;
   // Copies between two resolved ranges (plain memcpy or Cross Memory Attach).
   tsu_status_t copy_access(const transport::Access& dst, const transport::Access& src,
                            std::size_t len) noexcept;
   tsu_status_t execute_atomic(const tsu_gaddr_t& target, tsu_aop_t op, tsu_atype_t type,
-                              uint64_t operand, uint64_t compare, void* result) noexcept;
-  std::size_t continue_pending() noexcept override { return remote_.pump(); }
-  // Ops waiting in remote_ops' backlog wait for transport room, which only
-  // acknowledgements (a readable socket: the engine wakes) can make.
+                              uint64_t operand, uint64_t compare, void* result) noexcept override;
+  std::size_t continue_pending() noexcept override { return rma_ ? rma_->pump() : 0; }
+  // Ops waiting in an RMA protocol's backlog wait for transport room, which
+  // only acknowledgements (a readable socket: the engine wakes) can make.
   bool may_sleep() noexcept override { return true; }
 
   // Memory this process reaches (self or node peer), bounds-checked against
   // the owner's segment table.
   tsu_status_t resolve(const tsu_gaddr_t& addr, std::size_t len,
-                       transport::Access& out) const noexcept;
-  tsu_status_t read_memory(const tsu_gaddr_t& src, void* dst, std::size_t len) noexcept;
-  tsu_status_t write_memory(const tsu_gaddr_t& dst, const void* src, std::size_t len) noexcept;
+                       transport::Access& out) const noexcept override;
+  tsu_status_t read_memory(const tsu_gaddr_t& src, void* dst, std::size_t len) noexcept override;
+  tsu_status_t write_memory(const tsu_gaddr_t& dst, const void* src,
+                            std::size_t len) noexcept override;
   // True when `rank`'s memory is reached from this process (self, shm);
-  // false for ranks reached only by messages (udp).
-  bool memory_route(uint32_t rank) const noexcept { return mem_routes_[rank] != 0; }
+  // false for ranks reached through an RMA protocol (udp).
+  bool memory_route(uint32_t rank) const noexcept override { return mem_routes_[rank] != 0; }
 
   // The transport for `rank`, or nullptr when none reaches it.
-  transport::Transport* route(uint32_t rank) const noexcept { return routes_[rank]; }
+  transport::Transport* route(uint32_t rank) const noexcept override { return routes_[rank]; }
+
+  // Segments: created or registered in this rank's table and announced to
+  // the network transport (Transport::register_memory) before the call
+  // returns; withdrawn from it before the memory goes.
+  tsu_status_t allocate_segment(std::size_t size, tsu_seg_t& seg, void*& base,
+                                std::string& error) noexcept;
+  tsu_status_t register_segment(void* base, std::size_t size, tsu_seg_t& seg,
+                                std::string& error) noexcept;
+  tsu_status_t free_segment(tsu_seg_t seg, std::string& error) noexcept;
   // The transport that carries messages to `rank` (kCapMessages), or nullptr.
   transport::Transport* message_route(uint32_t rank) const noexcept {
     return msg_routes_[rank];
@@ -123,6 +135,13 @@ class Runtime final : public CommandExecutor {
   bool oversubscribed() const noexcept;
   tsu_status_t connect_network(const std::vector<bool>& remote, std::string& error);
   static void on_peer_lost(void* ctx, uint32_t rank) noexcept;
+  tsu_status_t announce_segment(tsu_seg_t seg, void* base, std::size_t size, bool user_memory,
+                                std::string& error) noexcept;
+  // RmaHost (transport/rma.hpp): what an RMA protocol uses of the runtime.
+  uint32_t host_rank() const noexcept override { return rank_; }
+  uint32_t host_size() const noexcept override { return size_; }
+  void complete(uint32_t completion_id, tsu_status_t status) noexcept override;
+  const transport::MemoryKey* memory_key(tsu_seg_t seg) const noexcept override;
 
   Config cfg_;
   uint32_t rank_ = 0;
@@ -135,7 +154,11 @@ class Runtime final : public CommandExecutor {
   std::unique_ptr<transport::SelfTransport> self_;
   std::unique_ptr<transport::ShmTransport> shm_;
   std::unique_ptr<transport::Transport> net_;  // to other nodes (TSU_NET), or null
-  RemoteOps remote_{*this};
+  // RMA and atomics to ranks behind the network transport: its own protocol
+  // or the message emulation (transport/rma.hpp); null without one.
+  std::unique_ptr<transport::RmaProtocol> rma_;
+  mutable std::mutex keys_mutex_;  // registration (user threads) vs lookups (progress)
+  std::vector<std::pair<tsu_seg_t, transport::MemoryKey>> memory_keys_;  // non-empty keys only
   std::vector<transport::Transport*> routes_;
   std::vector<uint8_t> mem_routes_;  // per rank: routes_[r] has kCapMemoryAccess (hot path)
   std::vector<transport::Transport*> msg_routes_;

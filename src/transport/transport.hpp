@@ -7,8 +7,9 @@
 // `resolve` turns a global address into a pointer or a Cross Memory Attach
 // handle after checking it against the target's own segment table, and the
 // operation is executed here (in the caller with bypass, or by the executor).
-// Network transports (later) instead carry commands to the target, which
-// executes them with the same code.
+// Other transports provide an RMA protocol (transport/rma.hpp): their own, for
+// native RMA, or by default the message emulation, which carries requests to
+// the target and has it execute them with the same code.
 #pragma once
 
 #include <sys/types.h>
@@ -17,7 +18,11 @@
 #include <cstdint>
 #include <cstdio>
 
+#include <memory>
+#include <string>
+
 #include "core/message.hpp"
+#include "transport/rma.hpp"
 #include "tsunagi/tsunagi.h"
 
 namespace tsu::transport {
@@ -80,6 +85,33 @@ class Transport {
   // caller then sends a message instead).
   virtual bool notify_peer(uint32_t rank) noexcept {
     (void)rank;
+    return false;
+  }
+
+  // ---- RMA and atomics to ranks behind this transport (not kCapMemoryAccess)
+  // The transport's own RMA protocol (native RMA and atomics).  nullptr, the
+  // default: the runtime gives it the message emulation
+  // (transport/message_rma/), which any kCapMessages transport supports.
+  virtual std::unique_ptr<RmaProtocol> make_rma(RmaHost& host) noexcept {
+    (void)host;
+    return nullptr;
+  }
+  // Memory registration: every segment this rank creates or registers (the
+  // main segment at init included) is announced here before any peer can
+  // address it, and withdrawn before its memory goes away.  A transport with
+  // native RMA registers it with the NIC and fills `key` with what a peer
+  // needs to address it (RmaHost::memory_key hands it out later); others
+  // leave `key` empty.  An error refuses the segment (the caller sees it).
+  virtual tsu_status_t register_memory(const MemoryRegion& region, MemoryKey& key,
+                                       std::string& error) noexcept {
+    (void)region, (void)key, (void)error;
+    return TSU_OK;
+  }
+  virtual void deregister_memory(tsu_seg_t seg) noexcept { (void)seg; }
+  // Whether this transport can execute atomics of `type`/`op` in the NIC
+  // (AtomicSite::kNic); a segment chooses its site once (transport/rma.hpp).
+  virtual bool nic_atomics(tsu_atype_t type, tsu_aop_t op) const noexcept {
+    (void)type, (void)op;
     return false;
   }
 

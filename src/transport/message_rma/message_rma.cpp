@@ -1,13 +1,18 @@
-#include "runtime/remote_ops.hpp"
+#include "transport/message_rma/message_rma.hpp"
 
 #include <algorithm>
 #include <cstring>
 
 #include "core/atomic_exec.hpp"
 #include "core/log.hpp"
-#include "runtime/runtime.hpp"
 
-namespace tsu::core {
+namespace tsu::transport {
+
+using core::CommandKind;
+using core::atomic_load_operand;
+using core::atomic_op_fetches;
+using core::atomic_op_valid;
+using core::atomic_store_result;
 
 namespace {
 constexpr uint64_t kMaxGetInFlight = 4u << 20;  // per op: bounds the target's reply queue
@@ -36,7 +41,7 @@ MessageHeader header(uint16_t handler, uint64_t a0, uint64_t a1, uint64_t a2, ui
 }
 }  // namespace
 
-void RemoteOps::register_handlers(MessageHandlerTable& table) {
+void MessageRma::register_handlers(MessageHandlerTable& table) {
   table.set(kRmaPutReq, on_put_req, this);
   table.set(kRmaGetReq, on_get_req, this);
   table.set(kRmaAtomicReq, on_atomic_req, this);
@@ -44,11 +49,11 @@ void RemoteOps::register_handlers(MessageHandlerTable& table) {
   for (uint16_t h : {kRmaPutRep, kRmaGetRep, kRmaAtomicRep, kRmaCopyRep}) table.set(h, on_reply, this);
 }
 
-transport::Transport* RemoteOps::transport_to(uint32_t rank) const noexcept {
-  return rt_.route(rank);
+Transport* MessageRma::transport_to(uint32_t rank) const noexcept {
+  return host_.route(rank);
 }
 
-uint64_t RemoteOps::alloc(const Command& cmd) noexcept {
+uint64_t MessageRma::alloc(const Command& cmd) noexcept {
   uint32_t idx;
   if (!free_.empty()) {
     idx = free_.back();
@@ -66,14 +71,14 @@ uint64_t RemoteOps::alloc(const Command& cmd) noexcept {
   return (uint64_t{gen} << 32) | idx;
 }
 
-RemoteOps::Op* RemoteOps::find(uint64_t cookie) noexcept {
+MessageRma::Op* MessageRma::find(uint64_t cookie) noexcept {
   const uint32_t idx = lo32(cookie);
   if (idx >= ops_.size()) return nullptr;
   Op& op = ops_[idx];
   return op.used && op.gen == hi32(cookie) ? &op : nullptr;
 }
 
-tsu_status_t RemoteOps::start(const Command& cmd, uint32_t completion_id) noexcept {
+tsu_status_t MessageRma::start(const Command& cmd, uint32_t completion_id) noexcept {
   const uint64_t cookie = alloc(cmd);
   Op& op = *find(cookie);
   op.completion_id = completion_id;
@@ -81,8 +86,8 @@ tsu_status_t RemoteOps::start(const Command& cmd, uint32_t completion_id) noexce
     op.kind = Kind::kAtomic;
     op.peer = cmd.dst.rank;
   } else {
-    const bool dst_mem = rt_.memory_route(cmd.dst.rank);
-    const bool src_mem = rt_.memory_route(cmd.src.rank);
+    const bool dst_mem = host_.memory_route(cmd.dst.rank);
+    const bool src_mem = host_.memory_route(cmd.src.rank);
     op.kind = src_mem ? Kind::kPut : dst_mem ? Kind::kGet : Kind::kForward;
     op.peer = src_mem ? cmd.dst.rank : cmd.src.rank;
     op.status = check_local_side(op);
@@ -94,16 +99,16 @@ tsu_status_t RemoteOps::start(const Command& cmd, uint32_t completion_id) noexce
 // checked whole before the first piece leaves: a bad local range must not
 // leave the pieces before it written at the peer.  The peer's side is
 // checked whole by the target with every piece (on_put_req, on_get_req).
-tsu_status_t RemoteOps::check_local_side(const Op& op) const noexcept {
-  transport::Access a;
+tsu_status_t MessageRma::check_local_side(const Op& op) const noexcept {
+  Access a;
   switch (op.kind) {
-    case Kind::kPut: return rt_.resolve(op.cmd.src, op.cmd.len, a);
-    case Kind::kGet: return rt_.resolve(op.cmd.dst, op.cmd.len, a);
+    case Kind::kPut: return host_.resolve(op.cmd.src, op.cmd.len, a);
+    case Kind::kGet: return host_.resolve(op.cmd.dst, op.cmd.len, a);
     default: return TSU_OK;
   }
 }
 
-tsu_status_t RemoteOps::start_op(uint64_t cookie) noexcept {
+tsu_status_t MessageRma::start_op(uint64_t cookie) noexcept {
   advance(cookie);
   Op* op = find(cookie);
   if (op && !op->forwarded && op->outstanding == 0 && !op->in_backlog) {
@@ -116,7 +121,7 @@ tsu_status_t RemoteOps::start_op(uint64_t cookie) noexcept {
   return TSU_EAGAIN;
 }
 
-void RemoteOps::advance(uint64_t cookie) noexcept {
+void MessageRma::advance(uint64_t cookie) noexcept {
   for (;;) {
     Op* op = find(cookie);
     if (!op || !send_next(*op, cookie)) break;
@@ -124,9 +129,9 @@ void RemoteOps::advance(uint64_t cookie) noexcept {
   maybe_complete(cookie);
 }
 
-bool RemoteOps::send_next(Op& op, uint64_t cookie) noexcept {
+bool MessageRma::send_next(Op& op, uint64_t cookie) noexcept {
   if (op.status != TSU_OK || op.in_backlog) return false;
-  transport::Transport* t = transport_to(op.peer);
+  Transport* t = transport_to(op.peer);
   if (!t) {
     fail(op, TSU_ERR_UNREACHABLE);
     return false;
@@ -142,12 +147,12 @@ bool RemoteOps::send_next(Op& op, uint64_t cookie) noexcept {
     case Kind::kPut: {
       if (op.first_sent && op.sent >= c.len) return false;
       n = static_cast<std::size_t>(std::min<uint64_t>(chunk, c.len - op.sent));
-      transport::Access a;
+      Access a;
       const tsu_gaddr_t src = tsu_gaddr_add(c.src, op.sent);
-      tsu_status_t st = rt_.resolve(src, n, a);
-      if (st == TSU_OK && a.kind != transport::Access::kDirect) {
+      tsu_status_t st = host_.resolve(src, n, a);
+      if (st == TSU_OK && a.kind != Access::kDirect) {
         bounce.resize(n);
-        st = rt_.read_memory(src, bounce.data(), n);
+        st = host_.read_memory(src, bounce.data(), n);
         payload = bounce.data();
       } else {
         payload = a.ptr;
@@ -208,11 +213,11 @@ bool RemoteOps::send_next(Op& op, uint64_t cookie) noexcept {
   return true;
 }
 
-void RemoteOps::fail(Op& op, tsu_status_t st) noexcept {
+void MessageRma::fail(Op& op, tsu_status_t st) noexcept {
   if (op.status == TSU_OK) op.status = st;
 }
 
-void RemoteOps::maybe_complete(uint64_t cookie) noexcept {
+void MessageRma::maybe_complete(uint64_t cookie) noexcept {
   Op* op = find(cookie);
   if (!op || op->outstanding || op->in_backlog) return;
   const bool all_sent = op->first_sent && (op->kind == Kind::kAtomic ||
@@ -228,12 +233,12 @@ void RemoteOps::maybe_complete(uint64_t cookie) noexcept {
   if (fwd) {
     reply(origin, header(kRmaCopyRep, ocookie, status_arg(st), 0, 0, 0), nullptr);
   } else {
-    rt_.engine().finish(id, st);
+    host_.complete(id, st);
   }
 }
 
-void RemoteOps::reply(uint32_t dst, const MessageHeader& h, const void* payload) noexcept {
-  transport::Transport* t = transport_to(dst);
+void MessageRma::reply(uint32_t dst, const MessageHeader& h, const void* payload) noexcept {
+  Transport* t = transport_to(dst);
   if (!t) return;
   if (replies_.empty()) {
     const tsu_status_t st = t->send_message(dst, h, payload);
@@ -247,7 +252,7 @@ void RemoteOps::reply(uint32_t dst, const MessageHeader& h, const void* payload)
   replies_.push_back(Reply{dst, h, std::vector<std::byte>(p, p + (p ? h.payload_len : 0))});
 }
 
-std::size_t RemoteOps::pump() noexcept {
+std::size_t MessageRma::pump() noexcept {
   std::size_t work = 0;
   while (!replies_.empty()) {
     Reply& r = replies_.front();
@@ -271,7 +276,7 @@ std::size_t RemoteOps::pump() noexcept {
   return work;
 }
 
-void RemoteOps::on_peer_lost(uint32_t rank) noexcept {
+void MessageRma::on_peer_lost(uint32_t rank) noexcept {
   for (uint32_t i = 0; i < ops_.size(); ++i) {
     Op& op = ops_[i];
     if (!op.used || op.peer != rank) continue;
@@ -291,38 +296,38 @@ void RemoteOps::on_peer_lost(uint32_t rank) noexcept {
 // that a request running past the segment's end fails at every piece and
 // writes (or returns) nothing.  Pieces before this one were checked the same
 // way, so together the whole range is checked before any byte moves.
-tsu_status_t RemoteOps::check_whole(const tsu_gaddr_t& piece, uint64_t end,
+tsu_status_t MessageRma::check_whole(const tsu_gaddr_t& piece, uint64_t end,
                                     std::size_t piece_len) const noexcept {
   if (end == UINT64_MAX) return TSU_ERR_OUT_OF_BOUNDS;  // the range overflowed
   if (end < piece.offset || end - piece.offset < piece_len) return TSU_ERR_INVALID_ARG;
-  transport::Access a;
-  return rt_.resolve(piece, static_cast<std::size_t>(end - piece.offset), a);
+  Access a;
+  return host_.resolve(piece, static_cast<std::size_t>(end - piece.offset), a);
 }
 
-void RemoteOps::on_put_req(void* ctx, uint32_t src, const MessageHeader& h,
+void MessageRma::on_put_req(void* ctx, uint32_t src, const MessageHeader& h,
                            const std::byte* p) noexcept {
-  auto& self = *static_cast<RemoteOps*>(ctx);
-  Runtime& rt = self.rt_;
-  const tsu_gaddr_t dst = tsu_gaddr(rt.rank(), lo32(h.args[1]), h.args[2]);
+  auto& self = *static_cast<MessageRma*>(ctx);
+  RmaHost& rt = self.host_;
+  const tsu_gaddr_t dst = tsu_gaddr(rt.host_rank(), lo32(h.args[1]), h.args[2]);
   tsu_status_t st = self.check_whole(dst, h.args[3], h.payload_len);
   if (st == TSU_OK) st = rt.write_memory(dst, p, h.payload_len);
   self.reply(src, header(kRmaPutRep, h.args[0], status_arg(st), h.payload_len, 0, 0), nullptr);
 }
 
-void RemoteOps::on_get_req(void* ctx, uint32_t src, const MessageHeader& h,
+void MessageRma::on_get_req(void* ctx, uint32_t src, const MessageHeader& h,
                            const std::byte*) noexcept {
-  auto& self = *static_cast<RemoteOps*>(ctx);
-  Runtime& rt = self.rt_;
+  auto& self = *static_cast<MessageRma*>(ctx);
+  RmaHost& rt = self.host_;
   const std::size_t len = hi32(h.args[1]);
-  const tsu_gaddr_t from = tsu_gaddr(rt.rank(), lo32(h.args[1]), h.args[2]);
-  transport::Access a;
+  const tsu_gaddr_t from = tsu_gaddr(rt.host_rank(), lo32(h.args[1]), h.args[2]);
+  Access a;
   tsu_status_t st = len <= rt.route(src)->max_message_payload()
                         ? self.check_whole(from, h.args[3], len)
                         : TSU_ERR_INVALID_ARG;
   if (st == TSU_OK) st = rt.resolve(from, len, a);
   thread_local std::vector<std::byte> bounce;
   const void* data = a.ptr;
-  if (st == TSU_OK && a.kind != transport::Access::kDirect) {
+  if (st == TSU_OK && a.kind != Access::kDirect) {
     bounce.resize(len);
     st = rt.read_memory(from, bounce.data(), len);
     data = bounce.data();
@@ -334,10 +339,10 @@ void RemoteOps::on_get_req(void* ctx, uint32_t src, const MessageHeader& h,
     self.reply(src, header(kRmaGetRep, h.args[0], status_arg(st), h.args[2], 0, len), data);
 }
 
-void RemoteOps::on_atomic_req(void* ctx, uint32_t src, const MessageHeader& h,
+void MessageRma::on_atomic_req(void* ctx, uint32_t src, const MessageHeader& h,
                               const std::byte* p) noexcept {
-  auto& self = *static_cast<RemoteOps*>(ctx);
-  Runtime& rt = self.rt_;
+  auto& self = *static_cast<MessageRma*>(ctx);
+  RmaHost& rt = self.host_;
   const auto op = static_cast<tsu_aop_t>((h.args[1] >> 32) & 0xff);
   const auto type = static_cast<tsu_atype_t>((h.args[1] >> 40) & 0xff);
   uint64_t compare = 0;
@@ -347,20 +352,20 @@ void RemoteOps::on_atomic_req(void* ctx, uint32_t src, const MessageHeader& h,
   if (atomic_op_valid(op, type)) {
     // The result is written as the type's width; read it back the same way.
     alignas(8) std::byte out[8] = {};
-    st = rt.execute_atomic(tsu_gaddr(rt.rank(), lo32(h.args[1]), h.args[2]), op, type, h.args[3],
+    st = rt.execute_atomic(tsu_gaddr(rt.host_rank(), lo32(h.args[1]), h.args[2]), op, type, h.args[3],
                            compare, out);
     if (st == TSU_OK && atomic_op_fetches(op)) result = atomic_load_operand(out, type);
   }
   self.reply(src, header(kRmaAtomicRep, h.args[0], status_arg(st), result, 0, 0), nullptr);
 }
 
-void RemoteOps::on_copy_req(void* ctx, uint32_t src, const MessageHeader& h,
+void MessageRma::on_copy_req(void* ctx, uint32_t src, const MessageHeader& h,
                             const std::byte* p) noexcept {
-  auto& self = *static_cast<RemoteOps*>(ctx);
-  Runtime& rt = self.rt_;
+  auto& self = *static_cast<MessageRma*>(ctx);
+  RmaHost& rt = self.host_;
   Command cmd{};
   cmd.kind = CommandKind::kCopy;
-  cmd.src = tsu_gaddr(rt.rank(), lo32(h.args[1]), h.args[2]);
+  cmd.src = tsu_gaddr(rt.host_rank(), lo32(h.args[1]), h.args[2]);
   cmd.len = h.args[3];
   tsu_status_t st = TSU_OK;
   if (h.payload_len != 16) {
@@ -369,7 +374,7 @@ void RemoteOps::on_copy_req(void* ctx, uint32_t src, const MessageHeader& h,
     std::memcpy(&cmd.dst.rank, p, 4);
     std::memcpy(&cmd.dst.seg, p + 4, 4);
     std::memcpy(&cmd.dst.offset, p + 8, 8);
-    if (cmd.dst.rank >= rt.size()) st = TSU_ERR_BAD_RANK;
+    if (cmd.dst.rank >= rt.host_size()) st = TSU_ERR_BAD_RANK;
   }
   if (st == TSU_OK && rt.memory_route(cmd.dst.rank)) {
     st = rt.execute_copy(cmd.dst, cmd.src, cmd.len);
@@ -390,9 +395,9 @@ void RemoteOps::on_copy_req(void* ctx, uint32_t src, const MessageHeader& h,
   self.reply(src, header(kRmaCopyRep, h.args[0], status_arg(st), 0, 0, 0), nullptr);
 }
 
-void RemoteOps::on_reply(void* ctx, uint32_t src, const MessageHeader& h,
+void MessageRma::on_reply(void* ctx, uint32_t src, const MessageHeader& h,
                          const std::byte* p) noexcept {
-  auto& self = *static_cast<RemoteOps*>(ctx);
+  auto& self = *static_cast<MessageRma*>(ctx);
   const uint64_t cookie = h.args[0];
   Op* op = self.find(cookie);
   if (!op || op->peer != src || op->outstanding == 0) return;  // stale (e.g. after a failure)
@@ -409,7 +414,7 @@ void RemoteOps::on_reply(void* ctx, uint32_t src, const MessageHeader& h,
           self.fail(*op, TSU_ERR_SYSTEM);
         } else {
           const tsu_status_t wst =
-              self.rt_.write_memory(tsu_gaddr_add(op->cmd.dst, at), p, h.payload_len);
+              self.host_.write_memory(tsu_gaddr_add(op->cmd.dst, at), p, h.payload_len);
           if (wst != TSU_OK) self.fail(*op, wst);
         }
       }
@@ -426,4 +431,4 @@ void RemoteOps::on_reply(void* ctx, uint32_t src, const MessageHeader& h,
   self.maybe_complete(cookie);
 }
 
-}  // namespace tsu::core
+}  // namespace tsu::transport

@@ -1,5 +1,6 @@
-// RMA and atomics over a message-only transport (udp): the request/reply
-// protocol of handler ids 1..63.
+// RMA and atomics over any message-capable transport: the default RmaProtocol
+// (transport/rma.hpp) of a transport without native RMA (udp today), the
+// request/reply protocol of handler ids 1..63.
 //
 // Origin (executor, progress context): a command whose target is reached
 // only by messages becomes an Op; its requests are sent (a put streams its
@@ -8,7 +9,7 @@
 // Reply handlers write results (get data into the local buffer, atomic
 // result) and finish the engine record when every piece is answered.
 // Target (handlers, progress context): executes with the runtime's own
-// memory code against its own segment table and replies with the status.
+// memory code (RmaHost) against its own segment table and replies with the status.
 // Bounds are checked here for the WHOLE request with every piece (each piece
 // carries where the request ends), so a request that does not fit writes or
 // returns nothing; the origin checks its own side whole before the first
@@ -27,14 +28,17 @@
 
 #include "core/command.hpp"
 #include "core/message.hpp"
+#include "transport/rma.hpp"
 #include "transport/transport.hpp"
 
-namespace tsu::core {
+namespace tsu::transport {
 
-class Runtime;
+using core::Command;
+using core::MessageHeader;
+using core::MessageHandlerTable;
 
 enum RmaHandler : uint16_t {
-  kRmaPutReq = kHandlerRmaFirst,
+  kRmaPutReq = core::kHandlerRmaFirst,
   kRmaPutRep,
   kRmaGetReq,
   kRmaGetRep,
@@ -44,18 +48,19 @@ enum RmaHandler : uint16_t {
   kRmaCopyRep,
 };
 
-class RemoteOps {
+class MessageRma final : public RmaProtocol {
  public:
-  explicit RemoteOps(Runtime& rt) : rt_(rt) {}
+  explicit MessageRma(RmaHost& host) : host_(host) {}
+  // The target side's handlers (and the origin's reply handlers).
   void register_handlers(MessageHandlerTable& table);
 
   // Starts `cmd` (at least one side on a message-only route).  TSU_EAGAIN:
   // pending, the engine record `completion_id` is finished later.
-  tsu_status_t start(const Command& cmd, uint32_t completion_id) noexcept;
+  tsu_status_t start(const Command& cmd, uint32_t completion_id) noexcept override;
   // Continues ops and replies that waited for transport room.
-  std::size_t pump() noexcept;
-  bool idle() const noexcept { return backlog_.empty() && replies_.empty(); }
-  void on_peer_lost(uint32_t rank) noexcept;
+  std::size_t pump() noexcept override;
+  bool idle() const noexcept override { return backlog_.empty() && replies_.empty(); }
+  void on_peer_lost(uint32_t rank) noexcept override;
   std::size_t in_flight() const noexcept { return ops_.size() - free_.size(); }
 
  private:
@@ -94,7 +99,7 @@ class RemoteOps {
   tsu_status_t check_local_side(const Op& op) const noexcept;
   tsu_status_t check_whole(const tsu_gaddr_t& piece, uint64_t end,
                            std::size_t piece_len) const noexcept;
-  transport::Transport* transport_to(uint32_t rank) const noexcept;
+  Transport* transport_to(uint32_t rank) const noexcept;
 
   // Handlers (target side and origin side).
   static void on_put_req(void* ctx, uint32_t src, const MessageHeader& h, const std::byte* p) noexcept;
@@ -103,11 +108,11 @@ class RemoteOps {
   static void on_copy_req(void* ctx, uint32_t src, const MessageHeader& h, const std::byte* p) noexcept;
   static void on_reply(void* ctx, uint32_t src, const MessageHeader& h, const std::byte* p) noexcept;
 
-  Runtime& rt_;
+  RmaHost& host_;
   std::vector<Op> ops_;
   std::vector<uint32_t> free_;
   std::deque<uint64_t> backlog_;  // ops waiting for transport room
   std::deque<Reply> replies_;     // replies waiting for transport room
 };
 
-}  // namespace tsu::core
+}  // namespace tsu::transport

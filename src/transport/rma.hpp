@@ -1,0 +1,105 @@
+// RMA and atomics in the transport seam.
+//
+// A rank's memory is reached one of two ways, chosen per rank at init:
+//   - by a memory transport (kCapMemoryAccess: self, shm): Transport::resolve
+//     maps the range, and the operation runs in this process (runtime);
+//   - by an RMA protocol (RmaProtocol) that the transport reaching the rank
+//     provides: Transport::make_rma.  A transport with native RMA (a NIC)
+//     returns its own; a message-only transport returns nullptr and gets the
+//     reusable message emulation (transport/message_rma/), which carries
+//     requests as messages and has the target's CPU execute them.
+//
+// Who executes atomics on a segment (seed 002) is one decision per segment,
+// made when the segment is registered (MemoryRegion::atomics): every atomic
+// on that segment, local or remote, goes the same way, so CPU atomics and
+// NIC atomics are never mixed on one word.  Today every segment says kCpu:
+// no built-in transport executes atomics in a NIC.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "core/command.hpp"
+#include "core/message.hpp"
+#include "tsunagi/tsunagi.h"
+
+namespace tsu::transport {
+
+class Transport;
+struct Access;
+
+// Who executes the atomics aimed at a segment.
+enum class AtomicSite : uint8_t {
+  kCpu,  // the owner's CPU (directly, or a handler at the target for message routes)
+  kNic,  // the network adapter, for every issuer, the owner included
+};
+
+// A segment as the transport sees it when it is registered.
+struct MemoryRegion {
+  tsu_seg_t seg = 0;
+  void* base = nullptr;
+  std::size_t size = 0;
+  bool user_memory = false;  // tsu_mem_register (copies only), not tsu_mem_alloc
+  AtomicSite atomics = AtomicSite::kCpu;
+};
+
+// What a peer needs to address a registered segment over a transport with
+// native RMA (a provider key and the base the NIC expects).  Opaque to the
+// runtime; empty (len 0) for transports that need nothing.
+struct MemoryKey {
+  uint32_t len = 0;
+  std::array<std::byte, 60> bytes{};
+};
+
+// What the runtime offers an RMA protocol.  Every call runs in the progress
+// context (the holder of the engine's consumer role).
+class RmaHost {
+ public:
+  virtual uint32_t host_rank() const noexcept = 0;
+  virtual uint32_t host_size() const noexcept = 0;
+  // The transport reaching `rank`, and whether it reaches memory directly.
+  virtual Transport* route(uint32_t rank) const noexcept = 0;
+  virtual bool memory_route(uint32_t rank) const noexcept = 0;
+  // Memory this process reaches (its own, node peers'), checked against the
+  // owner's segment table: TSU_ERR_BAD_SEGMENT / OUT_OF_BOUNDS on a bad range.
+  virtual tsu_status_t resolve(const tsu_gaddr_t& addr, std::size_t len,
+                               Access& out) const noexcept = 0;
+  virtual tsu_status_t read_memory(const tsu_gaddr_t& src, void* dst,
+                                   std::size_t len) noexcept = 0;
+  virtual tsu_status_t write_memory(const tsu_gaddr_t& dst, const void* src,
+                                    std::size_t len) noexcept = 0;
+  // A copy between two ranges this process reaches, and an atomic on one, with
+  // the segment's own atomic executor (AtomicSite).
+  virtual tsu_status_t execute_copy(const tsu_gaddr_t& dst, const tsu_gaddr_t& src,
+                                    std::size_t len) noexcept = 0;
+  virtual tsu_status_t execute_atomic(const tsu_gaddr_t& target, tsu_aop_t op, tsu_atype_t type,
+                                      uint64_t operand, uint64_t compare,
+                                      void* result) noexcept = 0;
+  // Finishes the engine record of a request start() left pending.
+  virtual void complete(uint32_t completion_id, tsu_status_t status) noexcept = 0;
+  // The key registration gave this rank's segment `seg` (peers ask for it).
+  virtual const MemoryKey* memory_key(tsu_seg_t seg) const noexcept = 0;
+
+ protected:
+  ~RmaHost() = default;
+};
+
+// RMA and atomics to the ranks one transport reaches (not memory transports).
+// Single-threaded: only the progress context calls in.
+class RmaProtocol {
+ public:
+  virtual ~RmaProtocol() = default;
+  // Starts `cmd` (a copy with at least one side behind the transport, or an
+  // atomic).  TSU_OK or an error: done now; TSU_EAGAIN: pending, finished
+  // later through RmaHost::complete(completion_id, status).
+  virtual tsu_status_t start(const core::Command& cmd, uint32_t completion_id) noexcept = 0;
+  // Continues requests and replies that waited for transport room.
+  virtual std::size_t pump() noexcept = 0;
+  virtual bool idle() const noexcept = 0;
+  // Every request waiting on `rank` fails with TSU_ERR_PEER_LOST.
+  virtual void on_peer_lost(uint32_t rank) noexcept = 0;
+};
+
+}  // namespace tsu::transport
