@@ -18,8 +18,7 @@
 #include "core/log.hpp"
 #include "transport/message_rma/message_rma.hpp"
 #include "transport/network.hpp"
-#include "transport/self/self_transport.hpp"
-#include "transport/shm/shm_transport.hpp"
+#include "transport/node.hpp"
 #include "util/backoff.hpp"
 
 namespace tsu::core {
@@ -46,13 +45,11 @@ std::size_t layer_area_bytes(const Config& cfg, uint32_t size) {
 }  // namespace
 
 Runtime::Runtime(const Config& cfg, uint64_t epoch)
-    : cfg_(cfg),
-      self_(std::make_unique<transport::SelfTransport>(segments_)),
-      shm_(std::make_unique<transport::ShmTransport>()),
-      threads_(epoch) {}
+    : cfg_(cfg), threads_(epoch) {}
 
 std::byte* Runtime::layer_area(std::size_t& size) const noexcept {
-  return shm_->local_layer_area(size);
+  size = 0;
+  return shm_ ? shm_->local_layer_area(size) : nullptr;
 }
 
 Runtime::~Runtime() {
@@ -179,19 +176,8 @@ tsu_status_t Runtime::connect_peers(std::string& error) {
     node = host;
   }
   std::snprintf(mine.node, sizeof mine.node, "%s", node.c_str());
-  // This rank's receive ring and layer area (and the self transport's queue)
-  // exist before peers can learn about them from the bootstrap record.
-  ControlBlock* cb = segments_.control_block();
-  tsu_status_t st = shm_->init(size_, rank_, cb, cfg_.shm_ring_slots, cfg_.shm_slot_size,
-                              layer_area_bytes(cfg_, size_), error);
+  tsu_status_t st = open_node_transports(error);
   if (st != TSU_OK) return st;
-  std::size_t area_size = 0;
-  std::byte* area = shm_->local_layer_area(area_size);
-  if (!self_->init_messages(rank_, cfg_.shm_ring_slots, cfg_.shm_slot_size,
-                           Doorbell(&cb->doorbell, wake_eventfd_), area, area_size)) {
-    error = "cannot allocate the self message queue";
-    return TSU_ERR_NO_MEMORY;
-  }
   st = boot_->put(rank_key(rank_), std::as_bytes(std::span(&mine, 1)));
   if (st != TSU_OK) {
     error = "bootstrap put failed";
@@ -229,7 +215,7 @@ tsu_status_t Runtime::connect_peers(std::string& error) {
   msg_routes_[rank_] = self_.get();
   for (uint32_t r = 0; r < size_; ++r) {
     if (r == rank_ || node_of_[r] != node_of_[rank_]) continue;
-    st = shm_->add_peer(r, all[r].pid, all[r].control_fd, error);
+    st = shm_->add_peer(transport::NodePeer{r, all[r].pid, all[r].control_fd}, error);
     if (st != TSU_OK) return st;
     routes_[r] = shm_.get();
     msg_routes_[r] = shm_.get();
@@ -243,6 +229,32 @@ tsu_status_t Runtime::connect_peers(std::string& error) {
   }
   if (any_remote) return connect_network(remote, error);
   return TSU_OK;
+}
+
+// The node transports, from the registry: shm first (it creates this rank's
+// receive ring and layer area), then self (it hands the layer area out).
+// Both exist before peers can learn about them from the bootstrap record.
+tsu_status_t Runtime::open_node_transports(std::string& error) {
+  const transport::NodePlugin* shm = transport::find_node_transport("shm");
+  const transport::NodePlugin* self = transport::find_node_transport("self");
+  if (!shm || !self) {
+    error = "the node transports (self, shm) are missing from this build";
+    return TSU_ERR_CONFIG;
+  }
+  ControlBlock* cb = segments_.control_block();
+  transport::NodeSetup setup;
+  setup.rank = rank_;
+  setup.size = size_;
+  setup.segments = &segments_;
+  setup.control = cb;
+  setup.doorbell = Doorbell(&cb->doorbell, wake_eventfd_);
+  setup.ring_slots = cfg_.shm_ring_slots;
+  setup.slot_size = cfg_.shm_slot_size;
+  setup.layer_area_bytes = layer_area_bytes(cfg_, size_);
+  tsu_status_t st = shm->open(setup, shm_, error);
+  if (st != TSU_OK) return st;
+  setup.layer_area = shm_->local_layer_area(setup.layer_area_size);
+  return self->open(setup, self_, error);
 }
 
 // Ranks on other nodes: the network transport TSU_NET names (transport

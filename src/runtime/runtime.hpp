@@ -21,13 +21,11 @@
 #include "transport/rma.hpp"
 #include "transport/transport.hpp"
 
-// The node transports are only named here, never included: the layers above
-// the runtime (am, msg, coll, api) include this header and must not see a
-// transport's insides.  The network transport is found in the registry
-// (transport/network.hpp) by TSU_NET.
+// Every transport is found in the registry and held through the seam's
+// interfaces: the node transports (self, shm: transport/node.hpp) by name,
+// the network transport (transport/network.hpp) by TSU_NET.
 namespace tsu::transport {
-class SelfTransport;
-class ShmTransport;
+class NodeTransport;
 }  // namespace tsu::transport
 
 namespace tsu::core {
@@ -132,6 +130,7 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
  private:
   explicit Runtime(const Config& cfg, uint64_t epoch);
   tsu_status_t connect_peers(std::string& error);
+  tsu_status_t open_node_transports(std::string& error);
   bool oversubscribed() const noexcept;
   tsu_status_t connect_network(const std::vector<bool>& remote, std::string& error);
   static void on_peer_lost(void* ctx, uint32_t rank) noexcept;
@@ -151,8 +150,8 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   bool yield_when_idle_ = false;
   std::unique_ptr<bootstrap::Bootstrap> boot_;
   SegmentTable segments_;
-  std::unique_ptr<transport::SelfTransport> self_;
-  std::unique_ptr<transport::ShmTransport> shm_;
+  std::unique_ptr<transport::NodeTransport> self_;  // the rank itself ("self")
+  std::unique_ptr<transport::NodeTransport> shm_;   // node peers ("shm")
   std::unique_ptr<transport::Transport> net_;  // to other nodes (TSU_NET), or null
   // RMA and atomics to ranks behind the network transport: its own protocol
   // or the message emulation (transport/rma.hpp); null without one.

@@ -45,15 +45,8 @@ struct NetworkPlugin {
                           std::string& error);
 };
 
-// What tsu-info says of a transport that is not a network plug-in.
-struct TransportSummary {
-  const char* name;
-  const char* summary;
-};
-
 // transport/registry.cpp: the transports built in.
 const std::vector<const NetworkPlugin*>& network_transports();
 const NetworkPlugin* find_network_transport(const std::string& name);
-const std::vector<TransportSummary>& node_transports();  // self, shm
 
 }  // namespace tsu::transport

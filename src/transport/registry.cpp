@@ -1,7 +1,9 @@
-// The transports built into this library.  A new network transport adds its
-// folder and one line to network_transports(); nothing else names it.
-#include "transport/self/self_transport.hpp"
-#include "transport/shm/shm_transport.hpp"
+// The transports built into this library, as libfabric lists its providers.
+// A new transport adds its folder and one line here; nothing else names it.
+#include "transport/network.hpp"
+#include "transport/node.hpp"
+#include "transport/self/self_plugin.hpp"
+#include "transport/shm/shm_plugin.hpp"
 #include "transport/udp/udp_plugin.hpp"
 
 namespace tsu::transport {
@@ -13,18 +15,24 @@ const std::vector<const NetworkPlugin*>& network_transports() {
   return all;
 }
 
+const std::vector<const NodePlugin*>& node_transports() {
+  static const std::vector<const NodePlugin*> all = {
+      &self::kSelfPlugin,
+      &shm::kShmPlugin,
+  };
+  return all;
+}
+
 const NetworkPlugin* find_network_transport(const std::string& name) {
   for (const NetworkPlugin* p : network_transports())
     if (name == p->name) return p;
   return nullptr;
 }
 
-const std::vector<TransportSummary>& node_transports() {
-  static const std::vector<TransportSummary> all = {
-      {"self", SelfTransport::kSummary},
-      {"shm", ShmTransport::kSummary},
-  };
-  return all;
+const NodePlugin* find_node_transport(const std::string& name) {
+  for (const NodePlugin* p : node_transports())
+    if (name == p->name) return p;
+  return nullptr;
 }
 
 }  // namespace tsu::transport

@@ -11,6 +11,7 @@
 #include "core/config.hpp"
 #include "core/control_block.hpp"
 #include "transport/network.hpp"
+#include "transport/node.hpp"
 #include "tsunagi/tsunagi.h"
 
 int main(int argc, char** argv) {
@@ -37,7 +38,7 @@ int main(int argc, char** argv) {
     }
     if (*tag) std::printf("         %s\n", tag);
   };
-  for (const auto& t : tsu::transport::node_transports()) print_summary(t.name, t.summary, "");
+  for (const auto* t : tsu::transport::node_transports()) print_summary(t->name, t->summary, "");
   for (const auto* p : tsu::transport::network_transports())
     print_summary(p->name, p->summary, "(network: TSU_NET)");
   std::printf("\n");

@@ -1,2 +1,3 @@
-# The rank itself (header-only: its headers are compiled in the floor's view).
-tsu_transport(NAME self)
+# The rank itself: the smallest transport, the one to copy for a new one.
+tsu_transport(NAME self SOURCES
+  transport/self/self_plugin.cpp)

@@ -1,3 +1,4 @@
 # Node peers: shared segments, Cross Memory Attach, message rings.
 tsu_transport(NAME shm SOURCES
+  transport/shm/shm_plugin.cpp
   transport/shm/shm_transport.cpp)

@@ -120,6 +120,15 @@ tsu_status_t ShmTransport::init(uint32_t size, uint32_t my_rank, core::ControlBl
   return TSU_OK;
 }
 
+tsu_status_t ShmTransport::add_peer(const NodePeer& peer, std::string& error) noexcept {
+  try {
+    return add_peer(peer.rank, static_cast<pid_t>(peer.pid), peer.control_fd, error);
+  } catch (const std::bad_alloc&) {
+    error = "out of memory connecting rank " + std::to_string(peer.rank);
+    return TSU_ERR_NO_MEMORY;
+  }
+}
+
 tsu_status_t ShmTransport::add_peer(uint32_t rank, pid_t pid, int control_fd, std::string& error) {
   auto peer = std::make_unique<Peer>();
   peer->pid = pid;

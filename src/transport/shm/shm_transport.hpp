@@ -22,11 +22,11 @@
 #include "core/doorbell.hpp"
 #include "core/shared_memory.hpp"
 #include "transport/msg_ring.hpp"
-#include "transport/transport.hpp"
+#include "transport/node.hpp"
 
 namespace tsu::transport {
 
-class ShmTransport final : public Transport {
+class ShmTransport final : public NodeTransport {
  public:
   static constexpr const char* kSummary =
       "ranks of the same node: shared segments (memfd) mapped by every node peer;\n"
@@ -47,6 +47,7 @@ class ShmTransport final : public Transport {
   // Maps a node peer's control block, main segment, receive ring and layer
   // area, and duplicates its wake eventfd.
   tsu_status_t add_peer(uint32_t rank, pid_t pid, int control_fd, std::string& error);
+  tsu_status_t add_peer(const NodePeer& peer, std::string& error) noexcept override;
 
   bool reaches(uint32_t rank) const noexcept {
     return rank < peers_.size() && peers_[rank] != nullptr;
@@ -66,7 +67,7 @@ class ShmTransport final : public Transport {
   void end_sleep() noexcept override { my_ring_.end_sleep(); }
 
   // This rank's own layer area (the owner's view of what peers map).
-  std::byte* local_layer_area(std::size_t& size) const noexcept {
+  std::byte* local_layer_area(std::size_t& size) const noexcept override {
     size = area_region_.size;
     return static_cast<std::byte*>(area_region_.base);
   }

@@ -1,0 +1,74 @@
+// The seam for node transports: how the runtime opens the transports every
+// job has, the one that reaches the rank itself ("self") and the one that
+// reaches the other ranks of its node ("shm").  Each is one folder
+// (transport/<name>/) defining one NodePlugin, listed in
+// transport/registry.cpp; the runtime holds them as NodeTransport*, never by
+// concrete type.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/control_block.hpp"
+#include "core/doorbell.hpp"
+#include "core/segment_table.hpp"
+#include "transport/transport.hpp"
+
+namespace tsu::transport {
+
+// What the runtime hands a node transport at init, before this rank's
+// bootstrap record is published (peers learn from that record how to reach
+// what the transport creates here).
+struct NodeSetup {
+  uint32_t rank = 0;
+  uint32_t size = 0;
+  const core::SegmentTable* segments = nullptr;  // this rank's segments
+  core::ControlBlock* control = nullptr;         // this rank's control block (shared)
+  core::Doorbell doorbell;                       // wakes this rank's engine
+  uint32_t ring_slots = 0;                       // message queue geometry
+  uint32_t slot_size = 0;
+  // The layer area (Transport::peer_layer_area): the transport that creates
+  // it is told its size; the others get the area itself to hand out.
+  std::size_t layer_area_bytes = 0;
+  std::byte* layer_area = nullptr;
+  std::size_t layer_area_size = 0;
+};
+
+// A rank of this node, from its bootstrap record.
+struct NodePeer {
+  uint32_t rank = 0;
+  int32_t pid = 0;
+  int32_t control_fd = 0;  // its control block's descriptor in its own process
+};
+
+class NodeTransport : public Transport {
+ public:
+  // A node peer, once every rank has published its record.  Transports that
+  // reach no peer (self) refuse.
+  virtual tsu_status_t add_peer(const NodePeer& peer, std::string& error) noexcept {
+    (void)peer;
+    error = std::string(name()) + " reaches no other rank";
+    return TSU_ERR_UNSUPPORTED;
+  }
+  // The layer area this transport created for this rank, or nullptr.
+  virtual std::byte* local_layer_area(std::size_t& size) const noexcept {
+    size = 0;
+    return nullptr;
+  }
+};
+
+struct NodePlugin {
+  const char* name;     // "self", "shm"
+  const char* summary;  // what it is and offers (tsu-info)
+  tsu_status_t (*open)(const NodeSetup& setup, std::unique_ptr<NodeTransport>& out,
+                       std::string& error);
+};
+
+// transport/registry.cpp.
+const std::vector<const NodePlugin*>& node_transports();
+const NodePlugin* find_node_transport(const std::string& name);
+
+}  // namespace tsu::transport
