@@ -59,7 +59,6 @@ void on_long(tsu_am_token_t* token, const uint64_t* args, uint32_t nargs, void* 
     seen.errors.fetch_add(1);
     return;
   }
-  seen.calls[src * kThreads + args[0]].fetch_add(1);  // counted even if wrong, so waits end
   bool ok = args[2] == len;
   if (ok) {
     const auto* expected_at =
@@ -69,6 +68,9 @@ void on_long(tsu_am_token_t* token, const uint64_t* args, uint32_t nargs, void* 
     for (size_t i = 0; ok && i < len; ++i) ok = p[i] == pattern(src, args[0], args[1], i);
   }
   if (!ok) seen.errors.fetch_add(1);
+  // Counted even if wrong, so waits end; and only after the payload was
+  // checked: the next round rewrites the area once every handler counted.
+  seen.calls[src * kThreads + args[0]].fetch_add(1);
 }
 
 TEST(AmLongLarge, SizesUpToMiBsFromThreadsExactlyOnce) {
