@@ -4,6 +4,8 @@ set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libgtest-dev libcli11-dev python3
   # the bootstrap handshake and udp payload authentication (HMAC, BLAKE2b)
   libsodium-dev
+  # the ofi transport (libfabric) and its tools (fi_info, fi_pingpong)
+  libfabric-dev libfabric-bin
   # udp transport tests: network namespaces, nftables drops/dups, tc tbf, the NFQUEUE
   # holder (libnetfilter-queue-dev; iptables where the kernel lacks nft_queue);
   # fuzzing; benchmarks

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -43,6 +44,9 @@ struct NetworkPlugin {
   // bootstrap).  Errors come back as a status and a message, never an abort.
   tsu_status_t (*connect)(const NetworkSetup& setup, std::unique_ptr<Transport>& out,
                           std::string& error);
+  // Optional: what this machine offers the transport (tsu-info), e.g. the
+  // libfabric providers found.  May be null.
+  void (*report)(std::FILE* out) = nullptr;
 };
 
 // transport/registry.cpp: the transports built in.

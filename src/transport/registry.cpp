@@ -2,6 +2,7 @@
 // A new transport adds its folder and one line here; nothing else names it.
 #include "transport/network.hpp"
 #include "transport/node.hpp"
+#include "transport/ofi/ofi_plugin.hpp"
 #include "transport/self/self_plugin.hpp"
 #include "transport/shm/shm_plugin.hpp"
 #include "transport/udp/udp_plugin.hpp"
@@ -11,6 +12,7 @@ namespace tsu::transport {
 const std::vector<const NetworkPlugin*>& network_transports() {
   static const std::vector<const NetworkPlugin*> all = {
       &udp::kUdpPlugin,
+      &ofi::kOfiPlugin,
   };
   return all;
 }

@@ -39,8 +39,13 @@ int main(int argc, char** argv) {
     if (*tag) std::printf("         %s\n", tag);
   };
   for (const auto* t : tsu::transport::node_transports()) print_summary(t->name, t->summary, "");
-  for (const auto* p : tsu::transport::network_transports())
+  for (const auto* p : tsu::transport::network_transports()) {
     print_summary(p->name, p->summary, "(network: TSU_NET)");
+    if (p->report) {
+      std::fflush(stdout);
+      p->report(stdout);
+    }
+  }
   std::printf("\n");
   std::printf("limits:\n");
   std::printf("  live segments per rank     %u (main included; ids reused with a generation,\n"

@@ -1,0 +1,5 @@
+# Other nodes through libfabric (a network plug-in, TSU_NET=ofi): reliable
+# datagram endpoints (FI_EP_RDM) of the provider TSU_OFI_PROVIDER names.
+tsu_transport(NAME ofi LIBS PkgConfig::FABRIC SOURCES
+  transport/ofi/ofi_plugin.cpp
+  transport/ofi/ofi_transport.cpp)

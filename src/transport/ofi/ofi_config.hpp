@@ -1,0 +1,20 @@
+// The ofi transport's settings (TSU_OFI_*), filled from the settings table in
+// ofi_plugin.cpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace tsu::transport::ofi {
+
+struct OfiConfig {
+  std::string provider = "tcp;ofi_rxm";  // fi_info's provider name
+  std::string iface;                     // network interface to pin ("" : derived)
+  bool iface_given = false;
+  std::size_t max_message = 64u << 10;   // largest message payload
+  uint32_t rx_buffers = 64;              // receive buffers posted
+  uint32_t tx_buffers = 64;              // send buffers (sends in flight)
+};
+
+}  // namespace tsu::transport::ofi

@@ -1,0 +1,166 @@
+#include "transport/ofi/ofi_plugin.hpp"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <rdma/fabric.h>
+
+#include <cstring>
+#include <set>
+
+#include "core/log.hpp"
+#include "transport/ofi/ofi_transport.hpp"
+
+namespace tsu::transport::ofi {
+
+namespace {
+
+using core::Setting;
+using O = OfiConfig;
+
+const char* const kSummary =
+    "ranks on other nodes through libfabric: reliable datagram endpoints (FI_EP_RDM)\n"
+    "of TSU_OFI_PROVIDER (tcp;ofi_rxm by default); messages with inject for small\n"
+    "ones; RMA and atomics over messages, executed by the target's CPU";
+
+// The interface holding IPv4 address `ip`, or "".
+std::string interface_of(const std::string& ip) {
+  in_addr want{};
+  if (ip.empty() || inet_pton(AF_INET, ip.c_str(), &want) != 1) return {};
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return {};
+  std::string name;
+  for (ifaddrs* a = list; a; a = a->ifa_next)
+    if (a->ifa_addr && a->ifa_addr->sa_family == AF_INET &&
+        reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr == want.s_addr) {
+      name = a->ifa_name;
+      break;
+    }
+  freeifaddrs(list);
+  return name;
+}
+
+// Providers whose domain is a network interface: pinned so that nothing binds
+// an interface the job did not choose.
+bool interface_domain(const std::string& provider) {
+  return provider.rfind("tcp", 0) == 0 || provider.rfind("udp", 0) == 0 ||
+         provider.rfind("verbs", 0) == 0;
+}
+
+tsu_status_t settings(const core::GetEnv& getenv, std::vector<core::SettingView>& out,
+                      std::string& error) {
+  OfiConfig cfg;
+  const tsu_status_t st = ofi_settings().apply(cfg, getenv, error);
+  out = ofi_settings().describe(cfg);
+  return st;
+}
+
+tsu_status_t connect(const NetworkSetup& setup, std::unique_ptr<Transport>& out,
+                     std::string& error) {
+  OfiConfig oc;
+  tsu_status_t st = ofi_settings().apply(oc, setup.getenv, error);
+  if (st != TSU_OK) return st;
+  if (!oc.iface_given && interface_domain(oc.provider)) {
+    // The interface that reaches the bootstrap service across hosts; for a
+    // job on one host (tsurun's Unix socket), loopback.
+    oc.iface = interface_of(setup.boot->reachable_address());
+    if (oc.iface.empty()) oc.iface = "lo";
+  }
+  uint32_t job_tag = 0;
+  if (setup.derive_key) {
+    const auto k = setup.derive_key("tsu-ofi-job-tag");
+    std::memcpy(&job_tag, k.data(), sizeof job_tag);
+  }
+  auto t = std::make_unique<OfiTransport>(setup.rank, setup.size, job_tag, oc);
+  st = t->open(error);
+  if (st != TSU_OK) return st;
+  const std::string key_prefix = "tsu.ofi.";
+  if (setup.boot->put(key_prefix + std::to_string(setup.rank), std::span(t->local_name())) !=
+      TSU_OK) {
+    error = "bootstrap put of the ofi endpoint name failed";
+    return TSU_ERR_BOOTSTRAP;
+  }
+  for (uint32_t r = 0; r < setup.size; ++r) {
+    if (!setup.reach[r]) continue;
+    std::vector<std::byte> name;
+    if (setup.boot->get(key_prefix + std::to_string(r), name) != TSU_OK || name.empty()) {
+      error = "bootstrap get of rank " + std::to_string(r) + "'s ofi endpoint name failed";
+      return TSU_ERR_BOOTSTRAP;
+    }
+    st = t->add_peer(r, name, error);
+    if (st != TSU_OK) return st;
+  }
+  out = std::move(t);
+  return TSU_OK;
+}
+
+// tsu-info: every provider offering reliable datagrams here, with what it
+// offers (the capabilities tsunagi looks at).
+void report(std::FILE* f) {
+  fi_info* hints = fi_allocinfo();
+  if (!hints) return;
+  hints->ep_attr->type = FI_EP_RDM;
+  fi_info* list = nullptr;
+  const int rc = fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &list);
+  fi_freeinfo(hints);
+  std::fprintf(f, "         libfabric %u.%u providers with reliable datagrams here:\n",
+               FI_MAJOR(fi_version()), FI_MINOR(fi_version()));
+  if (rc != 0 || !list) {
+    std::fprintf(f, "           (none: %s)\n", fi_strerror(-rc));
+    return;
+  }
+  std::set<std::string> seen;
+  for (fi_info* i = list; i; i = i->next) {
+    std::string line = std::string(i->fabric_attr->prov_name) + " on " + i->domain_attr->name;
+    if (!seen.insert(line).second) continue;
+    std::string caps;
+    if (i->caps & FI_MSG) caps += " msg";
+    if (i->caps & FI_TAGGED) caps += " tagged";
+    if (i->caps & FI_RMA) caps += " rma";
+    if (i->caps & FI_ATOMIC) caps += " atomic";
+    if (i->tx_attr->msg_order & FI_ORDER_SAS) caps += " ordered";
+    std::fprintf(f, "           %-22s%s, inject %zu B, max message %zu B\n", line.c_str(),
+                 caps.c_str(), i->tx_attr->inject_size, i->ep_attr->max_msg_size);
+  }
+  fi_freeinfo(list);
+}
+
+}  // namespace
+
+const NetworkPlugin kOfiPlugin = {"ofi", kSummary, settings, connect, report};
+
+const core::SettingsTable<OfiConfig>& ofi_settings() {
+  static const core::SettingsTable<OfiConfig> table = [] {
+    core::SettingsTable<OfiConfig> t{"ofi", {}};
+    auto& r = t.rows;
+    r.push_back(core::text_setting<O>("TSU_OFI_PROVIDER", "tcp;ofi_rxm",
+                                      "ofi: libfabric provider (fi_info -l; e.g. tcp;ofi_rxm, "
+                                      "udp;ofi_rxd, sockets, shm, verbs;ofi_rxm)",
+                                      &O::provider, 128, "a provider name"));
+    r.push_back({"TSU_OFI_IFACE", "(derived)",
+                 "ofi: network interface the provider binds (default: the one reaching the "
+                 "bootstrap service, else lo)",
+                 "an interface name",
+                 [](const char* v, O& c) {
+                   if (!*v || std::strlen(v) >= IF_NAMESIZE) return false;
+                   c.iface = v;
+                   c.iface_given = true;
+                   return true;
+                 },
+                 [](const O& c) { return c.iface_given ? c.iface : std::string("(derived)"); }});
+    r.push_back(core::size_setting<O>("TSU_OFI_MAX_MESSAGE", "64K",
+                                      "ofi: largest message; RMA is split into pieces this big",
+                                      &O::max_message, 1024, 16u << 20,
+                                      "a size between 1K and 16M"));
+    r.push_back(core::u32_setting<O>("TSU_OFI_RX_BUFFERS", "64",
+                                     "ofi: receive buffers kept posted", &O::rx_buffers, 4, 65536,
+                                     false, "4..65536"));
+    r.push_back(core::u32_setting<O>("TSU_OFI_TX_BUFFERS", "64",
+                                     "ofi: sends in flight (beyond them TSU_EAGAIN)",
+                                     &O::tx_buffers, 4, 65536, false, "4..65536"));
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace tsu::transport::ofi

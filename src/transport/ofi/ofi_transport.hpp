@@ -1,0 +1,149 @@
+// Ranks on other nodes through libfabric: one reliable datagram endpoint
+// (FI_EP_RDM) per rank, of the provider the job names (TSU_OFI_PROVIDER;
+// tcp;ofi_rxm by default).
+//
+// Messages.  Each message leaves as one fi_send (fi_inject when it fits the
+// provider's inject size) of a small prefix (source rank, job tag), the
+// message header and the payload, copied into a send buffer before the call
+// returns; receive buffers of the largest message are kept posted and
+// reposted after their handler ran.  Per-pair order is the transport's own:
+// each message carries a per-pair sequence number and one that completes
+// early is held until its predecessors ran.  (tcp;ofi_rxm advertises
+// FI_ORDER_SAS, yet completes a rendezvous-sized message after the eager ones
+// sent behind it; the conformance suite's long AMs caught it.)
+//
+// RMA and atomics: the message emulation (transport/message_rma), the
+// default protocol of a transport without native RMA; the target's CPU
+// executes atomics (seed 002: one executor per word).
+//
+// Progress is the engine's: poll() reads the completion queue (providers
+// with manual progress advance only then); the engine sleeps on the queue's
+// wait descriptor after fi_trywait, or polls every 200 us where the provider
+// has none, so a passive target keeps serving.  Every libfabric error
+// becomes a tsunagi status; a send that fails for a peer declares it lost.
+// All objects are closed in the destructor (finalize, or a failed init).
+#pragma once
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "transport/ofi/ofi_config.hpp"
+#include "transport/transport.hpp"
+
+namespace tsu::transport::ofi {
+
+// What precedes the message header on the wire.
+struct WirePrefix {
+  uint32_t src_rank;
+  uint32_t job_tag;  // from the job secret: traffic of other jobs is dropped
+  uint32_t seq;      // per (sender, receiver) pair, from 0
+  uint32_t reserved;
+};
+static_assert(sizeof(WirePrefix) == 16);
+
+class OfiTransport final : public Transport {
+ public:
+  OfiTransport(uint32_t rank, uint32_t size, uint32_t job_tag, const OfiConfig& cfg);
+  ~OfiTransport() override;
+  OfiTransport(const OfiTransport&) = delete;
+  OfiTransport& operator=(const OfiTransport&) = delete;
+
+  // Finds the provider, opens fabric, domain, queues and the endpoint, posts
+  // the receive buffers.  On failure the reason is in `error`.
+  tsu_status_t open(std::string& error);
+  // This endpoint's address (fi_getname), published through the bootstrap.
+  const std::vector<std::byte>& local_name() const noexcept { return name_; }
+  // A peer's address (from its published name).
+  tsu_status_t add_peer(uint32_t rank, const std::vector<std::byte>& name, std::string& error);
+  const char* provider_name() const noexcept;
+
+  const char* name() const noexcept override { return "ofi"; }
+  uint32_t capabilities() const noexcept override { return kCapMessages; }
+  std::size_t max_message_payload() const noexcept override { return cfg_.max_message; }
+  tsu_status_t send_message(uint32_t dst, const core::MessageHeader& header,
+                            const void* payload) noexcept override;
+  std::size_t poll(const core::MessageHandlerTable& handlers) noexcept override;
+  bool prepare_sleep() noexcept override;
+  int wait_fd() const noexcept override { return wait_fd_; }
+  uint64_t max_sleep_ns() const noexcept override {
+    return wait_fd_ >= 0 ? UINT64_MAX : 200'000;
+  }
+  void set_peer_lost_handler(PeerLostFn fn, void* ctx) noexcept override {
+    lost_fn_ = fn;
+    lost_ctx_ = ctx;
+  }
+  bool is_peer_lost(uint32_t rank) const noexcept override {
+    return rank < size_ && lost_[rank].load(std::memory_order_acquire);
+  }
+  void print_stats(std::FILE* f) const noexcept override;
+
+ private:
+  // One buffer with its libfabric context (FI_CONTEXT mode: the provider
+  // owns the fi_context while the operation is in flight).
+  struct Buffer {
+    fi_context ctx;  // first: a completion's op_context points here
+    bool is_recv = false;
+    uint32_t dst = 0;  // sends: the peer (for errors)
+    std::byte* data = nullptr;
+  };
+  static constexpr std::size_t kPrefix = sizeof(WirePrefix) + sizeof(core::MessageHeader);
+
+  tsu_status_t post_recv(Buffer& b) noexcept;
+  // Runs one well-formed message and any held ones it unblocks.
+  void deliver(const core::MessageHandlerTable& handlers, const WirePrefix& prefix,
+               const std::byte* msg, std::size_t len) noexcept;
+  tsu_status_t status_of(ssize_t rc) const noexcept;
+  void handle_error_entry() noexcept;
+  void declare_lost(uint32_t rank) noexcept;
+
+  const uint32_t rank_, size_;
+  const uint32_t job_tag_;
+  OfiConfig cfg_;
+  std::size_t buffer_size_ = 0;
+  std::size_t inject_size_ = 0;
+
+  fi_info* info_ = nullptr;
+  fid_fabric* fabric_ = nullptr;
+  fid_domain* domain_ = nullptr;
+  fid_cq* cq_ = nullptr;
+  fid_av* av_ = nullptr;
+  fid_ep* ep_ = nullptr;
+  fid_mr* mr_ = nullptr;  // the buffer slab, where the provider wants local registration
+  void* desc_ = nullptr;
+  int wait_fd_ = -1;
+  std::vector<std::byte> name_;
+
+  // Serialises endpoint and queue calls: sends come from any thread, poll
+  // from the engine.  Handlers run without it (they may send).
+  mutable std::mutex mu_;
+  std::unique_ptr<std::byte[]> slab_;  // rx buffers then tx buffers
+  std::vector<Buffer> buffers_;
+  std::vector<Buffer*> free_tx_;
+  std::vector<Buffer*> unposted_;  // receive buffers waiting to be posted again
+  std::vector<fi_addr_t> peers_;
+  std::vector<uint32_t> send_seq_;  // next sequence number to each peer (under mu_)
+  std::vector<uint32_t> recv_seq_;  // next expected from each peer (poller only)
+  // Messages that completed before their predecessors, by (src << 32 | seq):
+  // poller only.
+  std::map<uint64_t, std::vector<std::byte>> held_;
+  std::vector<std::byte> held_tmp_;  // the held message being run
+  std::unique_ptr<std::atomic<bool>[]> lost_;
+  PeerLostFn lost_fn_ = nullptr;
+  void* lost_ctx_ = nullptr;
+  std::vector<uint32_t> newly_lost_;
+
+  std::atomic<uint64_t> sent_{0}, injected_{0}, received_{0}, dropped_{0}, eagain_{0},
+      errors_{0}, held_count_{0};
+};
+
+}  // namespace tsu::transport::ofi
