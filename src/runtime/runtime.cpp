@@ -338,11 +338,14 @@ tsu_status_t Runtime::announce_segment(tsu_seg_t seg, void* base, std::size_t si
   return TSU_OK;
 }
 
-const transport::MemoryKey* Runtime::memory_key(tsu_seg_t seg) const noexcept {
+bool Runtime::memory_key(tsu_seg_t seg, transport::MemoryKey& out) const noexcept {
   std::lock_guard lock(keys_mutex_);
   for (const auto& [s, key] : memory_keys_)
-    if (s == seg) return &key;
-  return nullptr;
+    if (s == seg) {
+      out = key;
+      return true;
+    }
+  return false;
 }
 
 tsu_status_t Runtime::allocate_segment(std::size_t size, tsu_seg_t& seg, void*& base,

@@ -140,7 +140,8 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   uint32_t host_rank() const noexcept override { return rank_; }
   uint32_t host_size() const noexcept override { return size_; }
   void complete(uint32_t completion_id, tsu_status_t status) noexcept override;
-  const transport::MemoryKey* memory_key(tsu_seg_t seg) const noexcept override;
+  bool memory_key(tsu_seg_t seg, transport::MemoryKey& out) const noexcept override;
+  MessageHandlerTable& handler_table() noexcept override { return handlers_; }
 
   Config cfg_;
   uint32_t rank_ = 0;

@@ -79,8 +79,12 @@ class RmaHost {
                                       void* result) noexcept = 0;
   // Finishes the engine record of a request start() left pending.
   virtual void complete(uint32_t completion_id, tsu_status_t status) noexcept = 0;
-  // The key registration gave this rank's segment `seg` (peers ask for it).
-  virtual const MemoryKey* memory_key(tsu_seg_t seg) const noexcept = 0;
+  // The key registration gave this rank's segment `seg` (peers ask for it):
+  // copied to `out`; false when the segment has none (not live).
+  virtual bool memory_key(tsu_seg_t seg, MemoryKey& out) const noexcept = 0;
+  // Where a protocol registers its message handlers (handler ids 1..63 are
+  // the RMA protocols'; the message emulation uses 1..8).
+  virtual core::MessageHandlerTable& handler_table() noexcept = 0;
 
  protected:
   ~RmaHost() = default;

@@ -2,4 +2,5 @@
 # datagram endpoints (FI_EP_RDM) of the provider TSU_OFI_PROVIDER names.
 tsu_transport(NAME ofi LIBS PkgConfig::FABRIC SOURCES
   transport/ofi/ofi_plugin.cpp
+  transport/ofi/ofi_rma.cpp
   transport/ofi/ofi_transport.cpp)

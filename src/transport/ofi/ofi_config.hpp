@@ -15,6 +15,7 @@ struct OfiConfig {
   std::size_t max_message = 64u << 10;   // largest message payload
   uint32_t rx_buffers = 64;              // receive buffers posted
   uint32_t tx_buffers = 64;              // send buffers (sends in flight)
+  bool native_rma = true;                // put/get by fi_write/fi_read where offered
 };
 
 }  // namespace tsu::transport::ofi

@@ -21,7 +21,8 @@ using O = OfiConfig;
 const char* const kSummary =
     "ranks on other nodes through libfabric: reliable datagram endpoints (FI_EP_RDM)\n"
     "of TSU_OFI_PROVIDER (tcp;ofi_rxm by default); messages with inject for small\n"
-    "ones; RMA and atomics over messages, executed by the target's CPU";
+    "ones; put/get by fi_write/fi_read on registered segments where the provider\n"
+    "offers RMA; atomics over messages, executed by the target's CPU";
 
 // The interface holding IPv4 address `ip`, or "".
 std::string interface_of(const std::string& ip) {
@@ -158,6 +159,10 @@ const core::SettingsTable<OfiConfig>& ofi_settings() {
     r.push_back(core::u32_setting<O>("TSU_OFI_TX_BUFFERS", "64",
                                      "ofi: sends in flight (beyond them TSU_EAGAIN)",
                                      &O::tx_buffers, 4, 65536, false, "4..65536"));
+    r.push_back(core::bool_setting<O>("TSU_OFI_RMA", "1",
+                                      "ofi: 1: put and get by the provider's RMA (fi_write, "
+                                      "fi_read) where it offers it; 0: over messages",
+                                      &O::native_rma));
     return t;
   }();
   return table;

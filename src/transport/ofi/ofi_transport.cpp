@@ -3,9 +3,12 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
 
+#include <rdma/fi_rma.h>
+
 #include <cstring>
 
 #include "core/log.hpp"
+#include "transport/ofi/ofi_rma.hpp"
 
 namespace tsu::transport::ofi {
 
@@ -34,6 +37,7 @@ OfiTransport::OfiTransport(uint32_t rank, uint32_t size, uint32_t job_tag, const
 OfiTransport::~OfiTransport() {
   // Endpoint first (it holds the queue and address vector), the fabric last.
   if (ep_) fi_close(&ep_->fid);
+  for (auto& [seg, mr] : regions_) fi_close(&mr->fid);
   if (mr_) fi_close(&mr_->fid);
   if (av_) fi_close(&av_->fid);
   if (cq_) fi_close(&cq_->fid);
@@ -65,7 +69,17 @@ tsu_status_t OfiTransport::open(std::string& error) {
   hints->rx_attr->msg_order = FI_ORDER_SAS;
   hints->fabric_attr->prov_name = dup(cfg_.provider);
   if (!cfg_.iface.empty()) hints->domain_attr->name = dup(cfg_.iface);
-  int rc = fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints, &info_);
+  // RMA where the provider offers it; messages alone otherwise.
+  int rc = -FI_ENODATA;
+  if (cfg_.native_rma) {
+    hints->caps = FI_MSG | FI_RMA;
+    rc = fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints, &info_);
+    if (rc != 0) info_ = nullptr;
+  }
+  if (!info_) {
+    hints->caps = FI_MSG;
+    rc = fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints, &info_);
+  }
   fi_freeinfo(hints);
   if (rc != 0 || !info_) {
     error = "no libfabric provider '" + cfg_.provider + "'" +
@@ -87,6 +101,14 @@ tsu_status_t OfiTransport::open(std::string& error) {
   if (cfg_.max_message + kPrefix > max_msg) cfg_.max_message = max_msg - kPrefix;
   buffer_size_ = (kPrefix + cfg_.max_message + 63) & ~std::size_t{63};
   inject_size_ = info_->tx_attr->inject_size;
+  const uint64_t mr_mode = info_->domain_attr->mr_mode;
+  // Native RMA needs no registration of the local side: a put's source may
+  // be any memory of this process (FI_MR_LOCAL providers use messages).
+  native_rma_ = cfg_.native_rma && (info_->caps & FI_RMA) && !(mr_mode & FI_MR_LOCAL);
+  virt_addr_ = mr_mode & FI_MR_VIRT_ADDR;
+  prov_key_ = mr_mode & FI_MR_PROV_KEY;
+  max_rma_ = max_msg;
+  rma_flags_ = FI_COMPLETION | FI_DELIVERY_COMPLETE;
 
   auto step = [&](int r, const char* what) {
     if (r == 0) return true;
@@ -139,8 +161,8 @@ tsu_status_t OfiTransport::open(std::string& error) {
   buffers_.resize(count);
   for (std::size_t i = 0; i < count; ++i) {
     buffers_[i].data = slab_.get() + i * buffer_size_;
-    buffers_[i].is_recv = i < cfg_.rx_buffers;
-    if (!buffers_[i].is_recv) free_tx_.push_back(&buffers_[i]);
+    buffers_[i].kind = i < cfg_.rx_buffers ? OpContext::kRecv : OpContext::kSend;
+    if (buffers_[i].kind == OpContext::kSend) free_tx_.push_back(&buffers_[i]);
   }
   unposted_.reserve(cfg_.rx_buffers);
   for (uint32_t i = 0; i < cfg_.rx_buffers; ++i) {
@@ -149,9 +171,10 @@ tsu_status_t OfiTransport::open(std::string& error) {
       return TSU_ERR_SYSTEM;
     }
   }
-  TSU_LOG_INFO("ofi: rank %u on provider %s, domain %s, max message %zu B, inject %zu B, %s",
+  TSU_LOG_INFO("ofi: rank %u on provider %s, domain %s, max message %zu B, inject %zu B, %s, "
+               "RMA %s",
                rank_, provider_name(), info_->domain_attr->name, cfg_.max_message, inject_size_,
-               wait_fd_ >= 0 ? "wait fd" : "polled");
+               wait_fd_ >= 0 ? "wait fd" : "polled", native_rma_ ? "native" : "over messages");
   return TSU_OK;
 }
 
@@ -260,33 +283,50 @@ void OfiTransport::declare_lost(uint32_t rank) noexcept {
 }
 
 // Called with mu_ held, after fi_cq_read said FI_EAVAIL.
-void OfiTransport::handle_error_entry() noexcept {
+RmaContext* OfiTransport::handle_error_entry(tsu_status_t& rma_status) noexcept {
   fi_cq_err_entry err{};
-  if (fi_cq_readerr(cq_, &err, 0) != 1) return;
+  if (fi_cq_readerr(cq_, &err, 0) != 1) return nullptr;
   errors_.fetch_add(1, std::memory_order_relaxed);
-  auto* b = static_cast<Buffer*>(err.op_context);
-  if (err.err == FI_ECANCELED) return;  // closing
-  if (!b) {
+  auto* c = static_cast<OpContext*>(err.op_context);
+  if (!c) {
     TSU_LOG_WARN("ofi: completion error without context: %s", fi_text(err.err).c_str());
-    return;
+    return nullptr;
   }
-  if (b->is_recv) {
+  if (c->kind == OpContext::kRma) {
+    // The target's NIC refused the access (a key or range it no longer
+    // holds: the segment was freed) or the peer is gone.
+    switch (err.err) {
+      case FI_EKEYREJECTED:
+      case FI_EACCES:
+      case FI_EINVAL: rma_status = TSU_ERR_BAD_SEGMENT; break;
+      case FI_ECANCELED: rma_status = TSU_ERR_SYSTEM; break;
+      default: rma_status = status_of(-err.err); break;
+    }
+    TSU_LOG_DEBUG("ofi: RMA failed: %s", fi_text(err.err).c_str());
+    return static_cast<RmaContext*>(c);
+  }
+  if (err.err == FI_ECANCELED) return nullptr;  // closing
+  auto* b = static_cast<Buffer*>(c);
+  if (b->kind == OpContext::kRecv) {
     // A receive that failed (truncated: a message larger than ours): drop it
     // and give the buffer back.
     dropped_.fetch_add(1, std::memory_order_relaxed);
     TSU_LOG_WARN("ofi: receive failed: %s", fi_text(err.err).c_str());
     post_recv(*b);
-    return;
+    return nullptr;
   }
   TSU_LOG_WARN("ofi: send to rank %u failed: %s (%s)", b->dst, fi_text(err.err).c_str(),
                fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0));
   free_tx_.push_back(b);
   declare_lost(b->dst);
+  return nullptr;
 }
 
 std::size_t OfiTransport::poll(const core::MessageHandlerTable& handlers) noexcept {
   fi_cq_msg_entry entries[kCqBatch];
   std::size_t work = 0;
+  RmaContext* failed_rma = nullptr;
+  tsu_status_t failed_status = TSU_OK;
   for (;;) {
     ssize_t n;
     std::vector<uint32_t> lost;
@@ -298,8 +338,12 @@ std::size_t OfiTransport::poll(const core::MessageHandlerTable& handlers) noexce
         if (post_recv(*u) != TSU_OK) break;
       }
       n = fi_cq_read(cq_, entries, kCqBatch);
-      if (n == -FI_EAVAIL) handle_error_entry();
+      if (n == -FI_EAVAIL) failed_rma = handle_error_entry(failed_status);
       lost.swap(newly_lost_);
+    }
+    if (failed_rma) {
+      failed_rma->done(failed_rma, failed_status);
+      failed_rma = nullptr;
     }
     for (uint32_t r : lost)
       if (lost_fn_) lost_fn_(lost_ctx_, r);
@@ -309,10 +353,16 @@ std::size_t OfiTransport::poll(const core::MessageHandlerTable& handlers) noexce
     }
     if (n <= 0) break;
     for (ssize_t i = 0; i < n; ++i) {
-      auto* b = static_cast<Buffer*>(entries[i].op_context);
-      if (!b) continue;
+      auto* c = static_cast<OpContext*>(entries[i].op_context);
+      if (!c) continue;
       ++work;
-      if (!b->is_recv) {
+      if (c->kind == OpContext::kRma) {
+        auto* r = static_cast<RmaContext*>(c);
+        r->done(r, TSU_OK);
+        continue;
+      }
+      auto* b = static_cast<Buffer*>(c);
+      if (b->kind == OpContext::kSend) {
         std::lock_guard lock(mu_);
         free_tx_.push_back(b);
         continue;
@@ -385,17 +435,127 @@ bool OfiTransport::prepare_sleep() noexcept {
   return fi_trywait(fabric_, fids, 1) == FI_SUCCESS;
 }
 
+std::unique_ptr<RmaProtocol> OfiTransport::make_rma(RmaHost& host) noexcept {
+  if (!native_rma_) return nullptr;  // the message emulation
+  try {
+    return std::make_unique<OfiRma>(host, *this);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+
+tsu_status_t OfiTransport::register_memory(const MemoryRegion& region, MemoryKey& key,
+                                           std::string& error) noexcept {
+  // Native RMA reaches the main segment only, which lives as long as the job.
+  // A segment that can be freed is reached by messages: the providers here
+  // (tcp;ofi_rxm) treat an access under a key the target closed as a fatal
+  // connection error, so a freed segment's stale id must be refused by the
+  // target's CPU, as on every other route, never by its NIC.
+  if (!native_rma_ || region.seg != TSU_SEG_MAIN) return TSU_OK;  // no key
+  std::lock_guard lock(mu_);
+  fid_mr* mr = nullptr;
+  // Without provider keys the key is the segment id, unique per generation:
+  // a stale id's key names no region, so the target's NIC refuses it.
+  const int rc = fi_mr_reg(domain_, region.base, region.size, FI_REMOTE_READ | FI_REMOTE_WRITE,
+                           0, prov_key_ ? 0 : uint64_t{region.seg}, 0, &mr, nullptr);
+  if (rc != 0) {
+    error = std::string("fi_mr_reg (") + provider_name() + ", " + std::to_string(region.size) +
+            " B): " + fi_text(rc);
+    return rc == -FI_ENOMEM ? TSU_ERR_NO_MEMORY : TSU_ERR_SYSTEM;
+  }
+  try {
+    regions_[region.seg] = mr;
+  } catch (...) {
+    fi_close(&mr->fid);
+    error = "out of memory recording a memory region";
+    return TSU_ERR_NO_MEMORY;
+  }
+  const WireKey wk{fi_mr_key(mr), virt_addr_ ? reinterpret_cast<uint64_t>(region.base) : 0,
+                   region.size};
+  static_assert(sizeof wk <= sizeof key.bytes);
+  std::memcpy(key.bytes.data(), &wk, sizeof wk);
+  key.len = sizeof wk;
+  return TSU_OK;
+}
+
+void OfiTransport::deregister_memory(tsu_seg_t seg) noexcept {
+  std::lock_guard lock(mu_);
+  auto it = regions_.find(seg);
+  if (it == regions_.end()) return;
+  fi_close(&it->second->fid);
+  regions_.erase(it);
+}
+
+tsu_status_t OfiTransport::rma_write(uint32_t rank, const void* buf, std::size_t len,
+                                     uint64_t raddr, uint64_t key, RmaContext* ctx) noexcept {
+  if (rank >= size_ || peers_[rank] == FI_ADDR_UNSPEC) return TSU_ERR_UNREACHABLE;
+  if (lost_[rank].load(std::memory_order_acquire)) return TSU_ERR_PEER_LOST;
+  ctx->kind = OpContext::kRma;
+  iovec iov{const_cast<void*>(buf), len};
+  fi_rma_iov riov{raddr, len, key};
+  fi_msg_rma msg{};
+  msg.msg_iov = &iov;
+  msg.iov_count = 1;
+  msg.addr = peers_[rank];
+  msg.rma_iov = &riov;
+  msg.rma_iov_count = 1;
+  msg.context = &ctx->ctx;
+  std::lock_guard lock(mu_);
+  const ssize_t rc = fi_writemsg(ep_, &msg, rma_flags_);
+  if (rc == 0) {
+    rma_ops_.fetch_add(1, std::memory_order_relaxed);
+    return TSU_OK;
+  }
+  if (rc == -FI_EAGAIN) {
+    fi_cq_read(cq_, nullptr, 0);
+    return TSU_EAGAIN;
+  }
+  TSU_LOG_WARN("ofi: fi_writemsg to rank %u failed: %s", rank,
+               fi_text(static_cast<int>(rc)).c_str());
+  return status_of(rc);
+}
+
+tsu_status_t OfiTransport::rma_read(uint32_t rank, void* buf, std::size_t len, uint64_t raddr,
+                                    uint64_t key, RmaContext* ctx) noexcept {
+  if (rank >= size_ || peers_[rank] == FI_ADDR_UNSPEC) return TSU_ERR_UNREACHABLE;
+  if (lost_[rank].load(std::memory_order_acquire)) return TSU_ERR_PEER_LOST;
+  ctx->kind = OpContext::kRma;
+  iovec iov{buf, len};
+  fi_rma_iov riov{raddr, len, key};
+  fi_msg_rma msg{};
+  msg.msg_iov = &iov;
+  msg.iov_count = 1;
+  msg.addr = peers_[rank];
+  msg.rma_iov = &riov;
+  msg.rma_iov_count = 1;
+  msg.context = &ctx->ctx;
+  std::lock_guard lock(mu_);
+  const ssize_t rc = fi_readmsg(ep_, &msg, FI_COMPLETION);
+  if (rc == 0) {
+    rma_ops_.fetch_add(1, std::memory_order_relaxed);
+    return TSU_OK;
+  }
+  if (rc == -FI_EAGAIN) {
+    fi_cq_read(cq_, nullptr, 0);
+    return TSU_EAGAIN;
+  }
+  TSU_LOG_WARN("ofi: fi_readmsg from rank %u failed: %s", rank,
+               fi_text(static_cast<int>(rc)).c_str());
+  return status_of(rc);
+}
+
 void OfiTransport::print_stats(std::FILE* f) const noexcept {
   std::fprintf(f,
                "tsunagi[%u] ofi stats: provider=%s sent=%llu injected=%llu received=%llu "
-               "dropped=%llu eagain=%llu errors=%llu held_early=%llu\n",
+               "dropped=%llu eagain=%llu errors=%llu held_early=%llu rma_ops=%llu\n",
                rank_, provider_name(), static_cast<unsigned long long>(sent_.load()),
                static_cast<unsigned long long>(injected_.load()),
                static_cast<unsigned long long>(received_.load()),
                static_cast<unsigned long long>(dropped_.load()),
                static_cast<unsigned long long>(eagain_.load()),
                static_cast<unsigned long long>(errors_.load()),
-               static_cast<unsigned long long>(held_count_.load()));
+               static_cast<unsigned long long>(held_count_.load()),
+               static_cast<unsigned long long>(rma_ops_.load()));
 }
 
 }  // namespace tsu::transport::ofi

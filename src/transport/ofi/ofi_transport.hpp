@@ -12,9 +12,11 @@
 // FI_ORDER_SAS, yet completes a rendezvous-sized message after the eager ones
 // sent behind it; the conformance suite's long AMs caught it.)
 //
-// RMA and atomics: the message emulation (transport/message_rma), the
-// default protocol of a transport without native RMA; the target's CPU
-// executes atomics (seed 002: one executor per word).
+// RMA: native (ofi_rma.hpp) where the provider offers FI_RMA without local
+// registration: every segment is registered (register_memory) and put/get
+// become fi_write/fi_read.  Atomics, third-party copies and the rest go
+// through the message emulation (transport/message_rma); the target's CPU
+// executes atomics (seed 002: one executor per word, MemoryRegion::atomics).
 //
 // Progress is the engine's: poll() reads the completion queue (providers
 // with manual progress advance only then); the engine sleeps on the queue's
@@ -42,6 +44,25 @@
 
 namespace tsu::transport::ofi {
 
+// What libfabric hands back with a completion (FI_CONTEXT mode: the provider
+// owns the fi_context while the operation is in flight).
+struct OpContext {
+  fi_context ctx;  // first: a completion's op_context points here
+  enum Kind : uint8_t { kRecv, kSend, kRma } kind = kSend;
+};
+// A native RMA operation's context (ofi_rma.cpp owns them): `done` runs in
+// progress context when the operation completed or failed.
+struct RmaContext : OpContext {
+  void (*done)(RmaContext* self, tsu_status_t status) noexcept = nullptr;
+};
+
+// What a peer needs to address a registered segment (MemoryKey's bytes).
+struct WireKey {
+  uint64_t key;   // the memory region's key
+  uint64_t base;  // address of offset 0 as the provider expects it (0: offsets)
+  uint64_t size;  // the segment's bytes (checked before any RMA leaves)
+};
+
 // What precedes the message header on the wire.
 struct WirePrefix {
   uint32_t src_rank;
@@ -67,6 +88,23 @@ class OfiTransport final : public Transport {
   tsu_status_t add_peer(uint32_t rank, const std::vector<std::byte>& name, std::string& error);
   const char* provider_name() const noexcept;
 
+  // Native RMA (ofi_rma.hpp).  Whether it is on: the provider offers FI_RMA
+  // without local registration and TSU_OFI_RMA says native.
+  bool native_rma() const noexcept { return native_rma_; }
+  std::size_t max_rma() const noexcept { return max_rma_; }
+  // `len` bytes from local `buf` to `rank`'s memory (or back, for read) at
+  // the provider address `raddr` under `key`; completes through ctx->done.
+  // TSU_EAGAIN: no room now.
+  tsu_status_t rma_write(uint32_t rank, const void* buf, std::size_t len, uint64_t raddr,
+                         uint64_t key, RmaContext* ctx) noexcept;
+  tsu_status_t rma_read(uint32_t rank, void* buf, std::size_t len, uint64_t raddr, uint64_t key,
+                        RmaContext* ctx) noexcept;
+
+  std::unique_ptr<RmaProtocol> make_rma(RmaHost& host) noexcept override;
+  tsu_status_t register_memory(const MemoryRegion& region, MemoryKey& key,
+                               std::string& error) noexcept override;
+  void deregister_memory(tsu_seg_t seg) noexcept override;
+
   const char* name() const noexcept override { return "ofi"; }
   uint32_t capabilities() const noexcept override { return kCapMessages; }
   std::size_t max_message_payload() const noexcept override { return cfg_.max_message; }
@@ -90,9 +128,7 @@ class OfiTransport final : public Transport {
  private:
   // One buffer with its libfabric context (FI_CONTEXT mode: the provider
   // owns the fi_context while the operation is in flight).
-  struct Buffer {
-    fi_context ctx;  // first: a completion's op_context points here
-    bool is_recv = false;
+  struct Buffer : OpContext {
     uint32_t dst = 0;  // sends: the peer (for errors)
     std::byte* data = nullptr;
   };
@@ -103,7 +139,9 @@ class OfiTransport final : public Transport {
   void deliver(const core::MessageHandlerTable& handlers, const WirePrefix& prefix,
                const std::byte* msg, std::size_t len) noexcept;
   tsu_status_t status_of(ssize_t rc) const noexcept;
-  void handle_error_entry() noexcept;
+  // Reads one error completion (mu_ held); an RMA one is returned to run
+  // its callback once the lock is released.
+  RmaContext* handle_error_entry(tsu_status_t& rma_status) noexcept;
   void declare_lost(uint32_t rank) noexcept;
 
   const uint32_t rank_, size_;
@@ -122,6 +160,12 @@ class OfiTransport final : public Transport {
   void* desc_ = nullptr;
   int wait_fd_ = -1;
   std::vector<std::byte> name_;
+  bool native_rma_ = false;
+  bool virt_addr_ = false;  // FI_MR_VIRT_ADDR: RMA addresses are virtual addresses
+  bool prov_key_ = false;   // FI_MR_PROV_KEY: the provider picks keys
+  uint64_t rma_flags_ = 0;  // completion semantics of fi_writemsg / fi_readmsg
+  std::size_t max_rma_ = 0;
+  std::map<tsu_seg_t, fid_mr*> regions_;  // registered segments (under mu_)
 
   // Serialises endpoint and queue calls: sends come from any thread, poll
   // from the engine.  Handlers run without it (they may send).
@@ -143,7 +187,7 @@ class OfiTransport final : public Transport {
   std::vector<uint32_t> newly_lost_;
 
   std::atomic<uint64_t> sent_{0}, injected_{0}, received_{0}, dropped_{0}, eagain_{0},
-      errors_{0}, held_count_{0};
+      errors_{0}, held_count_{0}, rma_ops_{0};
 };
 
 }  // namespace tsu::transport::ofi

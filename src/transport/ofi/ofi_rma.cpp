@@ -1,0 +1,239 @@
+#include "transport/ofi/ofi_rma.hpp"
+
+#include <cstring>
+
+#include "core/log.hpp"
+
+namespace tsu::transport::ofi {
+
+namespace {
+uint64_t status_arg(tsu_status_t st) { return static_cast<uint64_t>(static_cast<int64_t>(st)); }
+tsu_status_t arg_status(uint64_t a) { return static_cast<tsu_status_t>(static_cast<int64_t>(a)); }
+}  // namespace
+
+OfiRma::OfiRma(RmaHost& host, OfiTransport& transport)
+    : host_(host), t_(transport), fallback_(host) {
+  fallback_.register_handlers(host.handler_table());
+  host.handler_table().set(kOfiKeyReq, on_key_req, this);
+  host.handler_table().set(kOfiKeyRep, on_key_rep, this);
+}
+
+OfiRma::Op* OfiRma::alloc() noexcept {
+  try {
+    if (free_.empty()) {
+      ops_.push_back(std::make_unique<Op>());
+      free_.push_back(ops_.back().get());
+    }
+  } catch (...) {
+    return nullptr;
+  }
+  Op* op = free_.back();
+  free_.pop_back();
+  *op = Op{};
+  op->owner = this;
+  op->used = true;
+  op->done = &OfiRma::on_done;
+  return op;
+}
+
+void OfiRma::release(Op* op) noexcept {
+  op->used = false;
+  free_.push_back(op);  // capacity reserved: ops_ never shrinks
+}
+
+tsu_status_t OfiRma::start(const core::Command& cmd, uint32_t completion_id) noexcept {
+  if (cmd.kind != core::CommandKind::kCopy || cmd.len == 0 || cmd.len > t_.max_rma())
+    return fallback_.start(cmd, completion_id);
+  const bool src_here = host_.memory_route(cmd.src.rank);
+  const bool dst_here = host_.memory_route(cmd.dst.rank);
+  if (src_here == dst_here) return fallback_.start(cmd, completion_id);  // forwarded copy
+  const tsu_gaddr_t local = src_here ? cmd.src : cmd.dst;
+  const tsu_gaddr_t remote = src_here ? cmd.dst : cmd.src;
+  // Only the main segment is registered with the NIC (register_memory says
+  // why); other segments are reached by messages.
+  if (remote.seg != TSU_SEG_MAIN) return fallback_.start(cmd, completion_id);
+  // The side this process holds is checked whole first (as every route does).
+  Access a;
+  const tsu_status_t st = host_.resolve(local, cmd.len, a);
+  if (st != TSU_OK) return st;
+  if (a.kind != Access::kDirect) return fallback_.start(cmd, completion_id);
+  Op* op = alloc();
+  if (!op) return TSU_ERR_NO_MEMORY;
+  op->put = src_here;
+  op->rank = remote.rank;
+  op->remote = remote;
+  op->local = a.ptr;
+  op->len = cmd.len;
+  op->completion_id = completion_id;
+  KeyState* ks;
+  try {
+    ks = &keys_[key_of(remote.rank, remote.seg)];
+    if (!ks->known) ks->waiting.push_back(op);
+  } catch (...) {
+    release(op);
+    return TSU_ERR_NO_MEMORY;
+  }
+  if (ks->known) {
+    issue(op, ks->key);
+  } else if (!ks->requested) {
+    ks->requested = true;
+    core::MessageHeader h{};
+    h.handler = kOfiKeyReq;
+    h.args[0] = remote.seg;
+    send(remote.rank, h, nullptr);
+  }
+  return TSU_EAGAIN;
+}
+
+void OfiRma::issue(Op* op, const WireKey& key) noexcept {
+  // The range against the size the target gave (the NIC checks it again).
+  const uint64_t off = op->remote.offset;
+  if (off > key.size || op->len > key.size - off) {
+    finish(op, TSU_ERR_OUT_OF_BOUNDS);
+    return;
+  }
+  const uint64_t raddr = key.base + off;
+  const tsu_status_t st = op->put ? t_.rma_write(op->rank, op->local, op->len, raddr, key.key, op)
+                                  : t_.rma_read(op->rank, op->local, op->len, raddr, key.key, op);
+  if (st == TSU_EAGAIN) {
+    try {
+      backlog_.emplace_back(op, key);
+    } catch (...) {
+      finish(op, TSU_ERR_NO_MEMORY);
+    }
+    return;
+  }
+  if (st != TSU_OK) finish(op, st);
+}
+
+void OfiRma::finish(Op* op, tsu_status_t st) noexcept {
+  host_.complete(op->completion_id, st);
+  release(op);
+}
+
+void OfiRma::on_done(RmaContext* ctx, tsu_status_t st) noexcept {
+  auto* op = static_cast<Op*>(ctx);
+  OfiRma& self = *op->owner;
+  if (op->abandoned) {  // already failed by peer loss; the provider let go now
+    self.release(op);
+    return;
+  }
+  if (st == TSU_ERR_BAD_SEGMENT) {
+    // The target no longer holds that key: forget it (a later request for
+    // the same id asks again and learns the segment is gone).
+    self.keys_.erase(key_of(op->rank, op->remote.seg));
+  }
+  self.finish(op, st);
+}
+
+void OfiRma::send(uint32_t dst, const core::MessageHeader& h, const void* payload) noexcept {
+  if (messages_.empty()) {
+    const tsu_status_t st = t_.send_message(dst, h, payload);
+    if (st != TSU_EAGAIN) {
+      if (st != TSU_OK && st != TSU_ERR_PEER_LOST)
+        TSU_LOG_WARN("ofi: key message to rank %u failed: %s", dst, tsu_strerror(st));
+      return;
+    }
+  }
+  try {
+    const auto* p = static_cast<const std::byte*>(payload);
+    messages_.push_back(PendingMessage{dst, h, std::vector<std::byte>(p, p + (p ? h.payload_len : 0))});
+  } catch (...) {
+    TSU_LOG_ERROR("ofi: out of memory queueing a key message to rank %u", dst);
+  }
+}
+
+// Target: the key of one of this rank's segments, or why there is none.
+void OfiRma::on_key_req(void* ctx, uint32_t src, const core::MessageHeader& h,
+                        const std::byte*) noexcept {
+  auto& self = *static_cast<OfiRma*>(ctx);
+  const auto seg = static_cast<tsu_seg_t>(h.args[0]);
+  MemoryKey key;
+  core::MessageHeader r{};
+  r.handler = kOfiKeyRep;
+  r.args[0] = seg;
+  if (self.host_.memory_key(seg, key) && key.len == sizeof(WireKey)) {
+    r.args[1] = status_arg(TSU_OK);
+    r.payload_len = key.len;
+    self.send(src, r, key.bytes.data());
+  } else {
+    r.args[1] = status_arg(TSU_ERR_BAD_SEGMENT);
+    self.send(src, r, nullptr);
+  }
+}
+
+// Origin: the key arrived (or the segment does not exist): run the parked ops.
+void OfiRma::on_key_rep(void* ctx, uint32_t src, const core::MessageHeader& h,
+                        const std::byte* p) noexcept {
+  auto& self = *static_cast<OfiRma*>(ctx);
+  auto it = self.keys_.find(key_of(src, static_cast<tsu_seg_t>(h.args[0])));
+  if (it == self.keys_.end()) return;
+  KeyState& ks = it->second;
+  std::vector<Op*> waiting;
+  waiting.swap(ks.waiting);
+  tsu_status_t st = arg_status(h.args[1]);
+  if (st == TSU_OK && h.payload_len != sizeof(WireKey)) st = TSU_ERR_SYSTEM;
+  if (st == TSU_OK) {
+    std::memcpy(&ks.key, p, sizeof ks.key);
+    ks.known = true;
+    ks.requested = false;
+    const WireKey key = ks.key;
+    for (Op* op : waiting) self.issue(op, key);
+  } else {
+    // Not cached: a segment created later under a new id asks again.
+    self.keys_.erase(it);
+    for (Op* op : waiting) self.finish(op, st);
+  }
+}
+
+std::size_t OfiRma::pump() noexcept {
+  std::size_t work = 0;
+  while (!messages_.empty()) {
+    PendingMessage& m = messages_.front();
+    const tsu_status_t st =
+        t_.send_message(m.dst, m.h, m.payload.empty() ? nullptr : m.payload.data());
+    if (st == TSU_EAGAIN) break;
+    messages_.pop_front();
+    ++work;
+  }
+  for (std::size_t n = backlog_.size(); n > 0 && !backlog_.empty(); --n) {
+    auto [op, key] = backlog_.front();
+    backlog_.pop_front();
+    const std::size_t before = backlog_.size();
+    issue(op, key);
+    if (backlog_.size() == before) ++work;  // it left (or failed)
+    else break;                             // still no room
+  }
+  return work + fallback_.pump();
+}
+
+bool OfiRma::idle() const noexcept {
+  return backlog_.empty() && messages_.empty() && fallback_.idle();
+}
+
+void OfiRma::on_peer_lost(uint32_t rank) noexcept {
+  fallback_.on_peer_lost(rank);
+  std::erase_if(messages_, [&](const PendingMessage& m) { return m.dst == rank; });
+  for (auto it = keys_.begin(); it != keys_.end();) {
+    if ((it->first >> 32) == rank) {
+      for (Op* op : it->second.waiting) finish(op, TSU_ERR_PEER_LOST);
+      it = keys_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::erase_if(backlog_, [&](const std::pair<Op*, WireKey>& e) {
+    if (e.first->rank != rank) return false;
+    finish(e.first, TSU_ERR_PEER_LOST);
+    return true;
+  });
+  // Ops the provider still holds: their requests fail now; the provider's
+  // own completion (an error, or a cancel at close) frees them later.
+  for (auto& op : ops_)
+    if (op->used && !op->abandoned && op->rank == rank) {
+      op->abandoned = true;
+      host_.complete(op->completion_id, TSU_ERR_PEER_LOST);
+    }
+}
+
+}  // namespace tsu::transport::ofi

@@ -1,0 +1,99 @@
+// Native RMA over libfabric: the ofi transport's RmaProtocol
+// (transport/rma.hpp), overriding the message emulation where the NIC can do
+// the work.
+//
+// Put and get between memory this process holds and a rank's main segment
+// behind ofi become one fi_write / fi_read.  (Only the main segment, which
+// lives as long as the job, is registered with the NIC: tcp;ofi_rxm drops
+// the connection on an access under a closed key, so segments that can be
+// freed are reached by messages and their stale ids refused by the target's
+// CPU.)  The target's
+// key, base and size come from the target itself on first use of a
+// (rank, segment): a key request answered from RmaHost::memory_key, cached
+// by the segment id (which carries its generation, so a freed segment's id
+// never finds a newer segment's key).  The range is checked against the
+// size the target gave before anything leaves, and the target's NIC checks
+// it again; a segment freed meanwhile is refused by the NIC (no such key).
+//
+// Everything else goes to the message emulation it falls back on: atomics
+// (the target's CPU executes them: MemoryRegion::atomics is kCpu), copies
+// with both sides behind ofi (forwarded), zero-length requests, and sides
+// reached by Cross Memory Attach (a node peer's registered memory).
+//
+// Single-threaded: the progress context only (start, pump, handlers and the
+// transport's completions).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "transport/message_rma/message_rma.hpp"
+#include "transport/ofi/ofi_transport.hpp"
+#include "transport/rma.hpp"
+
+namespace tsu::transport::ofi {
+
+enum OfiRmaHandler : uint16_t {
+  kOfiKeyReq = core::kHandlerRmaFirst + 16,
+  kOfiKeyRep,
+};
+
+class OfiRma final : public RmaProtocol {
+ public:
+  OfiRma(RmaHost& host, OfiTransport& transport);
+
+  tsu_status_t start(const core::Command& cmd, uint32_t completion_id) noexcept override;
+  std::size_t pump() noexcept override;
+  bool idle() const noexcept override;
+  void on_peer_lost(uint32_t rank) noexcept override;
+
+ private:
+  struct Op : RmaContext {
+    OfiRma* owner = nullptr;
+    bool used = false;
+    bool put = true;
+    bool abandoned = false;  // failed by peer loss while the provider held it
+    uint32_t rank = 0;       // the remote side's rank
+    tsu_gaddr_t remote{};    // the remote side
+    std::byte* local = nullptr;
+    std::size_t len = 0;
+    uint32_t completion_id = 0;
+  };
+  struct KeyState {
+    bool known = false;
+    bool requested = false;
+    WireKey key{};
+    std::vector<Op*> waiting;  // ops parked until the key arrives
+  };
+  struct PendingMessage {
+    uint32_t dst;
+    core::MessageHeader h;
+    std::vector<std::byte> payload;
+  };
+
+  static uint64_t key_of(uint32_t rank, tsu_seg_t seg) { return (uint64_t{rank} << 32) | seg; }
+  Op* alloc() noexcept;
+  void release(Op* op) noexcept;
+  void issue(Op* op, const WireKey& key) noexcept;
+  void finish(Op* op, tsu_status_t st) noexcept;
+  void send(uint32_t dst, const core::MessageHeader& h, const void* payload) noexcept;
+  static void on_done(RmaContext* ctx, tsu_status_t st) noexcept;
+  static void on_key_req(void* ctx, uint32_t src, const core::MessageHeader& h,
+                         const std::byte* p) noexcept;
+  static void on_key_rep(void* ctx, uint32_t src, const core::MessageHeader& h,
+                         const std::byte* p) noexcept;
+
+  RmaHost& host_;
+  OfiTransport& t_;
+  MessageRma fallback_;
+  std::vector<std::unique_ptr<Op>> ops_;
+  std::vector<Op*> free_;
+  std::unordered_map<uint64_t, KeyState> keys_;
+  std::deque<std::pair<Op*, WireKey>> backlog_;  // waiting for transport room
+  std::deque<PendingMessage> messages_;          // key requests/replies waiting for room
+};
+
+}  // namespace tsu::transport::ofi
