@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "bootstrap/local/local_bootstrap.hpp"
+#include "bootstrap/pmix/pmix_bootstrap.hpp"
 
 namespace tsu::bootstrap {
 
@@ -18,10 +19,40 @@ bool parse_u32(const char* text, uint32_t& out) {
   return ec == std::errc() && end == s.data() + s.size();
 }
 
+bool set(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0';
+}
+
 }  // namespace
+
+bool PmixBootstrap::launched_by_pmix() { return set("PMIX_NAMESPACE") && set("PMIX_RANK"); }
+
+std::optional<uint32_t> key_owner(std::string_view key) {
+  const auto dot = key.rfind('.');
+  if (dot == std::string_view::npos || dot + 1 == key.size()) return std::nullopt;
+  const std::string digits(key.substr(dot + 1));
+  uint32_t rank = 0;
+  if (!parse_u32(digits.c_str(), rank)) return std::nullopt;
+  return rank;
+}
+
+bool started_by_launcher() { return set("TSU_BOOTSTRAP") || PmixBootstrap::launched_by_pmix(); }
 
 std::unique_ptr<Bootstrap> make_from_environment(tsu_status_t& status, std::string& error) {
   const char* spec = std::getenv("TSU_BOOTSTRAP");
+  // tsurun's own service first (a tsurun started inside an allocation keeps
+  // its job), then a PMIx launcher, then a job of one.
+  const bool forced_pmix = spec != nullptr && std::string_view(spec) == "pmix";
+  if (forced_pmix || ((spec == nullptr || *spec == '\0') && PmixBootstrap::launched_by_pmix())) {
+    if (!PmixBootstrap::launched_by_pmix() && forced_pmix) {
+      status = TSU_ERR_CONFIG;
+      error = "TSU_BOOTSTRAP=pmix, but no PMIx launcher started this process (PMIX_NAMESPACE / "
+              "PMIX_RANK are not set)";
+      return nullptr;
+    }
+    return PmixBootstrap::connect(status, error);
+  }
   if (spec == nullptr || *spec == '\0') {
     status = TSU_OK;
     return std::make_unique<SingletonBootstrap>();
@@ -51,7 +82,7 @@ std::unique_ptr<Bootstrap> make_from_environment(tsu_status_t& status, std::stri
   }
   if (!is_unix && !is_tcp) {
     status = TSU_ERR_CONFIG;
-    error = "TSU_BOOTSTRAP='" + std::string(s) + "' is not supported (expected unix:PATH or tcp:HOST:PORT)";
+    error = "TSU_BOOTSTRAP='" + std::string(s) + "' is not supported (expected unix:PATH, tcp:HOST:PORT or pmix)";
     return nullptr;
   }
 

@@ -237,7 +237,7 @@ tsu_status_t Runtime::connect_network(const std::vector<bool>& remote, std::stri
   // one that authenticated its bootstrap connection).  It is never published
   // through the bootstrap: a job without one cannot reach other nodes.
   std::string secret_error;
-  const auto job_secret = bootstrap::auth::job_secret(secret_error);
+  const auto job_secret = boot_->job_secret(secret_error);
   if (!job_secret) {
     error = !secret_error.empty()
                 ? secret_error
