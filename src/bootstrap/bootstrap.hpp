@@ -22,6 +22,14 @@
 
 namespace tsu::bootstrap {
 
+// What a rank asked of the bootstrap (TSU_STATS=1 prints it at finalize):
+// start-up that scales keeps these flat as the job grows (docs/scaling.md).
+struct Traffic {
+  uint64_t requests = 0;  // round trips to the service (put, get, barrier, ...)
+  uint64_t bytes_out = 0;
+  uint64_t bytes_in = 0;
+};
+
 class Bootstrap {
  public:
   virtual ~Bootstrap() = default;
@@ -47,10 +55,23 @@ class Bootstrap {
   virtual std::optional<auth::Secret> job_secret(std::string& error) {
     return auth::job_secret(error);
   }
+  // The node of every rank (dense indices, numbered in order of first
+  // appearance by rank), when the launcher tells it without an exchange
+  // (TSU_PLACEMENT, or PMIx's PMIX_NODEID); false when ranks must publish
+  // their node to learn it.
+  virtual bool node_layout(std::vector<uint32_t>& node_of) { return placement_from_environment(size(), node_of); }
+  virtual Traffic traffic() const { return {}; }
+
+  // TSU_PLACEMENT=block:K (rank / K, as tsurun --ranks-per-node K) or
+  // cyclic:H (rank % H, as tsurun --hosts with --round-robin).
+  static bool placement_from_environment(uint32_t size, std::vector<uint32_t>& node_of);
 };
 
 // The rank that publishes `key` (its ".<rank>" suffix); nullopt if it has none.
 std::optional<uint32_t> key_owner(std::string_view key);
+
+// With TSU_STATS=1: one line on stderr with `t` (a bootstrap's finalize).
+void print_traffic_if_asked(uint32_t rank, const Traffic& t);
 
 // True when this process was started by a launcher (tsurun or a PMIx one):
 // its job ends at tsu_finalize, it cannot start another.

@@ -1,5 +1,7 @@
 // Picks the bootstrap from the environment tsurun (or nobody) set up.
+#include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 
@@ -35,6 +37,31 @@ std::optional<uint32_t> key_owner(std::string_view key) {
   uint32_t rank = 0;
   if (!parse_u32(digits.c_str(), rank)) return std::nullopt;
   return rank;
+}
+
+bool Bootstrap::placement_from_environment(uint32_t size, std::vector<uint32_t>& node_of) {
+  const char* spec = std::getenv("TSU_PLACEMENT");
+  if (spec == nullptr || *spec == '\0' || size == 0) return false;
+  const std::string_view s(spec);
+  const bool block = s.starts_with("block:");
+  const bool cyclic = s.starts_with("cyclic:");
+  if (!block && !cyclic) return false;
+  const std::string n_text(s.substr(s.find(':') + 1));
+  uint32_t n = 0;
+  if (!parse_u32(n_text.c_str(), n) || n == 0) return false;
+  node_of.resize(size);
+  // Dense indices in order of first appearance, as the runtime numbers nodes.
+  const uint32_t nodes = block ? (size + n - 1) / n : std::min(n, size);
+  for (uint32_t r = 0; r < size; ++r) node_of[r] = block ? r / n : r % nodes;
+  return true;
+}
+
+void print_traffic_if_asked(uint32_t rank, const Traffic& t) {
+  const char* stats = std::getenv("TSU_STATS");
+  if (stats == nullptr || std::string_view(stats) != "1") return;
+  std::fprintf(stderr, "tsunagi[%u] bootstrap: requests=%llu bytes_out=%llu bytes_in=%llu\n", rank,
+               static_cast<unsigned long long>(t.requests), static_cast<unsigned long long>(t.bytes_out),
+               static_cast<unsigned long long>(t.bytes_in));
 }
 
 bool started_by_launcher() { return set("TSU_BOOTSTRAP") || PmixBootstrap::launched_by_pmix(); }

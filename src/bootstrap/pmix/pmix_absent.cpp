@@ -21,5 +21,6 @@ tsu_status_t PmixBootstrap::get(std::string_view, std::vector<std::byte>&) { ret
 tsu_status_t PmixBootstrap::barrier() { return TSU_ERR_UNSUPPORTED; }
 tsu_status_t PmixBootstrap::finalize() { return TSU_ERR_UNSUPPORTED; }
 std::optional<auth::Secret> PmixBootstrap::job_secret(std::string&) { return std::nullopt; }
+bool PmixBootstrap::node_layout(std::vector<uint32_t>&) { return false; }
 
 }  // namespace tsu::bootstrap

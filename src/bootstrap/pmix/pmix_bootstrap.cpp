@@ -153,6 +153,8 @@ tsu_status_t PmixBootstrap::put(std::string_view key, std::span<const std::byte>
   // PMIx_Put copies the value; the cast only satisfies its non-const field.
   v.data.bo.bytes = const_cast<char*>(reinterpret_cast<const char*>(value.data()));
   v.data.bo.size = value.size();
+  traffic_.requests += 2;  // put + commit
+  traffic_.bytes_out += k.size() + value.size();
   pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, k.c_str(), &v);
   if (rc != PMIX_SUCCESS) return fail(pmix_text(("PMIx_Put of '" + k + "'").c_str(), rc));
   // Commit each put: a peer may look it up at once (no data-collecting fence).
@@ -174,7 +176,10 @@ tsu_status_t PmixBootstrap::get_locked(uint32_t owner, const std::string& key,
     pmix_value_t* v = nullptr;
     // After a miss, ask the server again rather than the client's cache.
     const pmix_status_t rc = PMIx_Get(&who, key.c_str(), first ? nullptr : &refresh, first ? 0 : 1, &v);
+    ++traffic_.requests;
+    traffic_.bytes_out += key.size();
     if (rc == PMIX_SUCCESS && v != nullptr) {
+      if (v->type == PMIX_BYTE_OBJECT) traffic_.bytes_in += v->data.bo.size;
       const bool ok = v->type == PMIX_BYTE_OBJECT;
       if (ok) {
         const auto* p = reinterpret_cast<const std::byte*>(v->data.bo.bytes);
@@ -217,6 +222,7 @@ tsu_status_t PmixBootstrap::barrier() {
   if (finalized_) return fail("bootstrap already finalized");
   // All processes of the namespace; no PMIX_COLLECT_DATA: a pure barrier.
   const pmix_proc_t all = proc_of(nspace_, PMIX_RANK_WILDCARD);
+  ++traffic_.requests;
   const pmix_status_t rc = PMIx_Fence(&all, 1, nullptr, 0);
   if (rc != PMIX_SUCCESS) return fail(pmix_text("PMIx_Fence", rc));
   return TSU_OK;
@@ -225,11 +231,33 @@ tsu_status_t PmixBootstrap::barrier() {
 tsu_status_t PmixBootstrap::finalize() {
   std::lock_guard lock(mu_);
   if (finalized_) return fail("bootstrap already finalized");
+  print_traffic_if_asked(rank_, traffic_);
   finalized_ = true;
   initialized_ = false;
   const pmix_status_t rc = PMIx_Finalize(nullptr, 0);
   if (rc != PMIX_SUCCESS) return fail(pmix_text("PMIx_Finalize", rc));
   return TSU_OK;
+}
+
+bool PmixBootstrap::node_layout(std::vector<uint32_t>& node_of) {
+  if (placement_from_environment(size_, node_of)) return true;
+  const char* renamed = std::getenv("TSU_NODE_ID");
+  if (renamed != nullptr && *renamed != '\0') return false;  // only an exchange tells the others
+  std::lock_guard lock(mu_);
+  std::vector<uint32_t> ids(size_);
+  for (uint32_t r = 0; r < size_; ++r)
+    if (!get_number(proc_of(nspace_, r), PMIX_NODEID, ids[r])) return false;
+  // Dense, in order of first appearance (PMIx node ids may have gaps).
+  std::vector<std::pair<uint32_t, uint32_t>> seen;  // (pmix id, dense index)
+  node_of.assign(size_, 0);
+  for (uint32_t r = 0; r < size_; ++r) {
+    uint32_t dense = static_cast<uint32_t>(seen.size());
+    for (const auto& [id, d] : seen)
+      if (id == ids[r]) dense = d;
+    if (dense == seen.size()) seen.emplace_back(ids[r], dense);
+    node_of[r] = dense;
+  }
+  return true;
 }
 
 std::optional<auth::Secret> PmixBootstrap::job_secret(std::string& error) {

@@ -49,6 +49,13 @@ class PmixBootstrap final : public Bootstrap {
   tsu_status_t barrier() override;
   tsu_status_t finalize() override;
   std::optional<auth::Secret> job_secret(std::string& error) override;
+  // TSU_PLACEMENT if set; else, unless TSU_NODE_ID renames this rank's node,
+  // PMIX_NODEID of every rank (job data the server handed out at init).
+  bool node_layout(std::vector<uint32_t>& node_of) override;
+  Traffic traffic() const override {
+    std::lock_guard lock(mu_);
+    return traffic_;
+  }
 
   // Placement as the launcher reports it.
   uint32_t local_rank() const { return local_rank_; }
@@ -64,7 +71,8 @@ class PmixBootstrap final : public Bootstrap {
   // Caller holds mu_.
   tsu_status_t get_locked(uint32_t owner, const std::string& key, std::vector<std::byte>& value);
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
+  Traffic traffic_;  // PMIx calls that may reach the server
   uint32_t rank_ = 0;
   uint32_t size_ = 0;
   uint32_t local_rank_ = 0;
