@@ -35,7 +35,12 @@ for n in "$@"; do
       for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "addr_lookups") lk += kv[2] }
     }
     END {
-      asort(ms); p50 = started ? ms[int((started + 1) / 2)] : 0
+      for (i = 2; i <= started; i++) {  # insertion sort (mawk has no asort)
+        x = ms[i] + 0; j = i - 1
+        while (j >= 1 && ms[j] + 0 > x) { ms[j + 1] = ms[j]; j-- }
+        ms[j + 1] = x
+      }
+      p50 = started ? ms[int((started + 1) / 2)] : 0
       printf "%d %d %d %s %s %.0f %d %.0f %.0f %.1f", n, nodes, started, rmin, rmax,
              b ? bytes / b : 0, lk, started ? rss / started : 0, started ? hwm / started : 0, p50
     }' "$out")
