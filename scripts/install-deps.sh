@@ -4,6 +4,9 @@ set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libgtest-dev libcli11-dev python3
   # the bootstrap handshake and udp payload authentication (HMAC, BLAKE2b)
   libsodium-dev
+  # the PMIx bootstrap (srun --mpi=pmix, mpirun); the launcher tests run the programs under
+  # Open MPI's mpirun and a one-machine Slurm (slurmctld, slurmd, munged)
+  libpmix-dev openmpi-bin slurm-wlm munge
   # udp transport tests: network namespaces, nftables drops/dups, tc tbf, the NFQUEUE
   # holder (libnetfilter-queue-dev; iptables where the kernel lacks nft_queue);
   # fuzzing; benchmarks
