@@ -19,6 +19,14 @@ fi
 [ "${1:-}" = "--" ] && shift
 limit=${TSU_LAUNCHER_LIMIT:-60}
 
+case "${TSU_PMIX_BUILT:-1}" in
+  1|TRUE|ON) ;;
+  *)
+    echo "SKIPPED: this build has no PMIx bootstrap (libpmix-dev was not found at configure time)"
+    exit 0
+    ;;
+esac
+
 case "$launcher" in
   mpirun)
     if ! command -v mpirun >/dev/null; then
