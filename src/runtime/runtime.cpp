@@ -251,8 +251,10 @@ tsu_status_t Runtime::connect_peers(std::string& error) {
 // their messages, go through it.
 tsu_status_t Runtime::connect_network(const std::vector<bool>& remote, std::string& error) {
   // The per-job secret, handed to this rank out of band by tsurun (the same
-  // one that authenticated its bootstrap connection).  It is never published
-  // through the bootstrap: a job without one cannot reach other nodes.
+  // one that authenticated its bootstrap connection).  tsurun's is never
+  // published through the bootstrap; a PMIx job's is drawn by rank 0 and
+  // served by PMIx (docs/launchers.md).  A job without one cannot reach
+  // other nodes.
   std::string secret_error;
   const auto job_secret = boot_->job_secret(secret_error);
   if (!job_secret) {
