@@ -6,6 +6,9 @@ packages=(cmake ninja-build g++ pkg-config libgtest-dev libcli11-dev python3
   libsodium-dev
   # the ofi transport (libfabric) and its tools (fi_info, fi_pingpong)
   libfabric-dev libfabric-bin
+  # the PMIx bootstrap (srun --mpi=pmix, mpirun); the launcher tests run the programs under
+  # Open MPI's mpirun and a one-machine Slurm (slurmctld, slurmd, munged)
+  libpmix-dev openmpi-bin slurm-wlm munge
   # udp transport tests: network namespaces, nftables drops/dups, tc tbf, the NFQUEUE
   # holder (libnetfilter-queue-dev; iptables where the kernel lacks nft_queue);
   # fuzzing; benchmarks

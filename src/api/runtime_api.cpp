@@ -24,8 +24,7 @@ tsu_status_t tsu_init(const tsu_config_t* config) {
     return core::fail(TSU_ERR_ALREADY_INITIALIZED, "tsu_init: tsunagi is already initialized");
   // The launcher's bootstrap session ends at tsu_finalize: only a singleton
   // (no launcher) can start a second job in the same process.
-  const char* boot = std::getenv("TSU_BOOTSTRAP");
-  if (g_finalized && boot && *boot)
+  if (g_finalized && bootstrap::started_by_launcher())
     return core::fail(TSU_ERR_UNSUPPORTED,
                       "tsu_init: a rank started by a launcher cannot initialize again after "
                       "tsu_finalize");

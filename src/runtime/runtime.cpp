@@ -5,6 +5,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -183,14 +184,19 @@ tsu_status_t Runtime::connect_peers(std::string& error) {
     error = "bootstrap put failed";
     return st;
   }
-  // Every rank learns every other rank's node.  (At scale this becomes a
-  // per-node exchange; per-peer transport state below is only for node peers.)
+  // When the launcher tells the layout (bootstrap node_layout), a rank
+  // fetches only its node peers' records: start-up requests do not grow
+  // with the job (docs/scaling.md).  Otherwise every rank learns every other
+  // rank's node from its record.
+  std::vector<uint32_t> layout;
+  const bool layout_known = boot_->node_layout(layout) && layout.size() == size_;
   std::vector<RankRecord> all(size_);
   for (uint32_t r = 0; r < size_; ++r) {
     if (r == rank_) {
       all[r] = mine;
       continue;
     }
+    if (layout_known && layout[r] != layout[rank_]) continue;
     std::vector<std::byte> value;
     st = boot_->get(rank_key(r), value);
     if (st != TSU_OK || value.size() != sizeof(RankRecord)) {
@@ -199,14 +205,25 @@ tsu_status_t Runtime::connect_peers(std::string& error) {
     }
     std::memcpy(&all[r], value.data(), sizeof(RankRecord));
     all[r].node[sizeof all[r].node - 1] = '\0';
+    if (layout_known && std::strcmp(all[r].node, mine.node) != 0) {
+      error = "the launcher's layout (TSU_PLACEMENT / PMIx) puts rank " + std::to_string(r) +
+              " on this rank's node, but it runs on '" + all[r].node + "', not '" + mine.node + "'";
+      return TSU_ERR_CONFIG;
+    }
   }
   std::map<std::string, uint32_t> node_ids;
   node_of_.resize(size_);
-  for (uint32_t r = 0; r < size_; ++r) {
-    auto [it, inserted] = node_ids.try_emplace(all[r].node, static_cast<uint32_t>(node_ids.size()));
-    node_of_[r] = it->second;
+  if (layout_known) {
+    node_of_ = layout;
+    node_count_ = 0;
+    for (uint32_t n : layout) node_count_ = std::max(node_count_, n + 1);
+  } else {
+    for (uint32_t r = 0; r < size_; ++r) {
+      auto [it, inserted] = node_ids.try_emplace(all[r].node, static_cast<uint32_t>(node_ids.size()));
+      node_of_[r] = it->second;
+    }
+    node_count_ = static_cast<uint32_t>(node_ids.size());
   }
-  node_count_ = static_cast<uint32_t>(node_ids.size());
   yield_when_idle_ = cfg_.yield_idle >= 0 ? cfg_.yield_idle == 1 : oversubscribed();
 
   routes_.assign(size_, nullptr);
@@ -262,10 +279,12 @@ tsu_status_t Runtime::open_node_transports(std::string& error) {
 // their messages, go through it.
 tsu_status_t Runtime::connect_network(const std::vector<bool>& remote, std::string& error) {
   // The per-job secret, handed to this rank out of band by tsurun (the same
-  // one that authenticated its bootstrap connection).  It is never published
-  // through the bootstrap: a job without one cannot reach other nodes.
+  // one that authenticated its bootstrap connection).  tsurun's is never
+  // published through the bootstrap; a PMIx job's is drawn by rank 0 and
+  // served by PMIx (docs/launchers.md).  A job without one cannot reach
+  // other nodes.
   std::string secret_error;
-  const auto job_secret = bootstrap::auth::job_secret(secret_error);
+  const auto job_secret = boot_->job_secret(secret_error);
   if (!job_secret) {
     error = !secret_error.empty()
                 ? secret_error

@@ -171,7 +171,8 @@ TEST(Lifecycle, AfterFinalize) {
 // bootstrap session has ended) and is told so instead of hanging.
 TEST(Lifecycle, InitAgainAfterFinalize) {
   const char* boot = std::getenv("TSU_BOOTSTRAP");
-  if (boot && *boot) {
+  const char* pmix = std::getenv("PMIX_NAMESPACE");  // srun --mpi=pmix, mpirun
+  if ((boot && *boot) || (pmix && *pmix)) {
     EXPECT_EQ(tsu_init(nullptr), TSU_ERR_UNSUPPORTED);
     EXPECT_TRUE(std::string(tsu_last_error()).find("tsu_init") != std::string::npos);
     EXPECT_EQ(tsu_initialized(), 0);

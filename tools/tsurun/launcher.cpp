@@ -122,7 +122,8 @@ Launcher::Launcher(Options opts) : opts_(std::move(opts)), ranks_(opts_.nranks) 
 
 std::vector<std::string> Launcher::rank_environment(uint32_t rank, int secret_fd) const {
   std::vector<std::string> owned = {"TSU_RANK=", "TSU_SIZE=", "TSU_BOOTSTRAP=", "TSU_JOBID=",
-                                    "TSU_LOCAL_RANK=", "TSU_JOB_SECRET=", "TSU_JOB_SECRET_FD="};
+                                    "TSU_LOCAL_RANK=", "TSU_JOB_SECRET=", "TSU_JOB_SECRET_FD=",
+                                    "TSU_PLACEMENT="};
   // Without --ranks-per-node or --hosts a TSU_NODE_ID from the user passes through.
   if (opts_.ranks_per_node > 0 || !opts_.hosts.empty()) owned.push_back("TSU_NODE_ID=");
   std::vector<std::string> env;
@@ -140,16 +141,31 @@ std::vector<std::string> Launcher::rank_environment(uint32_t rank, int secret_fd
   // The secret itself never goes into the environment or onto a command line:
   // the rank reads it from this descriptor (a pipe, or stdin under --spawn).
   env.push_back("TSU_JOB_SECRET_FD=" + std::to_string(secret_fd));
+  // TSU_PLACEMENT tells every rank the whole layout, so ranks need not
+  // publish and fetch each other's node (docs/scaling.md).
   if (rpn > 0) {
     env.push_back("TSU_LOCAL_RANK=" + std::to_string(rank % rpn));
     env.push_back("TSU_NODE_ID=" + std::to_string(rank / rpn));
+    env.push_back("TSU_PLACEMENT=block:" + std::to_string(rpn));
   } else if (!opts_.hosts.empty()) {
     env.push_back("TSU_LOCAL_RANK=" + std::to_string(local_rank(rank)));
     env.push_back("TSU_NODE_ID=" + opts_.hosts[host_of(rank)]);
+    if (hosts_distinct()) {
+      const auto h = static_cast<uint32_t>(opts_.hosts.size());
+      env.push_back(opts_.round_robin ? "TSU_PLACEMENT=cyclic:" + std::to_string(h)
+                                      : "TSU_PLACEMENT=block:" + std::to_string((opts_.nranks + h - 1) / h));
+    }
   } else {
     env.push_back("TSU_LOCAL_RANK=" + std::to_string(rank));
   }
   return env;
+}
+
+bool Launcher::hosts_distinct() const {
+  for (std::size_t i = 0; i < opts_.hosts.size(); ++i)
+    for (std::size_t j = i + 1; j < opts_.hosts.size(); ++j)
+      if (opts_.hosts[i] == opts_.hosts[j]) return false;
+  return true;
 }
 
 uint32_t Launcher::host_of(uint32_t rank) const {

@@ -43,6 +43,7 @@ class Launcher {
   std::vector<std::string> rank_environment(uint32_t rank, int secret_fd) const;
   // Host index of a rank under --hosts and its index among the host's ranks.
   uint32_t host_of(uint32_t rank) const;
+  bool hosts_distinct() const;  // --hosts names each host once
   uint32_t local_rank(uint32_t rank) const;
   // Picks (and binds) the TCP bootstrap address for --hosts.
   bool start_tcp_bootstrap(class BootstrapServer& server, std::string& error);

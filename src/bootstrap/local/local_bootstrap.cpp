@@ -267,8 +267,12 @@ tsu_status_t LocalBootstrap::call(wire::MsgType type, std::span<const std::byte>
     if (last_error_.empty()) last_error_ = "bootstrap connection is closed";
     return TSU_ERR_BOOTSTRAP;
   }
-  if (!send_all(wire::make_frame(type, payload))) return TSU_ERR_BOOTSTRAP;
+  const auto frame = wire::make_frame(type, payload);
+  ++traffic_.requests;
+  traffic_.bytes_out += frame.size();
+  if (!send_all(frame)) return TSU_ERR_BOOTSTRAP;
   if (!recv_frame(reply)) return TSU_ERR_BOOTSTRAP;
+  traffic_.bytes_in += wire::kHeaderSize + reply.payload.size();
   if (reply.type == wire::MsgType::kError) {
     refused_ = true;
     return fail("bootstrap service refused " + std::string(type_name(type)) + ": " +
@@ -329,6 +333,7 @@ tsu_status_t LocalBootstrap::barrier() {
 
 tsu_status_t LocalBootstrap::finalize() {
   std::lock_guard lock(mu_);
+  print_traffic_if_asked(rank_, traffic_);
   wire::Frame reply;
   const tsu_status_t st = call(wire::MsgType::kFinalize, {}, wire::MsgType::kFinalizeOk, reply);
   if (st != TSU_OK) return st;

@@ -44,6 +44,10 @@ class LocalBootstrap final : public Bootstrap {
   tsu_status_t get(std::string_view key, std::vector<std::byte>& value) override;
   tsu_status_t barrier() override;
   tsu_status_t finalize() override;
+  Traffic traffic() const override {
+    std::lock_guard lock(mu_);
+    return traffic_;
+  }
 
   // Reason for the last non-OK status.  Read it from the thread that got the
   // error, before calling another method.
@@ -65,8 +69,9 @@ class LocalBootstrap final : public Bootstrap {
   bool send_all(std::span<const std::byte> b);
   bool recv_frame(wire::Frame& out);
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   int fd_;
+  Traffic traffic_;
   const uint32_t rank_;
   const uint32_t size_;
   uint64_t barrier_epoch_ = 0;

@@ -70,24 +70,24 @@ tsu_status_t connect(const NetworkSetup& setup, std::unique_ptr<Transport>& out,
   char ip[INET_ADDRSTRLEN] = {};
   inet_ntop(AF_INET, &local.sin_addr, ip, sizeof ip);
   TSU_LOG_INFO("udp: rank %u listens on %s:%u", setup.rank, ip, ntohs(local.sin_port));
-  // Addresses of the ranks on other nodes.  (At scale this becomes lazy; the
-  // per-peer protocol state already is.)
-  for (uint32_t r = 0; r < setup.size; ++r) {
-    if (!setup.reach[r]) continue;
+  // No address exchange at init: a peer's address is fetched from the
+  // bootstrap on first contact (or learned from its first datagram), so a
+  // rank's start-up costs one put whatever the job size (docs/scaling.md).
+  t->set_address_resolver([boot = setup.boot, reach = setup.reach](uint32_t r, sockaddr_in& a) {
+    if (r >= reach.size() || !reach[r]) return false;  // node peers go through shm
     std::vector<std::byte> v;
-    if (setup.boot->get("tsu.udp." + std::to_string(r), v) != TSU_OK ||
-        v.size() != sizeof(UdpRecord)) {
-      error = "bootstrap get of rank " + std::to_string(r) + "'s udp address failed";
-      return TSU_ERR_BOOTSTRAP;
+    if (boot->get("tsu.udp." + std::to_string(r), v) != TSU_OK || v.size() != sizeof(UdpRecord)) {
+      TSU_LOG_ERROR("udp: bootstrap lookup of rank %u's address failed", r);
+      return false;
     }
     UdpRecord rec;
     std::memcpy(&rec, v.data(), sizeof rec);
-    sockaddr_in a{};
+    a = sockaddr_in{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = rec.ip;
     a.sin_port = rec.port;
-    t->set_peer_address(r, a);
-  }
+    return true;
+  });
   out = std::move(t);
   return TSU_OK;
 }

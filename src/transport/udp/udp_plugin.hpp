@@ -1,6 +1,6 @@
 // The udp transport as a network plug-in (transport/network.hpp): its
 // settings table (TSU_UDP_*) and its connect step (bind, publish the
-// address, look up the peers').
+// address; peers' addresses are looked up on first contact).
 #pragma once
 
 #include "transport/network.hpp"

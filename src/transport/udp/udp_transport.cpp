@@ -57,6 +57,28 @@ void UdpTransport::set_peer_address(uint32_t rank, const sockaddr_in& addr) {
   if (rank < size_) addrs_[rank] = addr;
 }
 
+bool UdpTransport::address_known(uint32_t dst) {
+  {
+    std::lock_guard lock(mu_);
+    if (addrs_[dst].sin_family == AF_INET) return true;
+    if (peers_[dst] && peers_[dst]->addr.sin_family == AF_INET) {
+      addrs_[dst] = peers_[dst]->addr;  // learned from its datagrams
+      return true;
+    }
+  }
+  if (!resolve_) return false;
+  // The lookup may wait for the bootstrap service: not under the lock, so
+  // the engine keeps polling meanwhile.  Two threads may both look up the
+  // same rank the first time; both get the same address.
+  sockaddr_in a{};
+  if (!resolve_(dst, a) || a.sin_family != AF_INET) return false;
+  std::lock_guard lock(mu_);
+  ++st_.addr_lookups;
+  if (addrs_[dst].sin_family != AF_INET) addrs_[dst] = a;
+  if (peers_[dst] && peers_[dst]->addr.sin_family != AF_INET) peers_[dst]->addr = addrs_[dst];
+  return true;
+}
+
 Peer& UdpTransport::peer(uint32_t rank) {
   auto& slot = peers_[rank];
   if (!slot) {
@@ -87,8 +109,8 @@ tsu_status_t UdpTransport::send_message(uint32_t dst, const core::MessageHeader&
                                         const void* payload) noexcept {
   if (dst >= size_ || dst == rank_) return TSU_ERR_BAD_RANK;
   if (header.payload_len > cfg_.max_message) return TSU_ERR_INVALID_ARG;
+  if (!address_known(dst)) return TSU_ERR_UNREACHABLE;
   std::lock_guard lock(mu_);
-  if (addrs_[dst].sin_family != AF_INET) return TSU_ERR_UNREACHABLE;
   Peer& p = peer(dst);
   if (p.lost) return TSU_ERR_PEER_LOST;
   const std::size_t total = kMsgHeaderSize + header.payload_len;
@@ -278,7 +300,8 @@ void UdpTransport::print_stats(std::FILE* f) const noexcept {
                "datagrams_sent=%llu datagrams_received=%llu send_calls=%llu gso_sends=%llu recv_calls=%llu "
                "data_sent=%llu acks_sent=%llu acks_received=%llu pings=%llu retransmits=%llu "
                "fast_retransmits=%llu timeouts=%llu tail_probes=%llu duplicates=%llu out_of_window=%llu "
-               "reordered=%llu spurious_reported=%llu spurious_timeouts=%llu eagain=%llu send_dropped=%llu",
+               "reordered=%llu spurious_reported=%llu spurious_timeouts=%llu eagain=%llu send_dropped=%llu "
+               "addr_lookups=%llu",
                rank_, (unsigned long long)st_.peers, (unsigned long long)st_.peers_lost,
                (unsigned long long)st_.msgs_sent, (unsigned long long)st_.msgs_packed,
                (unsigned long long)st_.msgs_delivered,
@@ -293,7 +316,8 @@ void UdpTransport::print_stats(std::FILE* f) const noexcept {
                (unsigned long long)st_.out_of_window, (unsigned long long)st_.reordered,
                (unsigned long long)st_.spurious_retransmits,
                (unsigned long long)st_.spurious_timeouts,
-               (unsigned long long)st_.eagain, (unsigned long long)sock_.send_dropped);
+               (unsigned long long)st_.eagain, (unsigned long long)sock_.send_dropped,
+               (unsigned long long)st_.addr_lookups);
   for (int i = 1; i < static_cast<int>(ParseStatus::kCount); ++i)
     std::fprintf(f, " drop_%s=%llu", parse_status_name(static_cast<ParseStatus>(i)),
                  (unsigned long long)st_.drops[i]);

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -74,7 +75,12 @@ struct UdpStats {
   uint64_t drops[static_cast<int>(ParseStatus::kCount)] = {};
   uint64_t unknown_handler = 0, reassembly_errors = 0, from_lost_peer = 0;
   uint64_t eagain = 0, peers = 0, peers_lost = 0;
+  uint64_t addr_lookups = 0;  // peer addresses fetched from the bootstrap (first contact)
 };
+
+// Looks up a peer's address on first contact (the bootstrap's key-value
+// store); false if the rank has none.  May block; called without the lock.
+using AddressResolver = std::function<bool(uint32_t rank, sockaddr_in& out)>;
 
 class UdpTransport final : public Transport {
  public:
@@ -99,6 +105,10 @@ class UdpTransport final : public Transport {
   tsu_status_t open(std::string& error);
   sockaddr_in local_address() const { return sock_.local(); }
   void set_peer_address(uint32_t rank, const sockaddr_in& addr);
+  // Start-up that scales: no address is fetched at init.  A send to a rank
+  // whose address is unknown asks `resolve` once; a datagram from a rank
+  // teaches its address without asking (reliability.cpp).
+  void set_address_resolver(AddressResolver resolve) { resolve_ = std::move(resolve); }
 
   const char* name() const noexcept override { return "udp"; }
   uint32_t capabilities() const noexcept override { return kCapMessages; }
@@ -123,6 +133,9 @@ class UdpTransport final : public Transport {
 
  private:
   Peer& peer(uint32_t rank);  // creates lazily
+  // Whether dst's address is known, asking the resolver (outside the lock)
+  // the first time.  Caller does not hold mu_.
+  bool address_known(uint32_t dst);
   std::size_t poll_protocol() noexcept;  // poll's work under the lock
   std::size_t max_fragment() const noexcept { return cfg_.mtu - kHeaderSize - trailer(); }
   // Bytes after the payload: the tag, with payload authentication.
@@ -183,6 +196,7 @@ class UdpTransport final : public Transport {
   std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null until first contact
   std::vector<Peer*> active_;                 // peers with state
   std::vector<sockaddr_in> addrs_;            // by rank (family 0: unknown)
+  AddressResolver resolve_;                   // set before the first send
   std::vector<Peer*> tx_list_, ack_list_;
   std::vector<UdpSocket::RxBuf> rxbufs_;
   // With coalesced receives: rxbufs_ point into this (kCoalescedBatch
