@@ -126,11 +126,10 @@ tsu_status_t strided_call(const char* fn, bool is_put, tsu_gaddr_t remote, tsu_l
     // Offsets computed with overflow checks: an overflowing shape is out of bounds.
     const auto at = [](uint64_t base, uint64_t i, uint64_t s, uint64_t j, uint64_t t,
                        uint64_t& out) {
-      unsigned __int128 v = static_cast<unsigned __int128>(base) +
-                            static_cast<unsigned __int128>(i) * s +
-                            static_cast<unsigned __int128>(j) * t;
-      if (v > UINT64_MAX) return false;
-      out = static_cast<uint64_t>(v);
+      uint64_t a = 0, b = 0;
+      if (__builtin_mul_overflow(i, s, &a) || __builtin_mul_overflow(j, t, &b) ||
+          __builtin_add_overflow(a, b, &a) || __builtin_add_overflow(a, base, &out))
+        return false;
       return true;
     };
     try {

@@ -188,7 +188,7 @@ TEST(Vector, BadPieceWritesNothing) {
       EXPECT_EQ(tsu_try_putv(n, TSU_SEG_MAIN, TSU_SEG_MAIN, local_bad, 1, tsu_cb_none()),
                 TSU_ERR_BAD_RANK);
       // A strided shape whose last block runs past the end.
-      const tsu_strided_t shape{64, {10, 1}, {seg / 10, 0}, {64, 0}};
+      const tsu_strided_t shape{64, {10, 1}, {seg / 9, 0}, {64, 0}};
       EXPECT_EQ(wait_one([&](tsu_cb_t cb) {
                   return tsu_try_put_strided(tsu_gaddr(next, TSU_SEG_MAIN, 100),
                                              tsu_laddr(TSU_SEG_MAIN, kLocalOff), &shape, cb);

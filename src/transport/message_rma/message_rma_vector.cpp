@@ -54,11 +54,12 @@ bool parse_entries(const MessageHeader& h, const std::byte* p, bool with_data,
   out.resize(static_cast<std::size_t>(k));
   if (k) std::memcpy(out.data(), p, static_cast<std::size_t>(k) * 24);
   uint64_t data = 0;
+  if (!with_data) return h.payload_len == k * 24;
   for (const Entry& e : out) {
-    if (e.len > h.payload_len) return false;
+    if (e.len > h.payload_len) return false;  // also keeps the sum from overflowing
     data += e.len;
   }
-  return h.payload_len == k * 24 + (with_data ? data : 0);
+  return h.payload_len == k * 24 + data;
 }
 }  // namespace
 
@@ -125,6 +126,8 @@ bool MessageRma::send_next_vector(Op& op, uint64_t cookie, Transport& t) noexcep
     return false;
   }
   if (st != TSU_OK) {
+    TSU_LOG_DEBUG("vector request to rank %u: sending %zu B failed: %s", op.peer, msg.size(),
+                  tsu_strerror(st));
     fail(op, st);
     return false;
   }
@@ -155,6 +158,9 @@ void MessageRma::on_vec_req(void* ctx, uint32_t src, const MessageHeader& h,
              ? TSU_ERR_OUT_OF_BOUNDS
              : rt.resolve(tsu_gaddr(rt.host_rank(), seg, e.remote), e.len, access[i]);
   }
+  if (st != TSU_OK) TSU_LOG_DEBUG("vector request from rank %u (%llu pieces, %u B) failed: %s",
+                                  src, static_cast<unsigned long long>(h.args[2]), h.payload_len,
+                                  tsu_strerror(st));
   if (st != TSU_OK || check) {
     self.reply(src, vec_header(kRmaVecRep, h.args[0], status_arg(st), 0, 0), nullptr);
     return;
