@@ -74,6 +74,10 @@ int main(int argc, char** argv) {
   rma_cmd->add_flag("--quiet-rate", rma.quiet_rate,
                     "Also measure the rate without callbacks, tsu_quiet() per window (metric "
                     "rate_quiet)");
+  rma_cmd->add_flag("--nbi-rate", rma.nbi_rate,
+                    "Also measure the rate of the implicit-completion calls (tsu_try_put_nbi, "
+                    "..., tsu_quiet() per window; metric rate_nbi): compare with MPI-3 RMA's "
+                    "window + MPI_Win_flush");
   int rma_max_threads = 0;
   rma_cmd->add_option("--max-threads", rma_max_threads,
                       "Thread counts 1,2,4,..,N (replaces --threads)")

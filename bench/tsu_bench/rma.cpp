@@ -26,7 +26,7 @@ Waiter make_waiter(const TsuSession& session, int threads) {
 }
 
 struct PointResult {
-  Summary latency, overhead, eagain, rate, rate_quiet;
+  Summary latency, overhead, eagain, rate, rate_quiet, rate_nbi;
   bool yields = false;
 };
 
@@ -75,6 +75,18 @@ std::optional<PointResult> measure_point(RmaKernels& kernels, const RmaPoint& ba
     if (!quiet) return error = kernels.error(), std::nullopt;
     out.rate_quiet = summarize(*quiet);
   }
+  if (opts.nbi_rate) {
+    p.quiet_completion = true;
+    p.implicit = true;
+    auto nbi = repeat_measurement(opts.common, [&](double ms) -> std::optional<double> {
+      p.duration_ms = ms;
+      const auto f = kernels.rate(p);
+      if (!f) return std::nullopt;
+      return f->per_second / 1e6;
+    });
+    if (!nbi) return error = kernels.error(), std::nullopt;
+    out.rate_nbi = summarize(*nbi);
+  }
   return out;
 }
 
@@ -106,6 +118,7 @@ int measure_all(const TsuSession& session, const RmaOptions& opts) {
                                             {"EAGAIN %", 8},
                                             {"rate Mmsg/s", 24}};
   if (opts.quiet_rate) columns.push_back({"rate, no cb + quiet", 24});
+  if (opts.nbi_rate) columns.push_back({"rate, _nbi + quiet", 24});
   const TablePrinter table(columns);
   table.header();
 
@@ -135,6 +148,7 @@ int measure_all(const TsuSession& session, const RmaOptions& opts) {
                                        format_value(r->eagain.median * 100),
                                        format_summary(r->rate)};
         if (opts.quiet_rate) cells.push_back(format_summary(r->rate_quiet));
+        if (opts.nbi_rate) cells.push_back(format_summary(r->rate_nbi));
         table.row(cells);
         Record rec;
         rec.benchmark = "rma";
@@ -165,6 +179,11 @@ int measure_all(const TsuSession& session, const RmaOptions& opts) {
         if (opts.quiet_rate) {
           rec.metric = "rate_quiet";
           rec.summary = r->rate_quiet;
+          ok = reporter.record(rec) && ok;
+        }
+        if (opts.nbi_rate) {
+          rec.metric = "rate_nbi";
+          rec.summary = r->rate_nbi;
           ok = reporter.record(rec) && ok;
         }
         if (!ok) return 1;

@@ -82,7 +82,17 @@ inline tsu_status_t issue(const RmaPoint& p, WorkerState& s, tsu_cb_fn_t fn) {
   const uint64_t seq = s.issued++;
   const tsu_cb_t cb = tsu_cb(fn, &s);
   tsu_status_t st;
-  switch (p.op) {
+  if (p.implicit) {
+    uint64_t* result = &s.fetch_results[seq % s.fetch_results.size()];
+    const uint64_t one = 1;
+    switch (p.op) {
+      case RmaOp::kGet: st = tsu_try_get_nbi(s.local, s.remote, p.size); break;
+      case RmaOp::kPut: st = tsu_try_put_nbi(s.remote, s.local, p.size); break;
+      default:
+        st = tsu_try_atomic_nbi(s.remote, TSU_AOP_FETCH_ADD, TSU_TYPE_UINT64, &one, nullptr,
+                                result);
+    }
+  } else switch (p.op) {
     case RmaOp::kGet: st = tsu_try_get(s.local, s.remote, p.size, cb); break;
     case RmaOp::kPut: st = tsu_try_put(s.remote, s.local, p.size, cb); break;
     default:

@@ -32,6 +32,9 @@ struct RmaPoint {
   // by tsu_quiet() -- the completion model of UCX's *_nbi + flush and of MPI's
   // RMA + MPI_Win_flush.
   bool quiet_completion = false;
+  // with quiet_completion: issue with the implicit-completion calls
+  // (tsu_try_put_nbi, tsu_try_get_nbi, tsu_try_atomic_nbi) instead.
+  bool implicit = false;
 };
 
 struct OverheadFigure {

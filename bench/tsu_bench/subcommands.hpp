@@ -17,6 +17,7 @@ struct RmaOptions {
   int window = 64;            // outstanding requests per thread for the rate
   int overhead_window = 256;  // outstanding requests per thread for the overhead
   bool quiet_rate = false;    // also the rate with no callbacks + tsu_quiet per window
+  bool nbi_rate = false;      // also the rate of tsu_try_*_nbi + tsu_quiet per window
 };
 
 struct BwOptions {

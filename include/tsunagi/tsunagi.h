@@ -305,8 +305,79 @@ TSU_API tsu_status_t tsu_try_copy(tsu_gaddr_t dst, tsu_gaddr_t src, size_t len, 
 TSU_API tsu_status_t tsu_fence(void);
 
 /* Blocks (driving progress in manual mode) until every request the calling
- * thread has issued has completed and its callback has returned. */
+ * thread has issued has completed and its callback has returned.  Returns
+ * TSU_OK, or the first error of the thread's implicit-completion requests
+ * (tsu_try_*_nbi) since its previous tsu_quiet; requests with a callback
+ * report their status there only.  TSU_ERR_UNSUPPORTED inside a callback or
+ * on the progress thread. */
 TSU_API tsu_status_t tsu_quiet(void);
+
+/* ------------------------------------------------------------------------- */
+/* Vector and strided transfers (OpenSHMEM iput/iget, GASNet VIS)             */
+/* ------------------------------------------------------------------------- */
+/* One piece of a vector transfer: `len` bytes at offset `remote` of the remote
+ * segment and at offset `local` of the caller's segment. */
+typedef struct tsu_piece_s {
+  uint64_t remote;
+  uint64_t local;
+  uint64_t len;
+} tsu_piece_t;
+
+/* A list of pieces between one remote segment of `rank` and one segment of
+ * the caller, moved as ONE request with one completion (cb called once).  The
+ * pieces array is copied before the call returns.  Every local piece is
+ * checked at the call (TSU_ERR_OUT_OF_BOUNDS / BAD_SEGMENT, nothing started);
+ * every remote piece is checked at the target before any byte moves: one bad
+ * piece fails the whole request with its status and nothing is written (at
+ * the target for a put, in the caller's memory for a get).  Pieces of zero
+ * length are allowed; count 0 completes at once with TSU_OK.  Over the
+ * network pieces are packed into as few messages as the transport's message
+ * size allows.  Overlapping pieces give unspecified contents.  At most
+ * 2^24 pieces (TSU_ERR_INVALID_ARG). */
+TSU_API tsu_status_t tsu_try_putv(uint32_t rank, tsu_seg_t remote_seg, tsu_seg_t local_seg,
+                                  const tsu_piece_t *pieces, size_t count, tsu_cb_t cb);
+TSU_API tsu_status_t tsu_try_getv(uint32_t rank, tsu_seg_t remote_seg, tsu_seg_t local_seg,
+                                  const tsu_piece_t *pieces, size_t count, tsu_cb_t cb);
+
+/* A regular shape of blocks: count[0] blocks of `block` bytes, their starts
+ * `stride[0]` apart (2-D), repeated count[1] times `stride[1]` apart (3-D;
+ * count[1] = 1 for 2-D).  The remote and local sides have their own strides;
+ * both move the same count[0] * count[1] blocks in the same order. */
+typedef struct tsu_strided_s {
+  uint64_t block;
+  uint64_t count[2];
+  uint64_t remote_stride[2];
+  uint64_t local_stride[2];
+} tsu_strided_t;
+
+/* Strided put/get: the blocks starting at dst/src (remote) and src/dst
+ * (local), as one request with one completion; same checks and guarantees as
+ * tsu_try_putv (a block past the segment's end fails the whole request,
+ * nothing written).  A zero count or block completes with TSU_OK. */
+TSU_API tsu_status_t tsu_try_put_strided(tsu_gaddr_t dst, tsu_laddr_t src,
+                                         const tsu_strided_t *shape, tsu_cb_t cb);
+TSU_API tsu_status_t tsu_try_get_strided(tsu_laddr_t dst, tsu_gaddr_t src,
+                                         const tsu_strided_t *shape, tsu_cb_t cb);
+
+/* ------------------------------------------------------------------------- */
+/* Implicit completion (OpenSHMEM *_nbi, GASNet implicit handles, UCX        */
+/* requests without a callback)                                               */
+/* ------------------------------------------------------------------------- */
+/* The same requests as tsu_try_put / get / copy / atomic, without a callback:
+ * they complete with the calling thread's next tsu_quiet(), which waits for
+ * them (and every other request of the thread) and returns the first error
+ * any of them met since the thread's previous tsu_quiet (TSU_OK if none;
+ * tsu_last_error() says which).  Their errors are reported nowhere else.
+ * tsu_fence() orders them like any request.  Return codes as tsu_try_*: TSU_OK
+ * accepted (an intra-node bypassed request is already done), TSU_EAGAIN retry,
+ * < 0 rejected at the call.  The calling thread does no per-request
+ * bookkeeping beyond its issued count: this is the cheapest way to issue.
+ * A get's destination and an atomic's `result` are written by the time
+ * tsu_quiet returns. */
+TSU_API tsu_status_t tsu_try_put_nbi(tsu_gaddr_t dst, tsu_laddr_t src, size_t len);
+TSU_API tsu_status_t tsu_try_get_nbi(tsu_laddr_t dst, tsu_gaddr_t src, size_t len);
+TSU_API tsu_status_t tsu_try_copy_nbi(tsu_gaddr_t dst, tsu_gaddr_t src, size_t len);
+/* tsu_try_atomic_nbi follows tsu_try_atomic below. */
 
 /* ------------------------------------------------------------------------- */
 /* Remote atomics                                                             */
@@ -344,6 +415,11 @@ typedef enum {
 TSU_API tsu_status_t tsu_try_atomic(tsu_gaddr_t target, tsu_aop_t op, tsu_atype_t type,
                                     const void *operand, const void *compare, void *result,
                                     tsu_cb_t cb);
+
+/* tsu_try_atomic without a callback: completes with the thread's tsu_quiet
+ * (see "Implicit completion" above); `result` is written by then. */
+TSU_API tsu_status_t tsu_try_atomic_nbi(tsu_gaddr_t target, tsu_aop_t op, tsu_atype_t type,
+                                        const void *operand, const void *compare, void *result);
 
 static inline tsu_status_t tsu_try_fetch_add_u64(tsu_gaddr_t t, uint64_t v, uint64_t *result,
                                                  tsu_cb_t cb) {

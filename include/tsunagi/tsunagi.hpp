@@ -241,8 +241,39 @@ future<void> store(gaddr t, T v) {
   });
 }
 
-// Waits for every request of the calling thread.
+// Waits for every request of the calling thread; returns the first error of
+// its implicit requests (below) since the last quiet.
 inline status quiet() { return tsu_quiet(); }
+
+// ---- Implicit completion: no callback, completed by quiet() -----------------
+// try_* never block (TSU_EAGAIN: retry); the plain forms retry TSU_EAGAIN for
+// you (driving progress) and return the status of the call.
+inline status try_put_nbi(gaddr dst, laddr src, std::size_t len) noexcept {
+  return tsu_try_put_nbi(dst, src, len);
+}
+inline status try_get_nbi(laddr dst, gaddr src, std::size_t len) noexcept {
+  return tsu_try_get_nbi(dst, src, len);
+}
+inline status try_copy_nbi(gaddr dst, gaddr src, std::size_t len) noexcept {
+  return tsu_try_copy_nbi(dst, src, len);
+}
+inline status put_nbi(gaddr dst, laddr src, std::size_t len) {
+  return detail::retry_eagain([&] { return tsu_try_put_nbi(dst, src, len); });
+}
+inline status get_nbi(laddr dst, gaddr src, std::size_t len) {
+  return detail::retry_eagain([&] { return tsu_try_get_nbi(dst, src, len); });
+}
+inline status copy_nbi(gaddr dst, gaddr src, std::size_t len) {
+  return detail::retry_eagain([&] { return tsu_try_copy_nbi(dst, src, len); });
+}
+// An atomic without a callback; *result (fetching ops) is valid after quiet().
+template <typename T>
+status atomic_nbi(gaddr target, tsu_aop_t op, T operand = T{}, T compare = T{},
+                  T* result = nullptr) {
+  return detail::retry_eagain([&] {
+    return tsu_try_atomic_nbi(target, op, detail::atype<T>(), &operand, &compare, result);
+  });
+}
 
 // ---- Active messages: lambdas as handlers ----------------------------------
 // What a handler receives.  reply() sends the one allowed reply (requests only).

@@ -74,4 +74,41 @@ inline tsu_status_t complete_inline(ThreadContext& tc, const tsu_cb_t& cb,
 
 inline bool memory_route(Runtime& rt, uint32_t rank) noexcept { return rt.memory_route(rank); }
 
+// ---- Implicit completion (tsu_try_*_nbi) -------------------------------------
+// A request without a callback that the issuing thread's tsu_quiet completes.
+// It uses the thread's issued/completed counters like every request (they are
+// what tsu_quiet waits on); only a failure needs more: the first one is kept
+// in ThreadContext::implicit_error for tsu_quiet to return.
+inline void note_implicit_error(ThreadContext& tc, tsu_status_t status) noexcept {
+  int32_t ok = TSU_OK;
+  tc.implicit_error.compare_exchange_strong(ok, status, std::memory_order_relaxed);
+}
+
+// The engine's callback for an implicit request: arg is the issuing thread's
+// context.  Nothing to do on success (the completer counts it).
+inline void implicit_done(tsu_status_t status, void* arg) noexcept {
+  if (status != TSU_OK) [[unlikely]] note_implicit_error(*static_cast<ThreadContext*>(arg), status);
+}
+
+inline tsu_cb_t implicit_cb(ThreadContext& tc) noexcept { return tsu_cb(&implicit_done, &tc); }
+
+// A bypassed implicit request: done in the call, no callback to run.
+inline tsu_status_t complete_inline_implicit(ThreadContext& tc, tsu_status_t status) noexcept {
+  tc.stats.add(Counter::kBypassed);
+  if (status != TSU_OK) [[unlikely]] {
+    tc.stats.add(Counter::kFailedAtTarget);
+    note_implicit_error(tc, status);
+  }
+  return TSU_OK;
+}
+
+// Either completion form behind one issue path: `implicit` is a template
+// argument, so the callback form compiles exactly as before.
+template <bool kImplicit>
+inline tsu_status_t finish_inline(ThreadContext& tc, const tsu_cb_t& cb,
+                                  tsu_status_t status) noexcept {
+  if constexpr (kImplicit) return complete_inline_implicit(tc, status);
+  else return complete_inline(tc, cb, status);
+}
+
 }  // namespace tsu::api

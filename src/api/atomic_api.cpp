@@ -5,12 +5,13 @@
 using namespace tsu;
 using namespace tsu::api;
 
-extern "C" tsu_status_t tsu_try_atomic(tsu_gaddr_t target, tsu_aop_t op, tsu_atype_t type,
-                                       const void* operand, const void* compare, void* result,
-                                       tsu_cb_t cb) {
-  Runtime* rt = runtime();
-  if (!rt) [[unlikely]] return not_initialized("tsu_try_atomic");
+namespace {
+
+template <bool kImplicit>
+tsu_status_t atomic_impl(Runtime* rt, tsu_gaddr_t target, tsu_aop_t op, tsu_atype_t type,
+                         const void* operand, const void* compare, void* result, tsu_cb_t cb) {
   ThreadContext& tc = *rt->threads().current();
+  if constexpr (kImplicit) cb = implicit_cb(tc);
   if (!core::atomic_op_valid(op, type)) [[unlikely]]
     return rejected(tc, core::fail(TSU_ERR_INVALID_ARG,
                                    "tsu_try_atomic: op %d is not valid for type %d",
@@ -45,7 +46,8 @@ extern "C" tsu_status_t tsu_try_atomic(tsu_gaddr_t target, tsu_aop_t op, tsu_aty
   const uint64_t cmp = compare ? core::atomic_load_operand(compare, type) : 0;
   tc.stats.add(Counter::kAtomic);
   if (rt->bypass() && mem)
-    return complete_inline(tc, cb, rt->execute_atomic(target, op, type, opnd, cmp, result));
+    return finish_inline<kImplicit>(tc, cb,
+                                    rt->execute_atomic(target, op, type, opnd, cmp, result));
   core::Command cmd{};
   cmd.dst = target;
   cmd.operand = opnd;
@@ -57,4 +59,22 @@ extern "C" tsu_status_t tsu_try_atomic(tsu_gaddr_t target, tsu_aop_t op, tsu_aty
   cmd.aop = static_cast<uint8_t>(op);
   cmd.atype = static_cast<uint8_t>(type);
   return submit(*rt, tc, cmd);
+}
+
+}  // namespace
+
+extern "C" tsu_status_t tsu_try_atomic(tsu_gaddr_t target, tsu_aop_t op, tsu_atype_t type,
+                                       const void* operand, const void* compare, void* result,
+                                       tsu_cb_t cb) {
+  Runtime* rt = runtime();
+  if (!rt) [[unlikely]] return not_initialized("tsu_try_atomic");
+  return atomic_impl<false>(rt, target, op, type, operand, compare, result, cb);
+}
+
+extern "C" tsu_status_t tsu_try_atomic_nbi(tsu_gaddr_t target, tsu_aop_t op, tsu_atype_t type,
+                                           const void* operand, const void* compare,
+                                           void* result) {
+  Runtime* rt = runtime();
+  if (!rt) [[unlikely]] return not_initialized("tsu_try_atomic_nbi");
+  return atomic_impl<true>(rt, target, op, type, operand, compare, result, tsu_cb_t{});
 }

@@ -11,6 +11,7 @@ namespace {
 constexpr uint64_t kMaxSegmentBytes = uint64_t{1} << 57;
 
 // Common path once the local side is validated: bypass or engine.
+template <bool kImplicit = false>
 tsu_status_t issue_copy(Runtime& rt, ThreadContext& tc, const char* fn, const tsu_gaddr_t& dst,
                         const tsu_gaddr_t& src, std::size_t len, const tsu_cb_t& cb,
                         Counter op, Counter bytes) noexcept {
@@ -27,7 +28,8 @@ tsu_status_t issue_copy(Runtime& rt, ThreadContext& tc, const char* fn, const ts
   tc.stats.add(bytes, len);
   // Bypass only when this process reaches both sides' memory; requests to
   // ranks reached by messages always go through the engine.
-  if (rt.bypass() && dst_mem && src_mem) return complete_inline(tc, cb, rt.execute_copy(dst, src, len));
+  if (rt.bypass() && dst_mem && src_mem)
+    return finish_inline<kImplicit>(tc, cb, rt.execute_copy(dst, src, len));
   core::Command cmd{};
   cmd.dst = dst;
   cmd.src = src;
@@ -58,14 +60,10 @@ tsu_status_t check_rank(Runtime& rt, ThreadContext& tc, const char* fn, const ch
                                  rank, rt.size()));
 }
 
-}  // namespace
-
-extern "C" {
-
-tsu_status_t tsu_try_put(tsu_gaddr_t dst, tsu_laddr_t src, size_t len, tsu_cb_t cb) {
-  Runtime* rt = runtime();
-  if (!rt) [[unlikely]] return not_initialized("tsu_try_put");
+template <bool kImplicit>
+tsu_status_t put_impl(Runtime* rt, tsu_gaddr_t dst, tsu_laddr_t src, size_t len, tsu_cb_t cb) {
   ThreadContext& tc = *rt->threads().current();
+  if constexpr (kImplicit) cb = implicit_cb(tc);
   std::byte* local = nullptr;
   tsu_status_t st = check_rank(*rt, tc, "tsu_try_put", "destination", dst.rank);
   if (st == TSU_OK) st = check_local(*rt, tc, "tsu_try_put", "source", src, len, local);
@@ -75,16 +73,16 @@ tsu_status_t tsu_try_put(tsu_gaddr_t dst, tsu_laddr_t src, size_t len, tsu_cb_t 
   if (rt->bypass() && rt->memory_route(dst.rank) && !tc.fence_pending) [[likely]] {
     tc.stats.add(Counter::kPut);
     tc.stats.add(Counter::kBytesPut, len);
-    return complete_inline(tc, cb, rt->write_memory(dst, local, len));
+    return finish_inline<kImplicit>(tc, cb, rt->write_memory(dst, local, len));
   }
-  return issue_copy(*rt, tc, "tsu_try_put", dst, tsu_gaddr(rt->rank(), src.seg, src.offset), len,
+  return issue_copy<kImplicit>(*rt, tc, "tsu_try_put", dst, tsu_gaddr(rt->rank(), src.seg, src.offset), len,
                     cb, Counter::kPut, Counter::kBytesPut);
 }
 
-tsu_status_t tsu_try_get(tsu_laddr_t dst, tsu_gaddr_t src, size_t len, tsu_cb_t cb) {
-  Runtime* rt = runtime();
-  if (!rt) [[unlikely]] return not_initialized("tsu_try_get");
+template <bool kImplicit>
+tsu_status_t get_impl(Runtime* rt, tsu_laddr_t dst, tsu_gaddr_t src, size_t len, tsu_cb_t cb) {
   ThreadContext& tc = *rt->threads().current();
+  if constexpr (kImplicit) cb = implicit_cb(tc);
   std::byte* local = nullptr;
   tsu_status_t st = check_rank(*rt, tc, "tsu_try_get", "source", src.rank);
   if (st == TSU_OK) st = check_local(*rt, tc, "tsu_try_get", "destination", dst, len, local);
@@ -92,16 +90,16 @@ tsu_status_t tsu_try_get(tsu_laddr_t dst, tsu_gaddr_t src, size_t len, tsu_cb_t 
   if (rt->bypass() && rt->memory_route(src.rank) && !tc.fence_pending) [[likely]] {
     tc.stats.add(Counter::kGet);
     tc.stats.add(Counter::kBytesGet, len);
-    return complete_inline(tc, cb, rt->read_memory(src, local, len));
+    return finish_inline<kImplicit>(tc, cb, rt->read_memory(src, local, len));
   }
-  return issue_copy(*rt, tc, "tsu_try_get", tsu_gaddr(rt->rank(), dst.seg, dst.offset), src, len,
+  return issue_copy<kImplicit>(*rt, tc, "tsu_try_get", tsu_gaddr(rt->rank(), dst.seg, dst.offset), src, len,
                     cb, Counter::kGet, Counter::kBytesGet);
 }
 
-tsu_status_t tsu_try_copy(tsu_gaddr_t dst, tsu_gaddr_t src, size_t len, tsu_cb_t cb) {
-  Runtime* rt = runtime();
-  if (!rt) [[unlikely]] return not_initialized("tsu_try_copy");
+template <bool kImplicit>
+tsu_status_t copy_impl(Runtime* rt, tsu_gaddr_t dst, tsu_gaddr_t src, size_t len, tsu_cb_t cb) {
   ThreadContext& tc = *rt->threads().current();
+  if constexpr (kImplicit) cb = implicit_cb(tc);
   tsu_status_t st = check_rank(*rt, tc, "tsu_try_copy", "destination", dst.rank);
   if (st == TSU_OK) st = check_rank(*rt, tc, "tsu_try_copy", "source", src.rank);
   // A side in the caller's own memory is checked at the call, as put and get
@@ -119,8 +117,48 @@ tsu_status_t tsu_try_copy(tsu_gaddr_t dst, tsu_gaddr_t src, size_t len, tsu_cb_t
     st = check_local(*rt, tc, "tsu_try_copy", "destination", tsu_laddr(dst.seg, dst.offset), len,
                      unused);
   if (st != TSU_OK) return st;
-  return issue_copy(*rt, tc, "tsu_try_copy", dst, src, len, cb, Counter::kCopy,
-                    Counter::kBytesCopy);
+  return issue_copy<kImplicit>(*rt, tc, "tsu_try_copy", dst, src, len, cb, Counter::kCopy,
+                               Counter::kBytesCopy);
+}
+
+}  // namespace
+
+extern "C" {
+
+tsu_status_t tsu_try_put(tsu_gaddr_t dst, tsu_laddr_t src, size_t len, tsu_cb_t cb) {
+  Runtime* rt = runtime();
+  if (!rt) [[unlikely]] return not_initialized("tsu_try_put");
+  return put_impl<false>(rt, dst, src, len, cb);
+}
+
+tsu_status_t tsu_try_get(tsu_laddr_t dst, tsu_gaddr_t src, size_t len, tsu_cb_t cb) {
+  Runtime* rt = runtime();
+  if (!rt) [[unlikely]] return not_initialized("tsu_try_get");
+  return get_impl<false>(rt, dst, src, len, cb);
+}
+
+tsu_status_t tsu_try_copy(tsu_gaddr_t dst, tsu_gaddr_t src, size_t len, tsu_cb_t cb) {
+  Runtime* rt = runtime();
+  if (!rt) [[unlikely]] return not_initialized("tsu_try_copy");
+  return copy_impl<false>(rt, dst, src, len, cb);
+}
+
+tsu_status_t tsu_try_put_nbi(tsu_gaddr_t dst, tsu_laddr_t src, size_t len) {
+  Runtime* rt = runtime();
+  if (!rt) [[unlikely]] return not_initialized("tsu_try_put_nbi");
+  return put_impl<true>(rt, dst, src, len, tsu_cb_t{});
+}
+
+tsu_status_t tsu_try_get_nbi(tsu_laddr_t dst, tsu_gaddr_t src, size_t len) {
+  Runtime* rt = runtime();
+  if (!rt) [[unlikely]] return not_initialized("tsu_try_get_nbi");
+  return get_impl<true>(rt, dst, src, len, tsu_cb_t{});
+}
+
+tsu_status_t tsu_try_copy_nbi(tsu_gaddr_t dst, tsu_gaddr_t src, size_t len) {
+  Runtime* rt = runtime();
+  if (!rt) [[unlikely]] return not_initialized("tsu_try_copy_nbi");
+  return copy_impl<true>(rt, dst, src, len, tsu_cb_t{});
 }
 
 tsu_status_t tsu_fence(void) {
@@ -141,7 +179,15 @@ tsu_status_t tsu_quiet(void) {
   ThreadContext& tc = *rt->threads().current();
   const tsu_status_t st = rt->quiet(tc);
   tc.fence_pending = false;
-  return st;
+  if (st != TSU_OK) return st;
+  // Implicit requests report their first failure here (and only here).
+  const tsu_status_t implicit = tc.implicit_error.exchange(TSU_OK, std::memory_order_acquire);
+  if (implicit != TSU_OK) [[unlikely]]
+    return core::fail(implicit,
+                      "tsu_quiet: a request issued without a callback (tsu_try_*_nbi) since the "
+                      "last tsu_quiet failed: %s",
+                      tsu_strerror(implicit));
+  return TSU_OK;
 }
 
 }  // extern "C"

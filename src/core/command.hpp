@@ -10,7 +10,11 @@ namespace tsu::core {
 
 struct ThreadContext;
 
-enum class CommandKind : uint8_t { kCopy, kAtomic };
+struct VectorRequest;
+
+// kVector: a vector or strided put/get (core/vector_request.hpp); dst names
+// its remote rank, `vec` the request, which the executor owns once started.
+enum class CommandKind : uint8_t { kCopy, kAtomic, kVector };
 
 struct Command {
   tsu_gaddr_t dst;   // copy destination, or atomic target
@@ -18,7 +22,7 @@ struct Command {
   uint64_t len;      // copy length
   uint64_t operand;  // atomic operand / compare as raw bits
   uint64_t compare;
-  void* result;      // atomic result (may be null)
+  void* result;      // atomic result (may be null); kVector: the VectorRequest
   tsu_cb_t cb;
   ThreadContext* issuer;
   CommandKind kind;
@@ -26,4 +30,10 @@ struct Command {
   uint8_t atype;
 };
 
+}  // namespace tsu::core
+
+namespace tsu::core {
+inline VectorRequest* vector_of(const Command& cmd) noexcept {
+  return static_cast<VectorRequest*>(cmd.result);
+}
 }  // namespace tsu::core

@@ -22,6 +22,10 @@ struct alignas(kCacheLine) ThreadContext {
   // Requests of this thread whose callback has returned (written by whoever
   // completes them; release pairs with the acquire in outstanding()).
   alignas(kCacheLine) std::atomic<uint64_t> completed{0};
+  // First failure of this thread's implicit-completion requests (tsu_try_*_nbi)
+  // since its last tsu_quiet, which reads and clears it.  Written by whoever
+  // completes them (compare-exchange from TSU_OK: the first error stays).
+  std::atomic<int32_t> implicit_error{0};
 
   uint64_t outstanding() const noexcept {
     return issued.load(std::memory_order_relaxed) - completed.load(std::memory_order_acquire);

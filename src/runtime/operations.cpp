@@ -9,6 +9,7 @@
 
 #include "core/atomic_exec.hpp"
 #include "core/log.hpp"
+#include "core/vector_request.hpp"
 #include "runtime/runtime.hpp"
 
 namespace tsu::core {
@@ -135,6 +136,8 @@ tsu_status_t Runtime::execute(const Command& cmd, uint32_t completion_id) noexce
                           ? !memory_route(cmd.dst.rank) || !memory_route(cmd.src.rank)
                           : !memory_route(cmd.dst.rank);
   if (remote) {
+    // The protocol owns a vector request from here (it frees it when done).
+    if (!rma_ && cmd.kind == CommandKind::kVector) delete vector_of(cmd);
     st = rma_ ? rma_->start(cmd, completion_id) : TSU_ERR_UNREACHABLE;
     if (st != TSU_EAGAIN && st != TSU_OK)
       TSU_LOG_DEBUG("remote request to rank %u failed: %s", cmd.dst.rank, tsu_strerror(st));
@@ -142,6 +145,9 @@ tsu_status_t Runtime::execute(const Command& cmd, uint32_t completion_id) noexce
   }
   if (cmd.kind == CommandKind::kCopy) {
     st = execute_copy(cmd.dst, cmd.src, cmd.len);
+  } else if (cmd.kind == CommandKind::kVector) {
+    st = execute_vector(*vector_of(cmd));
+    delete vector_of(cmd);
   } else {
     st = execute_atomic(cmd.dst, static_cast<tsu_aop_t>(cmd.aop),
                         static_cast<tsu_atype_t>(cmd.atype), cmd.operand, cmd.compare, cmd.result);

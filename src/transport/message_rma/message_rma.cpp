@@ -47,6 +47,8 @@ void MessageRma::register_handlers(MessageHandlerTable& table) {
   table.set(kRmaAtomicReq, on_atomic_req, this);
   table.set(kRmaCopyReq, on_copy_req, this);
   for (uint16_t h : {kRmaPutRep, kRmaGetRep, kRmaAtomicRep, kRmaCopyRep}) table.set(h, on_reply, this);
+  table.set(kRmaVecReq, on_vec_req, this);
+  table.set(kRmaVecRep, on_vec_rep, this);
 }
 
 Transport* MessageRma::transport_to(uint32_t rank) const noexcept {
@@ -85,6 +87,13 @@ tsu_status_t MessageRma::start(const Command& cmd, uint32_t completion_id) noexc
   if (cmd.kind == CommandKind::kAtomic) {
     op.kind = Kind::kAtomic;
     op.peer = cmd.dst.rank;
+  } else if (cmd.kind == CommandKind::kVector) {
+    op.kind = Kind::kVector;
+    op.peer = cmd.dst.rank;
+    Transport* t = transport_to(op.peer);
+    const auto& req = *core::vector_of(cmd);
+    // One message when the pieces and their data fit; else check first.
+    op.vchecking = !t || req.pieces.size() * kVecEntry + req.total > t->max_message_payload();
   } else {
     const bool dst_mem = host_.memory_route(cmd.dst.rank);
     const bool src_mem = host_.memory_route(cmd.src.rank);
@@ -114,8 +123,7 @@ tsu_status_t MessageRma::start_op(uint64_t cookie) noexcept {
   if (op && !op->forwarded && op->outstanding == 0 && !op->in_backlog) {
     // Failed before anything was sent: the executor finishes the record.
     const tsu_status_t st = op->status != TSU_OK ? op->status : TSU_ERR_SYSTEM;
-    op->used = false;
-    free_.push_back(lo32(cookie));
+    release(*op, cookie);
     return st;
   }
   return TSU_EAGAIN;
@@ -186,6 +194,8 @@ bool MessageRma::send_next(Op& op, uint64_t cookie) noexcept {
                  c.dst.offset, c.operand, 8);
       break;
     }
+    case Kind::kVector:
+      return send_next_vector(op, cookie, *t);
     case Kind::kForward: {
       if (op.first_sent) return false;
       // The destination travels in the payload: rank, segment, offset.
@@ -220,21 +230,28 @@ void MessageRma::fail(Op& op, tsu_status_t st) noexcept {
 void MessageRma::maybe_complete(uint64_t cookie) noexcept {
   Op* op = find(cookie);
   if (!op || op->outstanding || op->in_backlog) return;
-  const bool all_sent = op->first_sent && (op->kind == Kind::kAtomic ||
-                                           op->kind == Kind::kForward || op->sent >= op->cmd.len);
+  const bool all_sent =
+      op->first_sent && (op->kind == Kind::kVector ? vector_sent(*op)
+                         : op->kind == Kind::kAtomic || op->kind == Kind::kForward ||
+                             op->sent >= op->cmd.len);
   if (!all_sent && op->status == TSU_OK) return;
   if (!op->first_sent && !op->forwarded && op->status != TSU_OK) return;  // start_op reports it
   const tsu_status_t st = op->status;
   const bool fwd = op->forwarded;
   const uint32_t origin = op->origin, id = op->completion_id;
   const uint64_t ocookie = op->origin_cookie;
-  op->used = false;
-  free_.push_back(lo32(cookie));
+  release(*op, cookie);
   if (fwd) {
     reply(origin, header(kRmaCopyRep, ocookie, status_arg(st), 0, 0, 0), nullptr);
   } else {
     host_.complete(id, st);
   }
+}
+
+void MessageRma::release(Op& op, uint64_t cookie) noexcept {
+  if (op.kind == Kind::kVector) delete core::vector_of(op.cmd);
+  op.used = false;
+  free_.push_back(lo32(cookie));
 }
 
 void MessageRma::reply(uint32_t dst, const MessageHeader& h, const void* payload) noexcept {

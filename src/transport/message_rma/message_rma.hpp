@@ -28,6 +28,7 @@
 
 #include "core/command.hpp"
 #include "core/message.hpp"
+#include "core/vector_request.hpp"
 #include "transport/rma.hpp"
 #include "transport/transport.hpp"
 
@@ -46,6 +47,8 @@ enum RmaHandler : uint16_t {
   kRmaAtomicRep,
   kRmaCopyReq,
   kRmaCopyRep,
+  kRmaVecReq,  // a vector/strided put or get, or the bounds check before one
+  kRmaVecRep,
 };
 
 class MessageRma final : public RmaProtocol {
@@ -64,7 +67,9 @@ class MessageRma final : public RmaProtocol {
   std::size_t in_flight() const noexcept { return ops_.size() - free_.size(); }
 
  private:
-  enum class Kind : uint8_t { kPut, kGet, kAtomic, kForward };
+  enum class Kind : uint8_t { kPut, kGet, kAtomic, kForward, kVector };
+  // A vector message's piece entry: remote offset, length, local offset.
+  static constexpr std::size_t kVecEntry = 24;
   struct Op {
     uint32_t gen = 0;
     bool used = false;
@@ -81,6 +86,12 @@ class MessageRma final : public RmaProtocol {
     bool first_sent = false;  // zero-length ops still send one request
     uint32_t outstanding = 0; // requests without a reply
     tsu_status_t status = TSU_OK;
+    // kVector (message_rma_vector.cpp): a request too large for one message
+    // first has every remote piece checked (vchecking), then moves data;
+    // the cursor is the next piece and how much of it has been sent.
+    bool vchecking = false;
+    std::size_t vpiece = 0;
+    uint64_t vwithin = 0;
   };
   struct Reply {
     uint32_t dst;
@@ -93,6 +104,9 @@ class MessageRma final : public RmaProtocol {
   tsu_status_t start_op(uint64_t cookie) noexcept;
   void advance(uint64_t cookie) noexcept;
   bool send_next(Op& op, uint64_t cookie) noexcept;  // false: stop (room/err/done)
+  bool send_next_vector(Op& op, uint64_t cookie, Transport& t) noexcept;
+  bool vector_sent(const Op& op) const noexcept;
+  void release(Op& op, uint64_t cookie) noexcept;  // frees the slot (and a vector)
   void fail(Op& op, tsu_status_t st) noexcept;
   void maybe_complete(uint64_t cookie) noexcept;
   void reply(uint32_t dst, const MessageHeader& h, const void* payload) noexcept;
@@ -107,6 +121,8 @@ class MessageRma final : public RmaProtocol {
   static void on_atomic_req(void* ctx, uint32_t src, const MessageHeader& h, const std::byte* p) noexcept;
   static void on_copy_req(void* ctx, uint32_t src, const MessageHeader& h, const std::byte* p) noexcept;
   static void on_reply(void* ctx, uint32_t src, const MessageHeader& h, const std::byte* p) noexcept;
+  static void on_vec_req(void* ctx, uint32_t src, const MessageHeader& h, const std::byte* p) noexcept;
+  static void on_vec_rep(void* ctx, uint32_t src, const MessageHeader& h, const std::byte* p) noexcept;
 
   RmaHost& host_;
   std::vector<Op> ops_;
