@@ -1,0 +1,313 @@
+#include "scheduler.hpp"
+
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "keys.hpp"
+
+namespace tsu::ult {
+
+namespace {
+std::atomic<Scheduler*> g_scheduler{nullptr};
+}  // namespace
+
+Scheduler* scheduler() noexcept { return g_scheduler.load(std::memory_order_acquire); }
+void set_scheduler(Scheduler* s) noexcept { g_scheduler.store(s, std::memory_order_release); }
+
+void futex_wait(std::atomic<uint32_t>& word, uint32_t expected, long timeout_ns) noexcept {
+  timespec ts{timeout_ns / 1'000'000'000, timeout_ns % 1'000'000'000};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected,
+          timeout_ns > 0 ? &ts : nullptr, nullptr, 0);
+}
+
+void futex_wake(std::atomic<uint32_t>& word, int n) noexcept {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, n, nullptr,
+          nullptr, 0);
+}
+
+const char* state_name(State s) noexcept {
+  switch (s) {
+    case State::kNew: return "new";
+    case State::kReady: return "ready";
+    case State::kRunning: return "running";
+    case State::kBlocked: return "blocked";
+    case State::kWaiting: return "waiting-in-tsunagi";
+    case State::kDone: return "done";
+  }
+  return "?";
+}
+
+// ---- Settings ----------------------------------------------------------------------
+
+namespace {
+bool parse_size(const char* s, std::size_t& out) noexcept {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(s, &end, 10);
+  if (errno || end == s) return false;
+  unsigned long long mul = 1;
+  if (*end == 'k' || *end == 'K') mul = 1024, ++end;
+  else if (*end == 'm' || *end == 'M') mul = 1024 * 1024, ++end;
+  if (*end) return false;
+  out = static_cast<std::size_t>(v * mul);
+  return true;
+}
+
+uint32_t default_workers() noexcept {
+  cpu_set_t set;
+  uint32_t cpus = 1;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = static_cast<uint32_t>(CPU_COUNT(&set));
+  uint32_t on_node = 1;
+  uint32_t me = 0, size = 0, my_node = 0;
+  if (tsu_initialized() && tsu_rank(&me) == TSU_OK && tsu_size(&size) == TSU_OK &&
+      tsu_node_of(me, &my_node) == TSU_OK) {
+    on_node = 0;
+    for (uint32_t r = 0; r < size; ++r) {
+      uint32_t n = 0;
+      if (tsu_node_of(r, &n) == TSU_OK && n == my_node) ++on_node;
+    }
+  } else if (const char* l = std::getenv("TSU_LOCAL_SIZE")) {
+    on_node = static_cast<uint32_t>(std::strtoul(l, nullptr, 10));
+  }
+  if (on_node == 0) on_node = 1;
+  return cpus / on_node > 0 ? cpus / on_node : 1;
+}
+}  // namespace
+
+bool load_settings(const tsu_ult_config_t* config, Settings& out, const char*& error) noexcept {
+  out = Settings{};
+  out.workers = default_workers();
+#ifndef NDEBUG
+  out.guard = true;
+#endif
+  if (const char* v = std::getenv("TSU_ULT_WORKERS")) {
+    std::size_t n = 0;
+    if (!parse_size(v, n) || n > 4096) {
+      error = "TSU_ULT_WORKERS: expected a number of workers (0 = default)";
+      return false;
+    }
+    if (n) out.workers = static_cast<uint32_t>(n);
+  }
+  if (const char* v = std::getenv("TSU_ULT_STACK_SIZE")) {
+    std::size_t n = 0;
+    if (!parse_size(v, n) || n < 16 * 1024 || n > (1ull << 30)) {
+      error = "TSU_ULT_STACK_SIZE: expected a size from 16K to 1G";
+      return false;
+    }
+    out.stack_size = n;
+  }
+  if (const char* v = std::getenv("TSU_ULT_GUARD")) {
+    if (std::strcmp(v, "0") && std::strcmp(v, "1")) {
+      error = "TSU_ULT_GUARD: expected 0 or 1";
+      return false;
+    }
+    out.guard = v[0] == '1';
+  }
+  if (config) {
+    if (config->struct_size < offsetof(tsu_ult_config_t, reserved2)) {
+      error = "tsu_ult_config_t.struct_size is too small";
+      return false;
+    }
+    if (config->field_mask & TSU_ULT_CONFIG_WORKERS) {
+      if (config->workers > 4096) {
+        error = "tsu_ult_config_t.workers: at most 4096";
+        return false;
+      }
+      if (config->workers) out.workers = config->workers;
+    }
+    if (config->field_mask & TSU_ULT_CONFIG_STACK_SIZE) {
+      if (config->stack_size < 16 * 1024 || config->stack_size > (1ull << 30)) {
+        error = "tsu_ult_config_t.stack_size: from 16 KiB to 1 GiB";
+        return false;
+      }
+      out.stack_size = config->stack_size;
+    }
+    if (config->field_mask & TSU_ULT_CONFIG_GUARD) {
+      if (config->guard != 0 && config->guard != 1) {
+        error = "tsu_ult_config_t.guard: 0 or 1";
+        return false;
+      }
+      out.guard = config->guard == 1;
+    }
+  }
+  return true;
+}
+
+// ---- The scheduler -----------------------------------------------------------------
+
+Scheduler::Scheduler(const Settings& s) : settings_(s), pool_(s.stack_size, s.guard) {
+  workers_.reserve(s.workers);
+  for (uint32_t i = 0; i < s.workers; ++i) workers_.push_back(std::make_unique<Worker>(*this, i));
+}
+
+Scheduler::~Scheduler() = default;
+
+void Scheduler::start() {
+  if (settings_.guard) install_overflow_reporter();
+  for (auto& w : workers_) w->start();
+}
+
+void Scheduler::stop() {
+  for (;;) {
+    const uint32_t seq = done_seq_.load(std::memory_order_acquire);
+    if (live() == 0) break;
+    futex_wait(done_seq_, seq, 10'000'000);
+  }
+  stopping_.store(true, std::memory_order_release);
+  wake_seq_.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake(wake_seq_, INT32_MAX);
+  for (auto& w : workers_) w->join_thread();
+}
+
+void Scheduler::note_finished() noexcept {
+  if (live_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    done_seq_.fetch_add(1, std::memory_order_release);
+    futex_wake(done_seq_, INT32_MAX);
+  }
+}
+
+Ult* Scheduler::new_record(Worker* w) noexcept {
+  Ult* u = w ? w->take_record() : nullptr;
+  if (u) {
+    // Reset a reused record (its lock is free: it was released at the end).
+    u->fctx = nullptr;
+    u->stack = Stack{};
+    u->value = nullptr;
+    u->keys = nullptr;
+    u->san = SanitizerContext{};
+    u->next = nullptr;
+    u->state.store(State::kNew, std::memory_order_relaxed);
+    u->error = TSU_OK;
+    u->done = false;
+    u->detached = false;
+    u->joiner = nullptr;
+    u->name[0] = '\0';
+    return u;
+  }
+  return new (std::nothrow) Ult;
+}
+
+void Scheduler::free_record(Ult* u) noexcept {
+  if (Worker* w = current_worker(); w && &w->scheduler() == this) {
+    w->give_record(u);
+  } else {
+    delete u;
+  }
+}
+
+bool Scheduler::make_ready(Ult* u, Worker* hint) noexcept {
+  if (u->state.load(std::memory_order_relaxed) != State::kNew)
+    u->state.store(State::kReady, std::memory_order_relaxed);
+  Worker* w = current_worker();
+  if (!w || &w->scheduler() != this) {
+    w = hint ? hint
+             : workers_[round_robin_.fetch_add(1, std::memory_order_relaxed) % workers_.size()]
+                   .get();
+  }
+  if (!w->queue().push(u)) return false;
+  notify();
+  return true;
+}
+
+void Scheduler::notify() noexcept {
+  // Pairs with the seq_cst increment of sleepers_ in idle_wait (see header).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_relaxed) != 0) {
+    wake_seq_.fetch_add(1, std::memory_order_seq_cst);
+    futex_wake(wake_seq_, 1);
+  }
+}
+
+bool Scheduler::any_queued() const noexcept {
+  for (const auto& w : workers_)
+    if (w->queue().size_hint() != 0) return true;
+  return false;
+}
+
+void Scheduler::idle_wait(Worker&) noexcept {
+  sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  const uint32_t seq = wake_seq_.load(std::memory_order_seq_cst);
+  // Queue sizes are written under the queues' locks before notify's fence.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!any_queued() && !stopping()) futex_wait(wake_seq_, seq, 50'000'000);
+  sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+// ---- Thread lifecycle ------------------------------------------------------------
+
+__attribute__((noinline)) Ult* current_ult() noexcept {
+  Worker* w = current_worker();
+  return w ? w->current() : nullptr;
+}
+
+void wake(Waiter* w) noexcept {
+  if (Ult* u = w->ult) {
+    scheduler()->make_ready(u, u->worker);
+    return;
+  }
+  w->woken.store(1, std::memory_order_release);
+  futex_wake(w->woken, 1);
+}
+
+void block(Waiter& w, Spinlock& held) noexcept {
+  if (Ult* self = w.ult) {
+    self->state.store(State::kBlocked, std::memory_order_relaxed);
+    Worker* worker = self->worker;
+    worker->switch_to(self, worker->next_local(), Action::kRelease, &held);
+    return;
+  }
+  held.unlock();
+  while (w.woken.load(std::memory_order_acquire) == 0) futex_wait(w.woken, 0, 0);
+}
+
+void exit_current(Ult* self, void* value) noexcept {
+  self->value = value;
+  run_key_destructors(self);
+  Worker* w = self->worker;
+  w->switch_to(self, w->next_local(), Action::kFinish);
+  std::abort();  // unreachable: a finished thread is never resumed
+}
+
+void complete_thread(Ult* u) noexcept {
+  Scheduler* s = scheduler();
+  if (u->home) u->home->live_remove(u);
+  free_key_values(u);
+  Worker* w = current_worker();
+  if (w) WorkerCounters::bump(w->counters.finished);
+  u->join_lock.lock();
+  u->state.store(State::kDone, std::memory_order_relaxed);
+  u->done = true;
+  const bool detached = u->detached;
+  Waiter* joiner = u->joiner;
+  u->join_lock.unlock();
+  // After the unlock a joiner may free the record: use only the copies.
+  if (detached) {
+    s->free_record(u);
+  } else if (joiner) {
+    wake(joiner);
+  }
+  s->note_finished();
+}
+
+bool current_stack_guard_hit(const std::byte* addr, std::size_t page, char* name,
+                             std::size_t name_len, uint64_t& id) noexcept {
+  Ult* u = current_ult();
+  if (!u || !u->stack.guarded) return false;
+  // Also a little below the guard page: a large frame may jump over part of it.
+  if (addr >= u->stack.base || addr + 4 * page < u->stack.base) return false;
+  std::size_t i = 0;
+  for (; i + 1 < name_len && u->name[i]; ++i) name[i] = u->name[i];
+  name[i] = '\0';
+  id = u->id;
+  return true;
+}
+
+}  // namespace tsu::ult
