@@ -183,6 +183,61 @@ TSU_API tsu_status_t tsu_ult_setspecific(tsu_ult_key_t key, const void *value);
 TSU_API void *tsu_ult_getspecific(tsu_ult_key_t key);
 
 /* ------------------------------------------------------------------------- */
+/* Threads on other ranks (seed 003)                                          */
+/* ------------------------------------------------------------------------- */
+/* A thread started with tsu_ult_spawn runs a function named by an id that
+ * every rank registered (never a raw pointer), with its argument and its
+ * exit value passed by value (at most TSU_ULT_ARG_MAX / TSU_ULT_VALUE_MAX
+ * bytes).  It may run on any rank: the one named, or with TSU_ULT_ANY_RANK
+ * the least loaded one, and a rank with nothing to run may take it from a
+ * loaded rank before it starts (docs/ult.md, "Load balancing").  Only the
+ * creating rank (a handle) and the running rank (the thread) keep its
+ * details; the exit value comes back to the creator when the thread ends.
+ * Spawn and exit messages to one rank are batched (one active message per
+ * rank and pass of the scheduler).
+ *
+ * With tsunagi initialized (tsu_init before tsu_ult_init), tsu_ult_init,
+ * tsu_ult_register and tsu_ult_finalize are collective: every rank calls
+ * them, from a pthread.  The layer uses active-message handler ids
+ * TSU_ULT_AM_FIRST..TSU_AM_MAX_HANDLER and receives from other ranks with
+ * tag TSU_ULT_WATCH_TAG: do not use them yourself. */
+#define TSU_ULT_ANY_RANK UINT32_MAX
+#define TSU_ULT_ARG_MAX 192u
+#define TSU_ULT_VALUE_MAX 192u
+#define TSU_ULT_FN_MAX 1023u /* function ids 0 .. TSU_ULT_FN_MAX */
+#define TSU_ULT_AM_FIRST 65272u
+#define TSU_ULT_WATCH_TAG UINT64_C(0x7473752d756c7421)
+
+/* A function threads can be spawned with: reads arg[0, arg_len), writes its
+ * exit value to value[0, *value_len) (*value_len starts at 0; at most
+ * TSU_ULT_VALUE_MAX).  Runs in a ULT: it may block, yield, spawn and join. */
+typedef void (*tsu_ult_remote_fn_t)(const void *arg, size_t arg_len, void *value,
+                                    size_t *value_len);
+
+/* Collective (when tsunagi is initialized): every rank registers the same id
+ * for the same function before any rank spawns with it.  fn NULL removes. */
+TSU_API tsu_status_t tsu_ult_register(uint32_t fn_id, tsu_ult_remote_fn_t fn);
+
+/* Starts fn_id(arg) on `rank` (this rank included), or on a rank chosen by
+ * the balancer with TSU_ULT_ANY_RANK.  attr: name and detached are used
+ * (stack_size applies on the running rank too).  *out (may be NULL when
+ * detached) is joined with tsu_ult_join_value (or tsu_ult_join, which
+ * gives the value NULL).  TSU_ERR_BAD_RANK, TSU_ERR_INVALID_ARG (unknown id,
+ * arg too long), TSU_ERR_PEER_LOST (rank known lost). */
+TSU_API tsu_status_t tsu_ult_spawn(tsu_ult_t *out, uint32_t rank, uint32_t fn_id, const void *arg,
+                                   size_t arg_len, const tsu_ult_attr_t *attr);
+
+/* Joins a spawned thread and copies its exit value (up to cap bytes; *len
+ * (may be NULL) gets its full length).  Returns TSU_ERR_PEER_LOST when the
+ * rank running it was lost before it ended (never hangs on a lost rank),
+ * TSU_ERR_TRUNCATED when cap was too small (the value is cut). */
+TSU_API tsu_status_t tsu_ult_join_value(tsu_ult_t thread, void *value, size_t cap, size_t *len);
+
+/* The rank that runs (or ran) a spawned thread, as far as its creator knows
+ * (it changes when another rank takes the thread before it starts). */
+TSU_API tsu_status_t tsu_ult_rank_of(tsu_ult_t thread, uint32_t *rank);
+
+/* ------------------------------------------------------------------------- */
 /* Observability                                                              */
 /* ------------------------------------------------------------------------- */
 typedef struct tsu_ult_counters_s {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
+#include <vector>
 
 #include "spinlock.hpp"
 #include "thread.hpp"
@@ -55,6 +56,26 @@ class RunQueue {
     }
     lock_.unlock();
     return u;
+  }
+  // Moves up to `max` threads for which pred(u) holds into `out` (keeps the
+  // order of the others).  For handing unstarted threads to another rank.
+  template <typename Pred>
+  void take_if(Pred pred, uint32_t max, std::vector<Ult*>& out) {
+    if (max == 0 || size_.load(std::memory_order_relaxed) == 0) return;
+    SpinGuard g(lock_);
+    uint64_t keep = head_;
+    uint32_t taken = 0;
+    for (uint64_t i = head_; i < tail_; ++i) {
+      Ult* u = slots_[i & (cap_ - 1)];
+      if (taken < max && pred(u)) {
+        out.push_back(u);
+        ++taken;
+      } else {
+        slots_[keep++ & (cap_ - 1)] = u;
+      }
+    }
+    tail_ = keep;
+    size_.store(static_cast<uint32_t>(tail_ - head_), std::memory_order_relaxed);
   }
   uint32_t size_hint() const noexcept { return size_.load(std::memory_order_relaxed); }
 

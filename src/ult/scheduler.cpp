@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "keys.hpp"
+#include "remote.hpp"
 
 namespace tsu::ult {
 
@@ -186,6 +187,9 @@ Ult* Scheduler::new_record(Worker* w) noexcept {
     u->next = nullptr;
     u->state.store(State::kNew, std::memory_order_relaxed);
     u->error = TSU_OK;
+    u->remote = nullptr;
+    u->proxy = false;
+    u->origin_rank = 0;
     u->done = false;
     u->detached = false;
     u->joiner = nullptr;
@@ -196,6 +200,8 @@ Ult* Scheduler::new_record(Worker* w) noexcept {
 }
 
 void Scheduler::free_record(Ult* u) noexcept {
+  delete u->remote;
+  u->remote = nullptr;
   if (Worker* w = current_worker(); w && &w->scheduler() == this) {
     w->give_record(u);
   } else {
@@ -232,12 +238,12 @@ bool Scheduler::any_queued() const noexcept {
   return false;
 }
 
-void Scheduler::idle_wait(Worker&) noexcept {
+void Scheduler::idle_wait(Worker&, long timeout_ns) noexcept {
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
   const uint32_t seq = wake_seq_.load(std::memory_order_seq_cst);
   // Queue sizes are written under the queues' locks before notify's fence.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (!any_queued() && !stopping()) futex_wait(wake_seq_, seq, 50'000'000);
+  if (!any_queued() && !stopping()) futex_wait(wake_seq_, seq, timeout_ns);
   sleepers_.fetch_sub(1, std::memory_order_seq_cst);
 }
 
@@ -295,6 +301,44 @@ void complete_thread(Ult* u) noexcept {
     wake(joiner);
   }
   s->note_finished();
+}
+
+tsu_status_t create_thread(Scheduler& s, const CreateArgs& c, Ult** out) noexcept {
+  Worker* w = current_worker();
+  if (w && &w->scheduler() != &s) w = nullptr;
+  Ult* u = s.new_record(w);
+  if (!u) return TSU_ERR_NO_MEMORY;
+  u->fn = c.fn;
+  u->arg = c.arg;
+  u->stack_size = c.stack_size ? c.stack_size : s.settings().stack_size;
+  u->detached = c.detached;
+  u->remote = c.remote;
+  u->origin_rank = c.origin_rank;
+  u->id = s.next_id();
+  u->home = w ? w : &s.worker(0);
+  if (c.name) {
+    std::strncpy(u->name, c.name, TSU_ULT_NAME_MAX);
+    u->name[TSU_ULT_NAME_MAX] = '\0';
+  } else {
+    u->name[0] = '\0';
+  }
+  u->home->live_add(u);
+  if (w) {
+    WorkerCounters::bump(w->counters.created);
+  } else {
+    s.count_pthread_create();
+  }
+  s.note_created();
+  if (out) *out = u;
+  // After make_ready the thread may run and (if detached) end at once.
+  if (!s.make_ready(u)) {
+    u->home->live_remove(u);
+    u->remote = nullptr;  // the caller keeps it on failure
+    s.free_record(u);
+    s.note_finished();
+    return TSU_ERR_NO_MEMORY;
+  }
+  return TSU_OK;
 }
 
 bool current_stack_guard_hit(const std::byte* addr, std::size_t page, char* name,

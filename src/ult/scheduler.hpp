@@ -14,6 +14,8 @@
 
 namespace tsu::ult {
 
+class Remote;
+
 struct Settings {
   uint32_t workers = 1;
   std::size_t stack_size = 128 * 1024;
@@ -55,9 +57,12 @@ class Scheduler {
   // increments sleepers_, reads wake_seq_, looks at every queue once more,
   // then waits on wake_seq_; make_ready pushes, then reads sleepers_ and
   // bumps wake_seq_ if anyone sleeps.  One of the two always sees the other.
-  void idle_wait(Worker& w) noexcept;
+  void idle_wait(Worker& w, long timeout_ns) noexcept;
   void notify() noexcept;
   bool stopping() const noexcept { return stopping_.load(std::memory_order_acquire); }
+  // Threads across ranks: set once before start() when tsunagi runs.
+  void set_remote(Remote* r) noexcept { remote_ = r; }
+  Remote* remote() const noexcept { return remote_; }
   bool any_queued() const noexcept;
 
  private:
@@ -72,7 +77,20 @@ class Scheduler {
   std::atomic<uint32_t> sleepers_{0};
   std::atomic<uint32_t> done_seq_{0};  // bumped when live_ drops to 0 (futex word)
   std::atomic<bool> stopping_{false};
+  Remote* remote_ = nullptr;  // written before the workers start
 };
+
+// What a new thread is made of (tsu_ult_create, spawns).
+struct CreateArgs {
+  tsu_ult_fn_t fn = nullptr;
+  void* arg = nullptr;
+  std::size_t stack_size = 0;  // 0: the default
+  bool detached = false;
+  const char* name = nullptr;
+  RemoteInfo* remote = nullptr;  // owned by the record from here on
+  uint32_t origin_rank = 0;
+};
+tsu_status_t create_thread(Scheduler& s, const CreateArgs& c, Ult** out) noexcept;
 
 // Ends the calling ULT (key destructors, then its worker frees the stack).
 [[noreturn]] void exit_current(Ult* self, void* value) noexcept;

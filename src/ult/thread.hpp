@@ -13,6 +13,7 @@
 namespace tsu::ult {
 
 class Worker;
+struct RemoteInfo;
 
 enum class State : uint32_t {
   kNew,      // created, no stack yet (in a run queue)
@@ -41,6 +42,8 @@ struct Ult {
   Ult* next = nullptr;       // private lists (a worker's waiting list, free lists)
   std::atomic<State> state{State::kNew};  // read by dumps from other threads
   tsu_status_t error = TSU_OK;            // set when it could not run (no stack)
+  RemoteInfo* remote = nullptr;    // spawned threads (remote.hpp), owned
+  bool proxy = false;  // stands for a thread on another rank: never runs here
 
   // --- Join record: guarded by join_lock. ---
   Spinlock join_lock;

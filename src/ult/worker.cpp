@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "remote.hpp"
 #include "scheduler.hpp"
 
 namespace tsu::ult {
@@ -137,9 +138,14 @@ void Worker::park(Ult* u) noexcept {
 }
 
 Ult* Worker::next_local() noexcept {
+  // Batched spawns and exit values leave at least every 64 picks.
+  const uint32_t tick = ++tick_;
+  // A busy worker's pass of the remote layer every 64 picks: batched
+  // messages leave, load counts go out, requests from other ranks are served.
+  if (Remote* r = sched_.remote(); r && (tick & 63) == 0) r->poll(*this, false);
   // Every 8th pick goes to a waiter first, so polling waiters are not
   // starved by a busy queue (and a yield loop does not starve them).
-  const bool waiter_first = waiting_head_ && (++tick_ & 7) == 0;
+  const bool waiter_first = waiting_head_ && (tick & 7) == 0;
   if (!waiter_first) {
     if (Ult* u = rq_.pop()) return u;
   }
@@ -212,6 +218,7 @@ void Worker::loop() {
   }
 #endif
   uint32_t idle = 0;
+  Remote* remote = sched_.remote();  // set before the workers start
   for (;;) {
     Ult* u = next_local();
     if (!u) u = steal();
@@ -221,6 +228,8 @@ void Worker::loop() {
       switch_to(nullptr, u, Action::kNone);
       continue;
     }
+    // An idle pass: send batched messages, exchange load, drive progress.
+    if (remote) remote->poll(*this, true);
     if (sched_.stopping() && sched_.live() == 0) break;
     if (has_waiting()) continue;
     if (++idle < 64) {
@@ -228,7 +237,8 @@ void Worker::loop() {
     } else if (idle < 96) {
       sched_yield();
     } else {
-      sched_.idle_wait(*this);
+      // With other ranks, wake up now and then to poll (manual progress).
+      sched_.idle_wait(*this, remote ? 1'000'000 : 50'000'000);
       idle = 0;
     }
   }
