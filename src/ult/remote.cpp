@@ -86,7 +86,7 @@ struct Handlers {
       std::memcpy(info->arg, p + off, rec.arg_len);
       off += pad8(rec.arg_len);
       if (rec.creator != src) r->migrated_.fetch_add(1, std::memory_order_relaxed);
-      r->start_local(info, nullptr, nullptr);
+      r->start_local(info, false, nullptr, nullptr);
     }
   }
   static void values(tsu_am_token_t* tok, const uint64_t* args, uint32_t nargs, void* payload,
@@ -241,18 +241,24 @@ void* Remote::run_spawned(void* a) {
   }
   info->value_len = static_cast<uint16_t>(vlen);
   Remote* r = g_remote.load(std::memory_order_acquire);
-  if (r && info->creator != r->rank_) {
-    if (!info->detached) r->queue_value(info->creator, info->token, st, info->value, vlen);
-  } else if (Ult* self = current_ult()) {
-    self->error = st;
+  if (info->home || !r) {
+    if (Ult* self = current_ult()) self->error = st;
+  } else if (!info->detached) {
+    if (info->creator == r->rank_) {
+      r->complete_proxy(info->token, st, info->value, vlen);  // came back home
+    } else {
+      r->queue_value(info->creator, info->token, st, info->value, vlen);
+    }
   }
   return nullptr;
 }
 
-void Remote::start_local(RemoteInfo* info, const tsu_ult_attr_t* attr, Ult** out) noexcept {
-  // Threads run here for another rank are detached here: their creator
-  // holds the handle.  Our own keep the record as the handle.
-  const bool ours = info->creator == rank_;
+void Remote::start_local(RemoteInfo* info, bool home, const tsu_ult_attr_t* attr,
+                         Ult** out) noexcept {
+  // Threads run here for a handle elsewhere are detached here: the creator
+  // holds the handle (a proxy).  Our own spawns keep the record as the handle.
+  const bool ours = home;
+  info->home = home;
   CreateArgs c;
   c.fn = &Remote::run_spawned;
   c.arg = info;
@@ -262,8 +268,10 @@ void Remote::start_local(RemoteInfo* info, const tsu_ult_attr_t* attr, Ult** out
   if (attr && (attr->field_mask & TSU_ULT_ATTR_NAME)) c.name = attr->name;
   Ult* u = nullptr;
   if (create_thread(sched_, c, &u) != TSU_OK) {
-    if (!ours && !info->detached)
-      queue_value(info->creator, info->token, TSU_ERR_NO_MEMORY, nullptr, 0);
+    if (!ours && !info->detached) {
+      if (info->creator == rank_) complete_proxy(info->token, TSU_ERR_NO_MEMORY, nullptr, 0);
+      else queue_value(info->creator, info->token, TSU_ERR_NO_MEMORY, nullptr, 0);
+    }
     delete info;
     return;
   }
@@ -294,7 +302,7 @@ tsu_status_t Remote::spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
   if (len) std::memcpy(info->arg, arg, len);
   if (rank == rank_) {
     Ult* u = nullptr;
-    start_local(info, attr, &u);
+    start_local(info, true, attr, &u);
     if (!u) return TSU_ERR_NO_MEMORY;
     if (out) *out = detached ? nullptr : reinterpret_cast<tsu_ult_t>(u);
     return TSU_OK;
@@ -331,64 +339,70 @@ tsu_status_t Remote::spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
 
 // ---- Batches -----------------------------------------------------------------------
 
+void Remote::append(Batch& b, std::deque<Chunk>& q, const void* head, std::size_t head_len,
+                    const void* body, std::size_t body_len) noexcept {
+  const std::size_t need = head_len + pad8(body_len);
+  if (b.empty()) outgoing_.fetch_add(1, std::memory_order_release);
+  if (q.empty() || q.back().data.size() + need > batch_max()) q.emplace_back();
+  Chunk& c = q.back();
+  const std::size_t at = c.data.size();
+  c.data.resize(at + need);
+  std::memcpy(c.data.data() + at, head, head_len);
+  if (body_len) std::memcpy(c.data.data() + at + head_len, body, body_len);
+  ++c.count;
+}
+
 void Remote::queue_spawn(uint32_t dst, const RemoteInfo& info, bool flush_now) noexcept {
   Batch& b = *out_[dst];
   std::lock_guard lock(b.mu);
-  const std::size_t need = sizeof(SpawnRecord) + pad8(info.arg_len);
-  if (b.spawns.size() + need > batch_max()) send_batch(dst, b, true);
-  const bool was_empty = b.spawns.empty() && b.values.empty();
-  SpawnRecord rec{info.token, info.creator, info.fn_id, info.arg_len,
-                  static_cast<uint16_t>(info.detached ? 1 : 0), 0};
-  const std::size_t at = b.spawns.size();
-  b.spawns.resize(at + need);
-  std::memcpy(b.spawns.data() + at, &rec, sizeof rec);
-  std::memcpy(b.spawns.data() + at + sizeof rec, info.arg, info.arg_len);
-  ++b.nspawn;
-  if (was_empty) outgoing_.fetch_add(1, std::memory_order_release);
-  if (flush_now) send_batch(dst, b, true);
+  const SpawnRecord rec{info.token, info.creator, info.fn_id, info.arg_len,
+                        static_cast<uint16_t>(info.detached ? 1 : 0), 0};
+  append(b, b.spawns, &rec, sizeof rec, info.arg, info.arg_len);
+  // A full chunk leaves at once; so does everything when asked to.
+  if (flush_now || b.spawns.size() > 1) send_chunks(dst, b, true);
 }
 
 void Remote::queue_value(uint32_t dst, uint64_t token, tsu_status_t st, const void* v,
                          std::size_t len) noexcept {
   Batch& b = *out_[dst];
   std::lock_guard lock(b.mu);
-  const std::size_t need = sizeof(ValueRecord) + pad8(len);
-  if (b.values.size() + need > batch_max()) send_batch(dst, b, false);
-  const bool was_empty = b.spawns.empty() && b.values.empty();
-  ValueRecord rec{token, st, static_cast<uint16_t>(len), 0};
-  const std::size_t at = b.values.size();
-  b.values.resize(at + need);
-  std::memcpy(b.values.data() + at, &rec, sizeof rec);
-  if (len) std::memcpy(b.values.data() + at + sizeof rec, v, len);
-  ++b.nvalue;
-  if (was_empty) outgoing_.fetch_add(1, std::memory_order_release);
+  const ValueRecord rec{token, st, static_cast<uint16_t>(len), 0};
+  append(b, b.values, &rec, sizeof rec, v, len);
+  if (b.values.size() > 1) send_chunks(dst, b, false);
 }
 
-bool Remote::send_batch(uint32_t dst, Batch& b, bool spawns) noexcept {
-  std::vector<unsigned char>& data = spawns ? b.spawns : b.values;
-  uint32_t& count = spawns ? b.nspawn : b.nvalue;
-  if (data.empty()) return true;
-  const uint64_t args[2] = {count, runnable()};
-  const tsu_status_t st = tsu_try_am_medium(dst, spawns ? kAmSpawn : kAmValues, args, 2,
-                                            data.data(), data.size(), tsu_cb_none());
-  if (st == TSU_EAGAIN) return false;
-  if (st == TSU_OK) {
-    sent_.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    if (spawns) fail_batch(data, st == TSU_ERR_PEER_LOST ? st : TSU_ERR_UNREACHABLE);
-    if (st == TSU_ERR_PEER_LOST) lost_[dst].store(true, std::memory_order_release);
+bool Remote::send_chunks(uint32_t dst, Batch& b, bool spawns) noexcept {
+  std::deque<Chunk>& q = spawns ? b.spawns : b.values;
+  const bool had = !b.empty();
+  bool all = true;
+  while (!q.empty()) {
+    Chunk& c = q.front();
+    const uint64_t args[2] = {c.count, runnable()};
+    const tsu_status_t st = tsu_try_am_medium(dst, spawns ? kAmSpawn : kAmValues, args, 2,
+                                              c.data.data(), c.data.size(), tsu_cb_none());
+    if (st == TSU_EAGAIN) {
+      all = false;
+      break;
+    }
+    if (st == TSU_OK) {
+      sent_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      // The rank is gone (or unreachable): our joiners get the error now;
+      // exit values for it have nobody to go to.
+      if (spawns) fail_chunk(c, st == TSU_ERR_PEER_LOST ? st : TSU_ERR_UNREACHABLE);
+      if (st == TSU_ERR_PEER_LOST) lost_[dst].store(true, std::memory_order_release);
+    }
+    q.pop_front();
   }
-  data.clear();
-  count = 0;
-  if (b.spawns.empty() && b.values.empty()) outgoing_.fetch_sub(1, std::memory_order_release);
-  return true;
+  if (had && b.empty()) outgoing_.fetch_sub(1, std::memory_order_release);
+  return all;
 }
 
-void Remote::fail_batch(const std::vector<unsigned char>& spawns, tsu_status_t st) noexcept {
+void Remote::fail_chunk(const Chunk& c, tsu_status_t st) noexcept {
   std::size_t off = 0;
-  while (off + sizeof(SpawnRecord) <= spawns.size()) {
+  while (off + sizeof(SpawnRecord) <= c.data.size()) {
     SpawnRecord rec;
-    std::memcpy(&rec, spawns.data() + off, sizeof rec);
+    std::memcpy(&rec, c.data.data() + off, sizeof rec);
     off += sizeof rec + pad8(rec.arg_len);
     if (rec.creator == rank_ && rec.token) complete_proxy(rec.token, st, nullptr, 0);
   }
@@ -404,9 +418,9 @@ bool Remote::flush() noexcept {
       all = false;  // someone is sending it right now
       continue;
     }
-    if (b.spawns.empty() && b.values.empty()) continue;
-    all &= send_batch(d, b, true);
-    all &= send_batch(d, b, false);
+    if (b.empty()) continue;
+    all &= send_chunks(d, b, true);
+    all &= send_chunks(d, b, false);
   }
   return all;
 }
@@ -440,6 +454,7 @@ void Remote::complete_proxy(uint64_t token, tsu_status_t st, const void* v,
 }
 
 void Remote::watch(uint32_t peer) noexcept {
+  if (peer == rank_) return;
   Watch& w = *watches_[peer];
   int expected = 0;
   if (!w.state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return;
@@ -517,8 +532,9 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
   for (Ult* u : taken) {
     RemoteInfo* info = u->remote;
     migrated_.fetch_add(1, std::memory_order_relaxed);
-    if (info->creator == rank_) {
+    if (info->home) {
       // Ours: the record the user holds becomes the proxy of the moved thread.
+      info->home = false;
       u->join_lock.lock();
       const bool detached = u->detached;
       u->join_lock.unlock();
@@ -540,10 +556,21 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
       sched_.note_finished();               // no longer runs here
     } else {
       queue_spawn(thief, *info, false);
-      if (!info->detached && tsu_try_am_short(info->creator, kAmMoved,
-                                              std::array<uint64_t, 2>{info->token, thief}.data(),
-                                              2, tsu_cb_none()) == TSU_OK)
-        sent_.fetch_add(1, std::memory_order_relaxed);
+      if (!info->detached) {
+        if (info->creator == rank_) {
+          // Our own thread that had come back: our proxy follows it.
+          {
+            std::lock_guard lock(proxies_mu_);
+            auto it = proxies_.find(info->token);
+            if (it != proxies_.end()) it->second->remote->runner = thief;
+          }
+          watch(thief);
+        } else {
+          const uint64_t moved[2] = {info->token, thief};
+          if (tsu_try_am_short(info->creator, kAmMoved, moved, 2, tsu_cb_none()) == TSU_OK)
+            sent_.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
       if (u->home) u->home->live_remove(u);
       sched_.free_record(u);  // detached here; deletes info
       sched_.note_finished();
@@ -552,7 +579,7 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
   // Leaves now: the thief is idle.
   Batch& b = *out_[thief];
   std::lock_guard lock(b.mu);
-  send_batch(thief, b, true);
+  send_chunks(thief, b, true);
 }
 
 void Remote::poll(Worker& w, bool idle) noexcept {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -28,6 +29,7 @@ struct RemoteInfo {
   uint32_t runner = 0;        // running rank (as the creator knows it)
   uint32_t fn_id = 0;
   bool detached = false;
+  bool home = false;          // spawned here for here: the running record is the handle
   uint16_t arg_len = 0;
   uint16_t value_len = 0;
   unsigned char arg[TSU_ULT_ARG_MAX];
@@ -67,12 +69,18 @@ class Remote {
   static void* run_spawned(void* ult_record);
 
  private:
+  // One message's worth of records (at most batch_max() bytes).
+  struct Chunk {
+    std::vector<unsigned char> data;  // records, each 8-aligned
+    uint32_t count = 0;
+  };
+  // What waits to leave for one rank: chunks of spawn records and of exit
+  // value records, oldest first (a chunk that could not leave stays first).
   struct Batch {
     std::mutex mu;
-    std::vector<unsigned char> spawns;   // guarded by mu: SpawnRecord + arg, 8-aligned
-    uint32_t nspawn = 0;                 // guarded by mu
-    std::vector<unsigned char> values;   // guarded by mu: ValueRecord + value
-    uint32_t nvalue = 0;                 // guarded by mu
+    std::deque<Chunk> spawns;  // guarded by mu
+    std::deque<Chunk> values;  // guarded by mu
+    bool empty() const noexcept { return spawns.empty() && values.empty(); }
   };
   struct Watch {
     std::atomic<int> state{0};  // 0 none, 1 posted, 2 completed
@@ -86,12 +94,19 @@ class Remote {
   void queue_spawn(uint32_t dst, const RemoteInfo& info, bool flush_now) noexcept;
   void queue_value(uint32_t dst, uint64_t token, tsu_status_t st, const void* v,
                    std::size_t len) noexcept;
-  bool send_batch(uint32_t dst, Batch& b, bool spawns) noexcept;  // under b.mu
-  void fail_batch(const std::vector<unsigned char>& spawns, tsu_status_t st) noexcept;
+  // Appends one record (header + body) to the chunks (under b.mu).
+  void append(Batch& b, std::deque<Chunk>& q, const void* head, std::size_t head_len,
+              const void* body, std::size_t body_len) noexcept;
+  // Sends the chunks of one kind, oldest first (under b.mu); false when one
+  // had to stay (queue full).
+  bool send_chunks(uint32_t dst, Batch& b, bool spawns) noexcept;
+  void fail_chunk(const Chunk& spawns, tsu_status_t st) noexcept;
   void watch(uint32_t peer) noexcept;
   void on_peer_lost(uint32_t peer) noexcept;
   void complete_proxy(uint64_t token, tsu_status_t st, const void* v, std::size_t len) noexcept;
-  void start_local(RemoteInfo* info, const tsu_ult_attr_t* attr, Ult** out) noexcept;
+  // Runs a spawned thread here: `home` for our own spawns (the record is the
+  // handle), else for a creator elsewhere (or our own thread coming back).
+  void start_local(RemoteInfo* info, bool home, const tsu_ult_attr_t* attr, Ult** out) noexcept;
   uint32_t pick_any() noexcept;
   uint32_t runnable() const noexcept;
   void give_work(uint32_t thief, uint32_t max) noexcept;

@@ -286,6 +286,7 @@ tsu_status_t tsu_ult_counters(tsu_ult_counters_t* out) {
     out->stolen += c.stolen.load(std::memory_order_relaxed);
   }
   out->stacks = s->stack_pool().mapped();
+  if (Remote* r = s->remote()) out->migrated = r->migrated();
   return TSU_OK;
 }
 

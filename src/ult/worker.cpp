@@ -142,7 +142,13 @@ Ult* Worker::next_local() noexcept {
   const uint32_t tick = ++tick_;
   // A busy worker's pass of the remote layer every 64 picks: batched
   // messages leave, load counts go out, requests from other ranks are served.
-  if (Remote* r = sched_.remote(); r && (tick & 63) == 0) r->poll(*this, false);
+  // (next_local may run inside a ULT that is half-way through a switch: the
+  // wait hook must not park it from inside this pass; polling_ says so.)
+  if (Remote* r = sched_.remote(); r && (tick & 63) == 0 && !polling_) {
+    polling_ = true;
+    r->poll(*this, false);
+    polling_ = false;
+  }
   // Every 8th pick goes to a waiter first, so polling waiters are not
   // starved by a busy queue (and a yield loop does not starve them).
   const bool waiter_first = waiting_head_ && (tick & 7) == 0;
@@ -183,7 +189,7 @@ void Worker::finish(Ult* u) noexcept {
 int Worker::wait_hook(void*) {
   Worker* w = current_worker();
   Ult* self = w ? w->current_ : nullptr;
-  if (!self) return 0;
+  if (!self || w->polling_) return 0;
   Ult* next = w->next_local();
   if (!next) return 0;
   // A waiting round with nothing else queued: let other processes (the

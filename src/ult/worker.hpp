@@ -109,6 +109,7 @@ class Worker {
   uint32_t waiting_count_ = 0;
   uint32_t tick_ = 0;
   uint32_t hook_polls_ = 0;
+  bool polling_ = false;  // inside the remote layer's pass (no parking)
   Ult* free_records_ = nullptr;
   uint32_t free_count_ = 0;
   Spinlock live_lock_;
