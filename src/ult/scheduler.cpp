@@ -278,6 +278,7 @@ void exit_current(Ult* self, void* value) noexcept {
   self->value = value;
   run_key_destructors(self);
   Worker* w = self->worker;
+  w->maybe_poll();
   w->switch_to(self, w->next_local(), Action::kFinish);
   std::abort();  // unreachable: a finished thread is never resumed
 }

@@ -264,6 +264,7 @@ tsu_status_t tsu_ult_yield(void) {
     return TSU_OK;
   }
   Worker* w = self->worker;
+  w->maybe_poll();
   if (Ult* next = w->next_local()) w->switch_to(self, next, Action::kRequeue);
   return TSU_OK;
 }

@@ -140,15 +140,6 @@ void Worker::park(Ult* u) noexcept {
 Ult* Worker::next_local() noexcept {
   // Batched spawns and exit values leave at least every 64 picks.
   const uint32_t tick = ++tick_;
-  // A busy worker's pass of the remote layer every 64 picks: batched
-  // messages leave, load counts go out, requests from other ranks are served.
-  // (next_local may run inside a ULT that is half-way through a switch: the
-  // wait hook must not park it from inside this pass; polling_ says so.)
-  if (Remote* r = sched_.remote(); r && (tick & 63) == 0 && !polling_) {
-    polling_ = true;
-    r->poll(*this, false);
-    polling_ = false;
-  }
   // Every 8th pick goes to a waiter first, so polling waiters are not
   // starved by a busy queue (and a yield loop does not starve them).
   const bool waiter_first = waiting_head_ && (tick & 7) == 0;
@@ -162,6 +153,19 @@ Ult* Worker::next_local() noexcept {
     return u;
   }
   return waiter_first ? rq_.pop() : nullptr;
+}
+
+void Worker::maybe_poll() noexcept {
+  // A busy worker's pass of the remote layer every 64 calls: batched
+  // messages leave, load counts go out, requests from other ranks are served
+  // (handlers may run here).  Only where the caller holds no lock: yield,
+  // exit, the wait hook.  polling_: the wait hook must not park the caller
+  // from inside this pass.
+  Remote* r = sched_.remote();
+  if (!r || (++poll_tick_ & 63) != 0 || polling_) return;
+  polling_ = true;
+  r->poll(*this, false);
+  polling_ = false;
 }
 
 Ult* Worker::steal() noexcept {
@@ -190,6 +194,7 @@ int Worker::wait_hook(void*) {
   Worker* w = current_worker();
   Ult* self = w ? w->current_ : nullptr;
   if (!self || w->polling_) return 0;
+  w->maybe_poll();
   Ult* next = w->next_local();
   if (!next) return 0;
   // A waiting round with nothing else queued: let other processes (the

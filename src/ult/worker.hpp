@@ -58,6 +58,8 @@ class Worker {
   // The next thread to run here without stealing: mostly the run queue, with
   // the private waiting list interleaved so waiters keep polling.
   Ult* next_local() noexcept;
+  // Every 64th call, the remote layer's pass; only where no lock is held.
+  void maybe_poll() noexcept;
 
   RunQueue& queue() noexcept { return rq_; }
   uint32_t index() const noexcept { return index_; }
@@ -109,6 +111,7 @@ class Worker {
   uint32_t waiting_count_ = 0;
   uint32_t tick_ = 0;
   uint32_t hook_polls_ = 0;
+  uint32_t poll_tick_ = 0;
   bool polling_ = false;  // inside the remote layer's pass (no parking)
   Ult* free_records_ = nullptr;
   uint32_t free_count_ = 0;
