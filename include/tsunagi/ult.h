@@ -251,8 +251,7 @@ typedef struct tsu_ult_counters_s {
 TSU_API tsu_status_t tsu_ult_counters(tsu_ult_counters_t *out);
 
 /* Writes the counters, and one line per live ULT (id, name, state, where it
- * was created) to stderr.  Also printed by tsu_ult_finalize when TSU_STATS=1,
- * and on SIGUSR2 when TSU_ULT_DUMP_SIGNAL=1. */
+ * was created) to stderr.  Also printed by tsu_ult_finalize when TSU_STATS=1. */
 TSU_API tsu_status_t tsu_ult_dump(void);
 
 #ifdef __cplusplus

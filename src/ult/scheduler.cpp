@@ -105,6 +105,14 @@ bool load_settings(const tsu_ult_config_t* config, Settings& out, const char*& e
     }
     out.stack_size = n;
   }
+  if (const char* v = std::getenv("TSU_ULT_SPIN_US")) {
+    std::size_t us = 0;
+    if (!parse_size(v, us) || us > 60'000'000) {
+      error = "TSU_ULT_SPIN_US: expected microseconds (0 to 60000000)";
+      return false;
+    }
+    out.spin_ns = uint64_t{us} * 1000;
+  }
   if (const char* v = std::getenv("TSU_ULT_GUARD")) {
     if (std::strcmp(v, "0") && std::strcmp(v, "1")) {
       error = "TSU_ULT_GUARD: expected 0 or 1";
@@ -213,13 +221,20 @@ bool Scheduler::make_ready(Ult* u, Worker* hint) noexcept {
   if (u->state.load(std::memory_order_relaxed) != State::kNew)
     u->state.store(State::kReady, std::memory_order_relaxed);
   Worker* w = current_worker();
-  if (!w || &w->scheduler() != this) {
+  const bool from_worker = w && &w->scheduler() == this;
+  if (!from_worker) {
     w = hint ? hint
              : workers_[round_robin_.fetch_add(1, std::memory_order_relaxed) % workers_.size()]
                    .get();
   }
   if (!w->queue().push(u)) return false;
-  notify();
+  if (from_worker) {
+    // This worker is awake and will run it; waking another one is only a
+    // help, so no fence: a worker that misses it sleeps at most its timeout.
+    if (sleepers_.load(std::memory_order_relaxed) != 0 && workers_.size() > 1) notify();
+  } else {
+    notify();
+  }
   return true;
 }
 
@@ -279,7 +294,16 @@ void exit_current(Ult* self, void* value) noexcept {
   run_key_destructors(self);
   Worker* w = self->worker;
   w->maybe_poll();
-  w->switch_to(self, w->next_local(), Action::kFinish);
+  // A ULT joining us runs next, directly: its context was saved before it
+  // released our join lock (block()), and only our end wakes it.  The
+  // landing side completes us (complete_thread sees the joiner is running
+  // and does not wake it).
+  Ult* next = nullptr;
+  self->join_lock.lock();
+  if (self->joiner && self->joiner->ult && !self->detached) next = self->joiner->ult;
+  self->join_lock.unlock();
+  if (!next) next = w->next_local();
+  w->switch_to(self, next, Action::kFinish);
   std::abort();  // unreachable: a finished thread is never resumed
 }
 
@@ -298,8 +322,8 @@ void complete_thread(Ult* u) noexcept {
   // After the unlock a joiner may free the record: use only the copies.
   if (detached) {
     s->free_record(u);
-  } else if (joiner) {
-    wake(joiner);
+  } else if (joiner && !(joiner->ult && w && joiner->ult == w->current())) {
+    wake(joiner);  // (a ULT joiner already running here was switched to by exit)
   }
   s->note_finished();
 }

@@ -20,6 +20,7 @@ struct Settings {
   uint32_t workers = 1;
   std::size_t stack_size = 128 * 1024;
   bool guard = false;
+  uint64_t spin_ns = 50'000;  // TSU_ULT_SPIN_US: an idle worker polls this long, then sleeps
 };
 // Defaults, then TSU_ULT_* variables, then `config`.  False and `error` set
 // on a bad value.

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,11 @@ namespace tsu::ult {
 
 namespace {
 thread_local Worker* t_worker = nullptr;
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
 constexpr uint32_t kMaxFreeRecords = 1024;
 }  // namespace
 
@@ -104,7 +110,7 @@ Worker* Worker::land(Transfer t) noexcept {
       break;
     case Action::kRequeue:
       p->state.store(State::kReady, std::memory_order_relaxed);
-      w->sched_.make_ready(p, w);
+      w->push_yielded(p);
       break;
     case Action::kRelease:
       w->release_->unlock();
@@ -137,14 +143,40 @@ void Worker::park(Ult* u) noexcept {
   ++waiting_count_;
 }
 
+void Worker::push_yielded(Ult* u) noexcept {
+  u->next = nullptr;
+  if (yielded_tail_) yielded_tail_->next = u; else yielded_head_ = u;
+  yielded_tail_ = u;
+  ++yielded_count_;
+}
+
+Ult* Worker::pop_yielded() noexcept {
+  Ult* u = yielded_head_;
+  if (u) {
+    yielded_head_ = u->next;
+    if (!yielded_head_) yielded_tail_ = nullptr;
+    --yielded_count_;
+  }
+  return u;
+}
+
+void Worker::spill_yielded() noexcept {
+  while (Ult* u = pop_yielded()) sched_.make_ready(u, this);
+}
+
 Ult* Worker::next_local() noexcept {
-  // Batched spawns and exit values leave at least every 64 picks.
   const uint32_t tick = ++tick_;
+  // Yielded threads go behind the shared queue's (FIFO): when that queue
+  // has threads they are moved there; when it is empty (two threads taking
+  // turns) they run from the private list without a lock.  Every 64 picks
+  // they are moved anyway, so idle workers can steal them.
+  if (yielded_head_ && (rq_.size_hint() != 0 || (tick & 63) == 0)) spill_yielded();
   // Every 8th pick goes to a waiter first, so polling waiters are not
   // starved by a busy queue (and a yield loop does not starve them).
   const bool waiter_first = waiting_head_ && (tick & 7) == 0;
   if (!waiter_first) {
     if (Ult* u = rq_.pop()) return u;
+    if (Ult* u = pop_yielded()) return u;
   }
   if (Ult* u = waiting_head_) {
     waiting_head_ = u->next;
@@ -229,6 +261,7 @@ void Worker::loop() {
   }
 #endif
   uint32_t idle = 0;
+  uint64_t idle_since = 0;
   Remote* remote = sched_.remote();  // set before the workers start
   for (;;) {
     Ult* u = next_local();
@@ -243,9 +276,11 @@ void Worker::loop() {
     if (remote) remote->poll(*this, true);
     if (sched_.stopping() && sched_.live() == 0) break;
     if (has_waiting()) continue;
-    if (++idle < 64) {
+    // Idle: poll for spin_ns (yielding the CPU now and then), then sleep.
+    if (idle++ == 0) idle_since = now_ns();
+    if ((idle & 15) != 0) {
       cpu_relax();
-    } else if (idle < 96) {
+    } else if (now_ns() - idle_since < sched_.settings().spin_ns) {
       sched_yield();
     } else {
       // With other ranks, wake up now and then to poll (manual progress).

@@ -93,6 +93,9 @@ class Worker {
   bool ready_to_run(Ult* u) noexcept;  // prepares a new thread; false: it could not run
   void finish(Ult* u) noexcept;
   void park(Ult* u) noexcept;
+  void push_yielded(Ult* u) noexcept;
+  Ult* pop_yielded() noexcept;
+  void spill_yielded() noexcept;
   Ult* steal() noexcept;
 
   Scheduler& sched_;
@@ -106,6 +109,12 @@ class Worker {
   Ult* prev_ = nullptr;
   Action action_ = Action::kNone;
   Spinlock* release_ = nullptr;
+  // Threads that yielded here: a private FIFO (Ult::next), so a yield costs
+  // no lock; spilled to the shared queue every 64 picks so idle workers can
+  // steal them.
+  Ult* yielded_head_ = nullptr;
+  Ult* yielded_tail_ = nullptr;
+  uint32_t yielded_count_ = 0;
   Ult* waiting_head_ = nullptr;  // private FIFO (Ult::next)
   Ult* waiting_tail_ = nullptr;
   uint32_t waiting_count_ = 0;
