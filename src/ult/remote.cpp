@@ -79,7 +79,7 @@ struct Handlers {
       if (!info) break;
       info->token = rec.token;
       info->creator = rec.creator;
-      info->runner = r->rank_;
+      info->runner.store(r->rank_, std::memory_order_relaxed);
       info->fn_id = rec.fn_id;
       info->detached = (rec.flags & 1) != 0;
       info->arg_len = rec.arg_len;
@@ -136,7 +136,7 @@ struct Handlers {
       std::lock_guard lock(r->proxies_mu_);
       auto it = r->proxies_.find(args[0]);
       if (it == r->proxies_.end()) return;  // already completed
-      it->second->remote->runner = runner;
+      it->second->remote->runner.store(runner, std::memory_order_relaxed);
     }
     r->watch(runner);
     // The new runner may be lost already: then nothing will come.
@@ -295,7 +295,7 @@ tsu_status_t Remote::spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
   auto* info = new (std::nothrow) RemoteInfo;
   if (!info) return TSU_ERR_NO_MEMORY;
   info->creator = rank_;
-  info->runner = rank;
+  info->runner.store(rank, std::memory_order_relaxed);
   info->fn_id = fn_id;
   info->detached = detached;
   info->arg_len = static_cast<uint16_t>(len);
@@ -481,7 +481,7 @@ void Remote::on_peer_lost(uint32_t peer) noexcept {
   {
     std::lock_guard lock(proxies_mu_);
     for (auto& [t, p] : proxies_)
-      if (p->remote->runner == peer) tokens.push_back(t);
+      if (p->remote->runner.load(std::memory_order_relaxed) == peer) tokens.push_back(t);
   }
   for (uint64_t t : tokens) complete_proxy(t, TSU_ERR_PEER_LOST, nullptr, 0);
 }
@@ -533,16 +533,19 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
     RemoteInfo* info = u->remote;
     migrated_.fetch_add(1, std::memory_order_relaxed);
     if (info->home) {
-      // Ours: the record the user holds becomes the proxy of the moved thread.
+      // Ours: the record the user holds becomes the proxy of the moved thread
+      // (proxy is read by joiners under the join lock).
       info->home = false;
       u->join_lock.lock();
       const bool detached = u->detached;
+      if (!detached) {
+        info->token = next_token_.fetch_add(1, std::memory_order_relaxed) + 1;
+        info->runner.store(thief, std::memory_order_relaxed);
+        u->proxy = true;
+      }
       u->join_lock.unlock();
       info->detached = detached;
       if (!detached) {
-        info->token = next_token_.fetch_add(1, std::memory_order_relaxed) + 1;
-        info->runner = thief;
-        u->proxy = true;
         u->state.store(State::kBlocked, std::memory_order_relaxed);
         {
           std::lock_guard lock(proxies_mu_);
@@ -562,7 +565,7 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
           {
             std::lock_guard lock(proxies_mu_);
             auto it = proxies_.find(info->token);
-            if (it != proxies_.end()) it->second->remote->runner = thief;
+            if (it != proxies_.end()) it->second->remote->runner.store(thief, std::memory_order_relaxed);
           }
           watch(thief);
         } else {

@@ -26,7 +26,7 @@ class Worker;
 struct RemoteInfo {
   uint64_t token = 0;         // the creator's key of the proxy (0: none)
   uint32_t creator = 0;       // creating rank
-  uint32_t runner = 0;        // running rank (as the creator knows it)
+  std::atomic<uint32_t> runner{0};  // running rank (as the creator knows it; moves)
   uint32_t fn_id = 0;
   bool detached = false;
   bool home = false;          // spawned here for here: the running record is the handle

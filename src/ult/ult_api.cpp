@@ -233,7 +233,11 @@ tsu_status_t tsu_ult_rank_of(tsu_ult_t thread, uint32_t* rank) {
   if (!u || !rank) return TSU_ERR_NULL_POINTER;
   Scheduler* s = scheduler();
   if (!s) return TSU_ERR_NOT_INITIALIZED;
-  *rank = u->proxy && u->remote ? u->remote->runner : (s->remote() ? s->remote()->rank() : 0);
+  u->join_lock.lock();
+  const bool proxy = u->proxy;
+  u->join_lock.unlock();
+  *rank = proxy && u->remote ? u->remote->runner.load(std::memory_order_relaxed)
+                             : (s->remote() ? s->remote()->rank() : 0);
   return TSU_OK;
 }
 
