@@ -177,7 +177,7 @@ tsu_status_t tsu_ult_register(uint32_t fn_id, tsu_ult_remote_fn_t fn) {
   const tsu_status_t st = Remote::register_fn(fn_id, fn);
   if (st != TSU_OK) return st;
   // Collective: nobody spawns with the id before every rank has it.
-  if (tsu_initialized() && scheduler() && scheduler()->remote()) return tsu_barrier();
+  if (tsu_initialized()) return tsu_barrier();
   return TSU_OK;
 }
 
