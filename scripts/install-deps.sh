@@ -4,6 +4,8 @@ set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libgtest-dev libcli11-dev python3
   # the bootstrap handshake and udp payload authentication (HMAC, BLAKE2b)
   libsodium-dev
+  # user-level threads: context switches (Boost.Context fcontext); tsu-bench ult's peer
+  libboost-context-dev libboost-fiber-dev
   # udp transport tests: network namespaces, nftables drops/dups, tc tbf, the NFQUEUE
   # holder (libnetfilter-queue-dev; iptables where the kernel lacks nft_queue);
   # fuzzing; benchmarks
