@@ -54,10 +54,11 @@ class Scheduler {
     return pthread_created_.load(std::memory_order_relaxed);
   }
 
-  // Idle protocol (Dekker style, both sides seq_cst): a worker about to sleep
-  // increments sleepers_, reads wake_seq_, looks at every queue once more,
-  // then waits on wake_seq_; make_ready pushes, then reads sleepers_ and
-  // bumps wake_seq_ if anyone sleeps.  One of the two always sees the other.
+  // Idle protocol (Dekker style, seq_cst read-modify-writes on sleepers_): a
+  // worker about to sleep increments sleepers_, reads wake_seq_, looks at
+  // every queue once more, then waits on wake_seq_ (with a timeout); a thread
+  // that queued work from outside the workers reads sleepers_ and bumps
+  // wake_seq_ if anyone sleeps.  One of the two sees the other.
   void idle_wait(Worker& w, long timeout_ns) noexcept;
   void notify() noexcept;
   bool stopping() const noexcept { return stopping_.load(std::memory_order_acquire); }

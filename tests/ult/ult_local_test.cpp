@@ -349,7 +349,7 @@ TEST_F(Ult, AMillionLiveThreads) {
   start(1);
   Many m;
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-  m.n = 100'000;  // sanitizers keep state per thread (TSan: a fiber each)
+  m.n = 10'000;  // sanitizers keep state per thread (TSan: a fiber each, ~2 ms)
 #else
   m.n = 1'000'000;
 #endif
@@ -376,7 +376,11 @@ void* park_on_barrier(void* a) {
 
 TEST_F(Ult, SuspendedThreadsCostFewPages) {
   start(2, 0);
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  constexpr uint32_t kN = 2000;
+#else
   constexpr uint32_t kN = 20000;
+#endif
   tsu_ult_barrier_t bar;
   ASSERT_EQ(tsu_ult_barrier_init(&bar, kN + 1), TSU_OK);
   const long before = rss_kib();
