@@ -9,6 +9,8 @@ packages=(cmake ninja-build g++ pkg-config libgtest-dev libcli11-dev python3
   # the PMIx bootstrap (srun --mpi=pmix, mpirun); the launcher tests run the programs under
   # Open MPI's mpirun and a one-machine Slurm (slurmctld, slurmd, munged)
   libpmix-dev openmpi-bin slurm-wlm munge
+  # user-level threads: context switches (Boost.Context fcontext); tsu-bench ult's peer
+  libboost-context-dev libboost-fiber-dev
   # udp transport tests: network namespaces, nftables drops/dups, tc tbf, the NFQUEUE
   # holder (libnetfilter-queue-dev; iptables where the kernel lacks nft_queue);
   # fuzzing; benchmarks

@@ -173,6 +173,18 @@ int main(int argc, char** argv) {
       add_msg("am", "Active-message round trip and message rate, rank 0 -> rank 1", false, true);
   CLI::App* coll_cmd = add_msg(
       "coll", "Barrier, broadcast, allreduce and allgather latency by size", true, false);
+  UltOptions ult;
+  CLI::App* ult_cmd = app.add_subcommand(
+      "ult", "User-level threads: switch, create+join, mutex (beside Boost.Fiber, pthreads, raw "
+             "fcontext); remote create+join and spawn rate with 2 ranks (docs/benchmarks-ult.md)");
+  ult_cmd->add_option("--reps", ult.reps, "Repetitions")->check(CLI::Range(1, 1000))->capture_default_str();
+  ult_cmd->add_option("--iters", ult.iters, "Operations per repetition")
+      ->check(CLI::Range(100L, 100000000L))
+      ->capture_default_str();
+  ult_cmd->add_option("--workers", ult.workers, "ULT workers per rank")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  ult_cmd->add_flag("--quick", ult.quick, "Smoke test: few operations");
   CLI::App* ring_cmd = add_msg(
       "ring", "Component: per-receiver vs per-pair message rings, in one process (no tsurun)",
       false, true);
@@ -238,6 +250,7 @@ int main(int argc, char** argv) {
       parse_list(atomic_threads, "--threads", atomic.threads, parse_int_list);
       return run_atomic(atomic);
     }
+    if (*ult_cmd) return run_ult(ult);
     if (*pingpong_cmd || *stream_cmd || *am_cmd || *coll_cmd || *ring_cmd) {
       if (*pingpong_cmd) return run_pingpong(msg);
       if (*stream_cmd) return run_stream(msg);

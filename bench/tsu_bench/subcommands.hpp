@@ -62,6 +62,14 @@ struct MsgOptions {
   int window = 64;              // stream: receives posted per round
 };
 
+// ult (ult.cpp): user-level threads beside Boost.Fiber and pthreads.
+struct UltOptions {
+  int reps = 7;
+  long iters = 200000;  // operations per repetition (local rows)
+  int workers = 1;      // workers per rank
+  bool quick = false;
+};
+
 struct SummaryOptions {
   std::string input;  // JSON lines written by the other subcommands
 };
@@ -78,6 +86,7 @@ int run_stream(const MsgOptions& opts);
 int run_am(const MsgOptions& opts);
 int run_coll(const MsgOptions& opts);
 int run_ring(const MsgOptions& opts);
+int run_ult(const UltOptions& opts);
 bool valid_copy_case(const std::string& name);
 
 }  // namespace bench

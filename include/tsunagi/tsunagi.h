@@ -434,6 +434,23 @@ static inline tsu_status_t tsu_try_cas_u64(tsu_gaddr_t t, uint64_t expected, uin
 }
 
 /* ------------------------------------------------------------------------- */
+/* Waiting inside user-level threads                                           */
+/* ------------------------------------------------------------------------- */
+/* For user-level thread schedulers (libtsunagi-ult installs one on each of its
+ * workers; another scheduler may do the same).  While a hook is set on the
+ * calling pthread, tsunagi's blocking calls made on it (tsu_counter_wait,
+ * tsu_quiet, tsu_barrier-style collective waits, tsu_am_register,
+ * tsu_team_split) and tsu_progress when it found nothing to do call fn(ctx)
+ * between polls.  fn runs other work and returns when the waiting call
+ * should poll again: 1 if it ran something, 0 if it had nothing to run (the
+ * call then pauses as usual: spin, yield, sleep).  The waiting call goes on
+ * on the same pthread, so fn must come back on the pthread it was called on.
+ * fn is never called in progress context (callbacks, handlers).  fn NULL
+ * removes the hook.  Per pthread; works before tsu_init. */
+typedef int (*tsu_wait_hook_fn_t)(void *ctx);
+TSU_API tsu_status_t tsu_set_wait_hook(tsu_wait_hook_fn_t fn, void *ctx);
+
+/* ------------------------------------------------------------------------- */
 /* Statistics                                                                  */
 /* ------------------------------------------------------------------------- */
 /* Writes this rank's counters (ops, bytes, EAGAINs, batches, sleeps) to stderr,

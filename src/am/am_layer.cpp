@@ -8,6 +8,7 @@
 #include "runtime/progress_engine.hpp"
 #include "runtime/runtime.hpp"
 #include "transport/transport.hpp"
+#include "core/wait_hook.hpp"
 #include "util/backoff.hpp"
 
 namespace tsu::am {
@@ -143,7 +144,7 @@ tsu_status_t AmLayer::sync_all() noexcept {
         return core::fail(TSU_ERR_PEER_LOST, "synchronization: rank %u is lost", from);
       if (rt_.engine().progress()) {
         backoff.reset();
-      } else {
+      } else if (!core::wait_hook_yield()) {
         backoff.pause();
       }
     }

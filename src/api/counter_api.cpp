@@ -2,6 +2,7 @@
 #include <atomic>
 
 #include "api/api_common.hpp"
+#include "core/wait_hook.hpp"
 #include "util/backoff.hpp"
 
 using namespace tsu;
@@ -51,7 +52,7 @@ tsu_status_t tsu_counter_wait(tsu_counter_t* counter, uint64_t n) {
       backoff.reset();
       continue;
     }
-    backoff.pause();
+    if (!core::wait_hook_yield()) backoff.pause();
   }
   return std::atomic_ref<int32_t>(counter->first_error).load(std::memory_order_relaxed);
 }

@@ -1,5 +1,7 @@
 // tsu_try_put / get / copy, tsu_fence, tsu_quiet.
 #include "api/api_common.hpp"
+#include "core/wait_hook.hpp"
+#include "util/backoff.hpp"
 
 using namespace tsu;
 using namespace tsu::api;
@@ -177,7 +179,20 @@ tsu_status_t tsu_quiet(void) {
                       "tsu_quiet: cannot block inside a completion callback or the progress "
                       "thread");
   ThreadContext& tc = *rt->threads().current();
-  const tsu_status_t st = rt->quiet(tc);
+  tsu_status_t st = TSU_OK;
+  if (core::wait_hook_set()) {
+    // Inside a user-level thread: poll, letting the scheduler run others.
+    util::Backoff backoff;
+    while (tc.outstanding() != 0) {
+      if (rt->engine().progress()) {
+        backoff.reset();
+      } else if (!core::wait_hook_yield()) {
+        backoff.pause();
+      }
+    }
+  } else {
+    st = rt->quiet(tc);
+  }
   tc.fence_pending = false;
   if (st != TSU_OK) return st;
   // Implicit requests report their first failure here (and only here).

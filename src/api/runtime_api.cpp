@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "api/api_common.hpp"
+#include "core/wait_hook.hpp"
 #include "api/layers.hpp"
 
 using namespace tsu;
@@ -98,10 +99,19 @@ tsu_status_t tsu_progress(void) {
   // Nothing to do: a rank sharing its CPU lets the peer it waits for run.
   // (Tested first, so the usual path stays a plain call of progress().)
   if (rt->yield_when_idle()) {
-    if (!rt->engine().progress()) sched_yield();
+    if (!rt->engine().progress() &&
+        (core::in_progress_context() || !core::wait_hook_yield()))
+      sched_yield();
     return TSU_OK;
   }
-  rt->engine().progress();
+  // Inside a user-level thread (a wait hook is set), an empty pass lets the
+  // scheduler run other threads: polling loops there do not hold the worker.
+  if (!rt->engine().progress() && !core::in_progress_context()) core::wait_hook_yield();
+  return TSU_OK;
+}
+
+tsu_status_t tsu_set_wait_hook(tsu_wait_hook_fn_t fn, void* ctx) {
+  core::set_wait_hook(fn, ctx);
   return TSU_OK;
 }
 

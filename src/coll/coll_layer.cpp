@@ -10,6 +10,7 @@
 #include "runtime/progress_engine.hpp"
 #include "runtime/runtime.hpp"
 #include "coll/reduce_ops.hpp"
+#include "core/wait_hook.hpp"
 #include "util/backoff.hpp"
 
 namespace tsu::coll {
@@ -222,7 +223,7 @@ tsu_status_t CollLayer::wait_blocking(const std::function<tsu_status_t(tsu_cb_t)
   while (!done.flag.load(std::memory_order_acquire)) {
     if (rt_.engine().progress()) {
       backoff.reset();
-    } else {
+    } else if (!core::wait_hook_yield()) {
       backoff.pause();
     }
   }

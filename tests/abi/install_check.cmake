@@ -28,3 +28,18 @@ separate_arguments(flags UNIX_COMMAND "${flags}")
 run(c++ -std=c++20 ${SOURCE_DIR}/tests/abi/consumer/consumer.cpp ${flags}
     -Wl,-rpath,${pc_dir}/.. -pthread -o ${WORK_DIR}/consumer-pc)
 run(${prefix}/bin/tsurun -n 2 --timeout 60 ${WORK_DIR}/consumer-pc)
+# The user-level thread library: CMake package (tsunagi::ult) and pkg-config
+# (tsunagi-ult), a C program using <tsunagi/ult.h> alone, on 2 ranks.
+run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/abi/ult_consumer -B ${WORK_DIR}/ult-build
+    -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_RPATH=${prefix}/lib)
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/ult-build)
+run(${prefix}/bin/tsurun -n 2 --timeout 60 ${WORK_DIR}/ult-build/ult_consumer)
+execute_process(COMMAND pkg-config --cflags --libs tsunagi-ult OUTPUT_VARIABLE ult_flags
+                OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "pkg-config tsunagi-ult failed")
+endif()
+separate_arguments(ult_flags UNIX_COMMAND "${ult_flags}")
+run(cc -std=c11 ${SOURCE_DIR}/tests/abi/ult_consumer/ult_consumer.c ${ult_flags}
+    -Wl,-rpath,${pc_dir}/.. -pthread -o ${WORK_DIR}/ult-consumer-pc)
+run(${prefix}/bin/tsurun -n 3 --timeout 60 ${WORK_DIR}/ult-consumer-pc)

@@ -1,0 +1,331 @@
+// tsu-bench ult: user-level threads beside Boost.Fiber, pthreads and the raw
+// Boost.Context jump (the limit of any switch), in one run:
+//   switch        one context switch (two threads yielding to each other)
+//   create+join   an empty thread, created and joined (stack from the pool)
+//   mutex         uncontended lock + unlock
+// and with 2 ranks (tsurun -n 2), rank 0 -> rank 1:
+//   remote create+join   one spawned empty thread, joined (latency per op),
+//                        beside an active-message round trip (the limit)
+//   remote spawn rate    threads spawned and joined per second, batched,
+//                        beside the one-way active-message rate (the limit)
+// Local rows: median over --reps batches of the per-op mean (and mean, p99
+// over the batches); remote latency: per-op median, mean, p99.
+#include <pthread.h>
+#include <sched.h>
+#include <tsunagi/tsunagi.h>
+#include <tsunagi/ult.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/context/detail/fcontext.hpp>
+#include <boost/fiber/all.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "subcommands.hpp"
+
+namespace bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ns_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+}
+
+struct Stat {
+  double median = 0, mean = 0, p99 = 0;
+  bool valid = false;
+};
+Stat stat_of(std::vector<double> v) {
+  Stat s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.median = v[v.size() / 2];
+  s.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  s.p99 = v[std::min(v.size() - 1, static_cast<std::size_t>(static_cast<double>(v.size()) * 0.99))];
+  s.valid = true;
+  return s;
+}
+
+// Per-op time of `batch(n)` (which does n ops): reps batches.
+Stat per_op(int reps, long n, const std::function<void(long)>& batch) {
+  batch(n / 10 + 1);  // warm up
+  std::vector<double> v;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = Clock::now();
+    batch(n);
+    v.push_back(ns_since(t0) / static_cast<double>(n));
+  }
+  return stat_of(v);
+}
+
+std::string cell(const Stat& s) {
+  if (!s.valid) return "-";
+  char b[96];
+  std::snprintf(b, sizeof b, "%.1f (mean %.1f, p99 %.1f)", s.median, s.mean, s.p99);
+  return b;
+}
+
+// ---- raw fcontext: the limit -------------------------------------------------------
+namespace bctx = boost::context::detail;
+void bounce(bctx::transfer_t t) {
+  for (;;) t = bctx::jump_fcontext(t.fctx, nullptr);
+}
+Stat raw_switch(int reps, long n) {
+  std::vector<char> stack(64 * 1024);
+  bctx::fcontext_t ctx = bctx::make_fcontext(stack.data() + stack.size(), stack.size(), bounce);
+  return per_op(reps, n, [&](long k) {
+    for (long i = 0; i < k; ++i) ctx = bctx::jump_fcontext(ctx, nullptr).fctx;
+  });  // one iteration = two jumps
+}
+
+// ---- tsunagi-ult --------------------------------------------------------------------
+struct Loop {
+  long n;
+};
+void* yield_n(void* a) {
+  const long n = static_cast<Loop*>(a)->n;
+  for (long i = 0; i < n; ++i) tsu_ult_yield();
+  return nullptr;
+}
+void* empty_fn(void*) { return nullptr; }
+
+template <typename F>
+void in_ult(F f) {
+  tsu_ult_t t;
+  tsu_ult_create(&t, nullptr, [](void* a) -> void* {
+    (*static_cast<F*>(a))();
+    return nullptr;
+  }, &f);
+  tsu_ult_join(t, nullptr);
+}
+
+Stat ult_switch(int reps, long n) {
+  return per_op(reps, n, [](long k) {
+    Loop l{k / 2};
+    in_ult([&] {
+      tsu_ult_t a, b;
+      tsu_ult_create(&a, nullptr, yield_n, &l);
+      tsu_ult_create(&b, nullptr, yield_n, &l);
+      tsu_ult_join(a, nullptr);
+      tsu_ult_join(b, nullptr);
+    });
+  });
+}
+Stat ult_create_join(int reps, long n) {
+  Stat s;
+  in_ult([&] {
+    s = per_op(reps, n, [](long k) {
+      for (long i = 0; i < k; ++i) {
+        tsu_ult_t t;
+        tsu_ult_create(&t, nullptr, empty_fn, nullptr);
+        tsu_ult_join(t, nullptr);
+      }
+    });
+  });
+  return s;
+}
+Stat ult_mutex(int reps, long n) {
+  Stat s;
+  in_ult([&] {
+    tsu_ult_mutex_t m = TSU_ULT_MUTEX_INITIALIZER;
+    s = per_op(reps, n, [&](long k) {
+      for (long i = 0; i < k; ++i) {
+        tsu_ult_mutex_lock(&m);
+        tsu_ult_mutex_unlock(&m);
+      }
+    });
+  });
+  return s;
+}
+
+// ---- Boost.Fiber (its default round-robin scheduler, this thread) ------------------
+Stat fiber_switch(int reps, long n) {
+  return per_op(reps, n, [](long k) {
+    auto body = [k] {
+      for (long i = 0; i < k / 2; ++i) boost::this_fiber::yield();
+    };
+    boost::fibers::fiber a(body), b(body);
+    a.join();
+    b.join();
+  });
+}
+Stat fiber_create_join(int reps, long n) {
+  return per_op(reps, n, [](long k) {
+    for (long i = 0; i < k; ++i) {
+      boost::fibers::fiber f([] {});
+      f.join();
+    }
+  });
+}
+Stat fiber_mutex(int reps, long n) {
+  boost::fibers::mutex m;
+  return per_op(reps, n, [&](long k) {
+    for (long i = 0; i < k; ++i) {
+      m.lock();
+      m.unlock();
+    }
+  });
+}
+
+// ---- pthreads ------------------------------------------------------------------------
+Stat pthread_switch(int reps, long n) {
+  // Two threads handing a token back and forth (each hand-off is a switch
+  // when they share a CPU; pinned to one CPU here so it is).
+  return per_op(reps, n, [](long k) {
+    std::mutex mu;
+    std::condition_variable cv;
+    long turn = 0;
+    auto body = [&](long me) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(0, &set);
+      pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+      for (long i = 0; i < k / 2; ++i) {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return turn % 2 == me; });
+        ++turn;
+        cv.notify_one();
+      }
+    };
+    std::thread a(body, 0), b(body, 1);
+    a.join();
+    b.join();
+  });
+}
+Stat pthread_create_join(int reps, long n) {
+  return per_op(reps, n, [](long k) {
+    for (long i = 0; i < k; ++i) {
+      pthread_t t;
+      pthread_create(&t, nullptr, empty_fn, nullptr);
+      pthread_join(t, nullptr);
+    }
+  });
+}
+Stat pthread_mutex(int reps, long n) {
+  pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+  return per_op(reps, n, [&](long k) {
+    for (long i = 0; i < k; ++i) {
+      pthread_mutex_lock(&m);
+      pthread_mutex_unlock(&m);
+    }
+  });
+}
+
+// ---- Across ranks -------------------------------------------------------------------
+constexpr uint32_t kEmptyFn = 7;
+constexpr uint32_t kAmPing = 100, kAmPong = 101, kAmSink = 102;
+std::atomic<uint64_t> g_pongs{0}, g_sunk{0};
+void remote_empty(const void*, size_t, void*, size_t*) {}
+
+}  // namespace
+
+int run_ult(const UltOptions& o) {
+  if (tsu_init(nullptr) != TSU_OK) return 1;
+  uint32_t me = 0, n = 1;
+  tsu_rank(&me);
+  tsu_size(&n);
+  tsu_ult_config_t cfg{};
+  cfg.struct_size = sizeof cfg;
+  cfg.field_mask = TSU_ULT_CONFIG_WORKERS;
+  cfg.workers = static_cast<uint32_t>(o.workers);
+  if (tsu_ult_init(&cfg) != TSU_OK) return 1;
+  tsu_ult_register(kEmptyFn, remote_empty);
+  tsu_am_register(kAmPing, [](tsu_am_token_t* t, const uint64_t*, uint32_t, void*, size_t, void*) {
+    tsu_am_reply(t, kAmPong, nullptr, 0, nullptr, 0);
+  }, nullptr);
+  tsu_am_register(kAmPong, [](tsu_am_token_t*, const uint64_t*, uint32_t, void*, size_t, void*) {
+    g_pongs.fetch_add(1, std::memory_order_release);
+  }, nullptr);
+  tsu_am_register(kAmSink, [](tsu_am_token_t*, const uint64_t*, uint32_t, void*, size_t, void*) {
+    g_sunk.fetch_add(1, std::memory_order_relaxed);
+  }, nullptr);
+  const int reps = o.quick ? 3 : o.reps;
+  const long iters = o.quick ? 2000 : o.iters;
+  if (me == 0) {
+    std::printf("## tsu-bench ult: %u rank(s), %d worker(s) per rank, %d reps of %ld ops\n\n", n,
+                o.workers, reps, iters);
+    std::printf("Local, ns per operation: median over reps (mean, p99)\n\n");
+    std::printf("| operation | tsunagi-ult | Boost.Fiber | pthreads | raw fcontext jump (limit) |\n");
+    std::printf("|---|---|---|---|---|\n");
+    const Stat raw = raw_switch(reps, iters);
+    Stat raw1 = raw;  // one round trip = two jumps: per switch, halve
+    raw1.median /= 2, raw1.mean /= 2, raw1.p99 /= 2;
+    std::printf("| switch (yield to another thread) | %s | %s | %s | %s |\n",
+                cell(ult_switch(reps, iters)).c_str(), cell(fiber_switch(reps, iters)).c_str(),
+                cell(pthread_switch(reps, iters / 10)).c_str(), cell(raw1).c_str());
+    std::fflush(stdout);
+    std::printf("| create + join, empty thread | %s | %s | %s | - |\n",
+                cell(ult_create_join(reps, iters)).c_str(),
+                cell(fiber_create_join(reps, iters)).c_str(),
+                cell(pthread_create_join(reps, iters / 100 + 1)).c_str());
+    std::printf("| mutex lock + unlock, uncontended | %s | %s | %s | - |\n",
+                cell(ult_mutex(reps, iters)).c_str(), cell(fiber_mutex(reps, iters)).c_str(),
+                cell(pthread_mutex(reps, iters)).c_str());
+    std::fflush(stdout);
+  }
+  tsu_barrier();
+  if (n >= 2 && me == 0) {
+    const long lat_iters = o.quick ? 200 : std::max<long>(iters / 100, 2000);
+    std::vector<double> spawn_ns, am_ns;
+    in_ult([&] {
+      for (long i = 0; i < lat_iters + lat_iters / 10; ++i) {
+        const auto t0 = Clock::now();
+        tsu_ult_t t;
+        tsu_ult_spawn(&t, 1, kEmptyFn, nullptr, 0, nullptr);
+        tsu_ult_join_value(t, nullptr, 0, nullptr);
+        if (i >= lat_iters / 10) spawn_ns.push_back(ns_since(t0));
+      }
+    });
+    for (long i = 0; i < lat_iters + lat_iters / 10; ++i) {
+      const uint64_t want = g_pongs.load() + 1;
+      const auto t0 = Clock::now();
+      while (tsu_try_am_short(1, kAmPing, nullptr, 0, tsu_cb_none()) == TSU_EAGAIN) tsu_progress();
+      while (g_pongs.load(std::memory_order_acquire) < want) tsu_progress();
+      if (i >= lat_iters / 10) am_ns.push_back(ns_since(t0));
+    }
+    std::printf("\nAcross ranks (rank 0 -> rank 1, one node: shm), ns\n\n");
+    std::printf("| operation | tsunagi-ult | active-message round trip (limit) |\n|---|---|---|\n");
+    std::printf("| remote create + join, latency | %s | %s |\n", cell(stat_of(spawn_ns)).c_str(),
+                cell(stat_of(am_ns)).c_str());
+    std::fflush(stdout);
+    // Rate: spawn k threads from one ULT, join them all.
+    const long k = o.quick ? 2000 : 200000;
+    std::vector<double> rates, am_rates;
+    for (int r = 0; r < reps; ++r) {
+      in_ult([&] {
+        std::vector<tsu_ult_t> ts(static_cast<std::size_t>(k));
+        const auto t0 = Clock::now();
+        for (auto& t : ts) tsu_ult_spawn(&t, 1, kEmptyFn, nullptr, 0, nullptr);
+        for (auto t : ts) tsu_ult_join_value(t, nullptr, 0, nullptr);
+        rates.push_back(static_cast<double>(k) / ns_since(t0) * 1e3);  // M/s
+      });
+      const uint64_t base = g_sunk.load();
+      (void)base;
+      const auto t0 = Clock::now();
+      for (long i = 0; i < k; ++i)
+        while (tsu_try_am_short(1, kAmSink, nullptr, 0, tsu_cb_none()) == TSU_EAGAIN) tsu_progress();
+      am_rates.push_back(static_cast<double>(k) / ns_since(t0) * 1e3);
+    }
+    const Stat rs = stat_of(rates), as = stat_of(am_rates);
+    std::printf("| remote spawn + join rate, M threads/s (%ld per rep) | %.2f (mean %.2f) | "
+                "%.2f M msgs/s one-way (mean %.2f) |\n",
+                k, rs.median, rs.mean, as.median, as.mean);
+    std::fflush(stdout);
+  }
+  tsu_barrier();
+  tsu_ult_counters_t c{};
+  tsu_ult_counters(&c);
+  tsu_ult_finalize();
+  tsu_finalize();
+  return 0;
+}
+
+}  // namespace bench

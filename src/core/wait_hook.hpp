@@ -1,0 +1,22 @@
+// The calling thread's wait hook (tsu_set_wait_hook): how a user-level
+// thread scheduler makes tsunagi's blocking calls yield instead of spin.
+//
+// Usage: a blocking wait polls its condition; when a poll found nothing to
+// do it calls wait_hook_yield() first and only when that returns false falls
+// back to its usual pause (util::Backoff).  The hook runs other user-level
+// threads and returns when the waiter should poll again; the waiter stays on
+// its pthread for the whole call (the scheduler pins it), so thread-locals
+// read before the call stay valid.  Callers must not be in progress context
+// (callbacks, handlers): the blocking calls refuse that before they wait.
+#pragma once
+
+namespace tsu::core {
+
+using WaitHookFn = int (*)(void* ctx);
+
+void set_wait_hook(WaitHookFn fn, void* ctx) noexcept;
+bool wait_hook_set() noexcept;
+// Calls the hook if one is set: true when it ran other work.
+bool wait_hook_yield() noexcept;
+
+}  // namespace tsu::core

@@ -1,0 +1,664 @@
+#include "remote.hpp"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <array>
+#include <cstring>
+
+#include "scheduler.hpp"
+#include "worker.hpp"
+
+namespace tsu::ult {
+
+namespace {
+
+enum : uint32_t {
+  kAmSpawn = TSU_ULT_AM_FIRST,   // medium: args {count, load}; SpawnRecords
+  kAmValues,                     // medium: args {count, load}; ValueRecords
+  kAmLoad,                       // short: {runnable count}
+  kAmAsk,                        // short: {max threads}: "give me work"
+  kAmMoved,                      // short: {token, new runner}
+  kAmNothing,                    // short: answer to kAmAsk with no work
+};
+
+struct SpawnRecord {
+  uint64_t token;
+  uint32_t creator;
+  uint32_t fn_id;
+  uint16_t arg_len;
+  uint16_t flags;  // 1: detached
+  uint32_t reserved;
+};
+struct ValueRecord {
+  uint64_t token;
+  int32_t status;
+  uint16_t len;
+  uint16_t reserved;
+};
+static_assert(sizeof(SpawnRecord) == 24 && sizeof(ValueRecord) == 16);
+
+constexpr std::size_t pad8(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
+
+std::atomic<tsu_ult_remote_fn_t> g_fns[TSU_ULT_FN_MAX + 1];
+std::atomic<Remote*> g_remote{nullptr};
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+std::size_t batch_max() {
+  const std::size_t m = tsu_am_medium_max();
+  return std::min<std::size_t>(m, 16 * 1024);
+}
+
+}  // namespace
+
+// The AM handlers (progress context: they never block).
+struct Handlers {
+  static void spawn(tsu_am_token_t* tok, const uint64_t* args, uint32_t nargs, void* payload,
+                    std::size_t len, void*) {
+    Remote* r = g_remote.load(std::memory_order_acquire);
+    uint32_t src = 0;
+    if (!r || nargs < 2 || tsu_am_source(tok, &src) != TSU_OK) return;
+    r->received_.fetch_add(1, std::memory_order_relaxed);
+    r->load_[src].store(static_cast<uint32_t>(args[1]), std::memory_order_relaxed);
+    auto* p = static_cast<const unsigned char*>(payload);
+    std::size_t off = 0;
+    for (uint64_t i = 0; i < args[0]; ++i) {
+      SpawnRecord rec;
+      if (off + sizeof rec > len) break;  // malformed: stop, never read past
+      std::memcpy(&rec, p + off, sizeof rec);
+      off += sizeof rec;
+      if (rec.arg_len > TSU_ULT_ARG_MAX || off + rec.arg_len > len || rec.creator >= r->size_)
+        break;
+      auto* info = new (std::nothrow) RemoteInfo;
+      if (!info) break;
+      info->token = rec.token;
+      info->creator = rec.creator;
+      info->runner.store(r->rank_, std::memory_order_relaxed);
+      info->fn_id = rec.fn_id;
+      info->detached = (rec.flags & 1) != 0;
+      info->arg_len = rec.arg_len;
+      std::memcpy(info->arg, p + off, rec.arg_len);
+      off += pad8(rec.arg_len);
+      if (rec.creator != src) r->migrated_.fetch_add(1, std::memory_order_relaxed);
+      r->start_local(info, false, nullptr, nullptr);
+    }
+  }
+  static void values(tsu_am_token_t* tok, const uint64_t* args, uint32_t nargs, void* payload,
+                     std::size_t len, void*) {
+    Remote* r = g_remote.load(std::memory_order_acquire);
+    uint32_t src = 0;
+    if (!r || nargs < 2 || tsu_am_source(tok, &src) != TSU_OK) return;
+    r->received_.fetch_add(1, std::memory_order_relaxed);
+    r->load_[src].store(static_cast<uint32_t>(args[1]), std::memory_order_relaxed);
+    auto* p = static_cast<const unsigned char*>(payload);
+    std::size_t off = 0;
+    for (uint64_t i = 0; i < args[0]; ++i) {
+      ValueRecord rec;
+      if (off + sizeof rec > len) break;
+      std::memcpy(&rec, p + off, sizeof rec);
+      off += sizeof rec;
+      if (rec.len > TSU_ULT_VALUE_MAX || off + rec.len > len) break;
+      r->complete_proxy(rec.token, rec.status, p + off, rec.len);
+      off += pad8(rec.len);
+    }
+  }
+  static void load(tsu_am_token_t* tok, const uint64_t* args, uint32_t nargs, void*, std::size_t,
+                   void*) {
+    Remote* r = g_remote.load(std::memory_order_acquire);
+    uint32_t src = 0;
+    if (!r || nargs < 1 || tsu_am_source(tok, &src) != TSU_OK) return;
+    r->received_.fetch_add(1, std::memory_order_relaxed);
+    r->load_[src].store(static_cast<uint32_t>(args[0]), std::memory_order_relaxed);
+  }
+  static void ask(tsu_am_token_t* tok, const uint64_t* args, uint32_t nargs, void*, std::size_t,
+                  void*) {
+    Remote* r = g_remote.load(std::memory_order_acquire);
+    uint32_t src = 0;
+    if (!r || nargs < 1 || tsu_am_source(tok, &src) != TSU_OK) return;
+    r->received_.fetch_add(1, std::memory_order_relaxed);
+    r->give_work(src, static_cast<uint32_t>(std::min<uint64_t>(args[0], 1024)));
+  }
+  static void moved(tsu_am_token_t* tok, const uint64_t* args, uint32_t nargs, void*, std::size_t,
+                    void*) {
+    Remote* r = g_remote.load(std::memory_order_acquire);
+    uint32_t src = 0;
+    if (!r || nargs < 2 || tsu_am_source(tok, &src) != TSU_OK) return;
+    r->received_.fetch_add(1, std::memory_order_relaxed);
+    if (args[1] >= r->size_) return;
+    const auto runner = static_cast<uint32_t>(args[1]);
+    {
+      std::lock_guard lock(r->proxies_mu_);
+      auto it = r->proxies_.find(args[0]);
+      if (it == r->proxies_.end()) return;  // already completed
+      it->second->remote->runner.store(runner, std::memory_order_relaxed);
+    }
+    r->watch(runner);
+    // The new runner may be lost already: then nothing will come.
+    if (r->lost_[runner].load(std::memory_order_acquire)) r->on_peer_lost(runner);
+  }
+  static void nothing(tsu_am_token_t*, const uint64_t*, uint32_t, void*, std::size_t, void*) {
+    Remote* r = g_remote.load(std::memory_order_acquire);
+    if (!r) return;
+    r->received_.fetch_add(1, std::memory_order_relaxed);
+    r->asking_.store(false, std::memory_order_release);
+  }
+};
+
+bool load_lb_settings(LbSettings& out, const char*& error) noexcept {
+  out = LbSettings{};
+  if (const char* v = std::getenv("TSU_ULT_LB")) {
+    if (std::strcmp(v, "0") && std::strcmp(v, "1")) {
+      error = "TSU_ULT_LB: expected 0 or 1";
+      return false;
+    }
+    out.enabled = v[0] == '1';
+  }
+  if (const char* v = std::getenv("TSU_ULT_LB_PERIOD")) {
+    char* end = nullptr;
+    const double x = std::strtod(v, &end);
+    double mul = 1e9;  // seconds by default
+    if (!std::strcmp(end, "ns")) mul = 1;
+    else if (!std::strcmp(end, "us")) mul = 1e3;
+    else if (!std::strcmp(end, "ms")) mul = 1e6;
+    else if (*end && std::strcmp(end, "s")) mul = -1;
+    if (end == v || mul < 0 || x <= 0 || x * mul < 1000 || x * mul > 10e9) {
+      error = "TSU_ULT_LB_PERIOD: expected a time from 1us to 10s (e.g. 500us, 2ms)";
+      return false;
+    }
+    out.period_ns = static_cast<uint64_t>(x * mul);
+  }
+  if (const char* v = std::getenv("TSU_ULT_LB_THRESHOLD")) {
+    char* end = nullptr;
+    const unsigned long t = std::strtoul(v, &end, 10);
+    if (end == v || *end || t == 0 || t > 1'000'000) {
+      error = "TSU_ULT_LB_THRESHOLD: expected a count from 1 to 1000000";
+      return false;
+    }
+    out.threshold = static_cast<uint32_t>(t);
+  }
+  return true;
+}
+
+Remote::Remote(Scheduler& s, uint32_t rank, uint32_t size, const LbSettings& lb)
+    : sched_(s), rank_(rank), size_(size), lb_(lb), load_(size), lost_(size) {
+  out_.reserve(size);
+  watches_.reserve(size);
+  for (uint32_t i = 0; i < size; ++i) {
+    out_.push_back(std::make_unique<Batch>());
+    watches_.push_back(std::make_unique<Watch>());
+    watches_.back()->self = this;
+    watches_.back()->peer = i;
+  }
+}
+
+Remote::~Remote() {
+  g_remote.store(nullptr, std::memory_order_release);
+}
+
+tsu_status_t Remote::start() {
+  g_remote.store(this, std::memory_order_release);
+  const struct {
+    uint32_t id;
+    tsu_am_handler_t fn;
+  } hs[] = {{kAmSpawn, Handlers::spawn}, {kAmValues, Handlers::values}, {kAmLoad, Handlers::load},
+            {kAmAsk, Handlers::ask},     {kAmMoved, Handlers::moved},   {kAmNothing, Handlers::nothing}};
+  for (const auto& h : hs) {
+    const tsu_status_t st = tsu_am_register(h.id, h.fn, nullptr);
+    if (st != TSU_OK) return st;
+  }
+  return TSU_OK;
+}
+
+tsu_status_t Remote::register_fn(uint32_t id, tsu_ult_remote_fn_t fn) {
+  if (id > TSU_ULT_FN_MAX) return TSU_ERR_INVALID_ARG;
+  g_fns[id].store(fn, std::memory_order_release);
+  return TSU_OK;
+}
+
+// ---- Spawning ------------------------------------------------------------------------
+
+void* Remote::run_spawned(void* a) {
+  auto* info = static_cast<RemoteInfo*>(a);
+  tsu_ult_remote_fn_t fn = info->fn_id <= TSU_ULT_FN_MAX
+                               ? g_fns[info->fn_id].load(std::memory_order_acquire)
+                               : nullptr;
+  tsu_status_t st = TSU_OK;
+  std::size_t vlen = 0;
+  if (fn) {
+    fn(info->arg, info->arg_len, info->value, &vlen);
+    if (vlen > TSU_ULT_VALUE_MAX) {
+      vlen = TSU_ULT_VALUE_MAX;
+      st = TSU_ERR_TRUNCATED;
+    }
+  } else {
+    st = TSU_ERR_INVALID_ARG;  // not registered here: the creator learns it at join
+  }
+  info->value_len = static_cast<uint16_t>(vlen);
+  Remote* r = g_remote.load(std::memory_order_acquire);
+  if (info->home || !r) {
+    if (Ult* self = current_ult()) self->error = st;
+  } else if (!info->detached) {
+    if (info->creator == r->rank_) {
+      r->complete_proxy(info->token, st, info->value, vlen);  // came back home
+    } else {
+      r->queue_value(info->creator, info->token, st, info->value, vlen);
+    }
+  }
+  return nullptr;
+}
+
+void Remote::start_local(RemoteInfo* info, bool home, const tsu_ult_attr_t* attr,
+                         Ult** out) noexcept {
+  // Threads run here for a handle elsewhere are detached here: the creator
+  // holds the handle (a proxy).  Our own spawns keep the record as the handle.
+  const bool ours = home;
+  info->home = home;
+  CreateArgs c;
+  c.fn = &Remote::run_spawned;
+  c.arg = info;
+  c.detached = ours ? info->detached : true;
+  c.remote = info;
+  c.origin_rank = info->creator;
+  if (attr && (attr->field_mask & TSU_ULT_ATTR_NAME)) c.name = attr->name;
+  Ult* u = nullptr;
+  if (create_thread(sched_, c, &u) != TSU_OK) {
+    if (!ours && !info->detached) {
+      if (info->creator == rank_) complete_proxy(info->token, TSU_ERR_NO_MEMORY, nullptr, 0);
+      else queue_value(info->creator, info->token, TSU_ERR_NO_MEMORY, nullptr, 0);
+    }
+    delete info;
+    return;
+  }
+  if (out) *out = u;
+}
+
+tsu_status_t Remote::spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const void* arg,
+                           std::size_t len, const tsu_ult_attr_t* attr) {
+  if (fn_id > TSU_ULT_FN_MAX || !g_fns[fn_id].load(std::memory_order_acquire))
+    return TSU_ERR_INVALID_ARG;
+  if (len > TSU_ULT_ARG_MAX || (len && !arg)) return TSU_ERR_INVALID_ARG;
+  bool detached = false;
+  if (attr && (attr->field_mask & TSU_ULT_ATTR_DETACHED)) {
+    if (attr->detached != 0 && attr->detached != 1) return TSU_ERR_INVALID_ARG;
+    detached = attr->detached == 1;
+  }
+  if (!out && !detached) return TSU_ERR_NULL_POINTER;
+  if (rank == TSU_ULT_ANY_RANK) rank = pick_any();
+  if (rank >= size_) return TSU_ERR_BAD_RANK;
+  if (lost_[rank].load(std::memory_order_acquire)) return TSU_ERR_PEER_LOST;
+  auto* info = new (std::nothrow) RemoteInfo;
+  if (!info) return TSU_ERR_NO_MEMORY;
+  info->creator = rank_;
+  info->runner.store(rank, std::memory_order_relaxed);
+  info->fn_id = fn_id;
+  info->detached = detached;
+  info->arg_len = static_cast<uint16_t>(len);
+  if (len) std::memcpy(info->arg, arg, len);
+  if (rank == rank_) {
+    Ult* u = nullptr;
+    start_local(info, true, attr, &u);
+    if (!u) return TSU_ERR_NO_MEMORY;
+    if (out) *out = detached ? nullptr : reinterpret_cast<tsu_ult_t>(u);
+    return TSU_OK;
+  }
+  // Another rank: a proxy record stands for the thread here.
+  Worker* w = current_worker();
+  const bool on_worker = w && &w->scheduler() == &sched_;
+  Ult* proxy = nullptr;
+  if (!detached) {
+    proxy = sched_.new_record(on_worker ? w : nullptr);
+    if (!proxy) {
+      delete info;
+      return TSU_ERR_NO_MEMORY;
+    }
+    proxy->proxy = true;
+    proxy->remote = info;
+    proxy->id = sched_.next_id();
+    proxy->origin_rank = rank_;
+    proxy->state.store(State::kBlocked, std::memory_order_relaxed);
+    info->token = next_token_.fetch_add(1, std::memory_order_relaxed) + 1;
+    {
+      std::lock_guard lock(proxies_mu_);
+      proxies_.emplace(info->token, proxy);
+    }
+    watch(rank);
+  }
+  // Estimate: the target's queue grows by one until it tells us otherwise.
+  load_[rank].fetch_add(1, std::memory_order_relaxed);
+  queue_spawn(rank, *info, !on_worker);  // a pthread's spawn leaves at once
+  if (detached) delete info;
+  if (out) *out = reinterpret_cast<tsu_ult_t>(proxy);
+  return TSU_OK;
+}
+
+// ---- Batches -----------------------------------------------------------------------
+
+void Remote::append(Batch& b, std::deque<Chunk>& q, const void* head, std::size_t head_len,
+                    const void* body, std::size_t body_len) noexcept {
+  const std::size_t need = head_len + pad8(body_len);
+  if (b.empty()) outgoing_.fetch_add(1, std::memory_order_release);
+  if (q.empty() || q.back().data.size() + need > batch_max()) q.emplace_back();
+  Chunk& c = q.back();
+  const std::size_t at = c.data.size();
+  c.data.resize(at + need);
+  std::memcpy(c.data.data() + at, head, head_len);
+  if (body_len) std::memcpy(c.data.data() + at + head_len, body, body_len);
+  ++c.count;
+}
+
+void Remote::queue_spawn(uint32_t dst, const RemoteInfo& info, bool flush_now) noexcept {
+  Batch& b = *out_[dst];
+  std::lock_guard lock(b.mu);
+  const SpawnRecord rec{info.token, info.creator, info.fn_id, info.arg_len,
+                        static_cast<uint16_t>(info.detached ? 1 : 0), 0};
+  append(b, b.spawns, &rec, sizeof rec, info.arg, info.arg_len);
+  // A full chunk leaves at once; so does everything when asked to.
+  if (flush_now || b.spawns.size() > 1) send_chunks(dst, b, true);
+}
+
+void Remote::queue_value(uint32_t dst, uint64_t token, tsu_status_t st, const void* v,
+                         std::size_t len) noexcept {
+  Batch& b = *out_[dst];
+  std::lock_guard lock(b.mu);
+  const ValueRecord rec{token, st, static_cast<uint16_t>(len), 0};
+  append(b, b.values, &rec, sizeof rec, v, len);
+  if (b.values.size() > 1) send_chunks(dst, b, false);
+}
+
+bool Remote::send_chunks(uint32_t dst, Batch& b, bool spawns) noexcept {
+  std::deque<Chunk>& q = spawns ? b.spawns : b.values;
+  const bool had = !b.empty();
+  bool all = true;
+  while (!q.empty()) {
+    Chunk& c = q.front();
+    const uint64_t args[2] = {c.count, runnable()};
+    const tsu_status_t st = tsu_try_am_medium(dst, spawns ? kAmSpawn : kAmValues, args, 2,
+                                              c.data.data(), c.data.size(), tsu_cb_none());
+    if (st == TSU_EAGAIN) {
+      all = false;
+      break;
+    }
+    if (st == TSU_OK) {
+      sent_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      // The rank is gone (or unreachable): our joiners get the error now;
+      // exit values for it have nobody to go to.
+      if (spawns) fail_chunk(c, st == TSU_ERR_PEER_LOST ? st : TSU_ERR_UNREACHABLE);
+      if (st == TSU_ERR_PEER_LOST) lost_[dst].store(true, std::memory_order_release);
+    }
+    q.pop_front();
+  }
+  if (had && b.empty()) outgoing_.fetch_sub(1, std::memory_order_release);
+  return all;
+}
+
+void Remote::fail_chunk(const Chunk& c, tsu_status_t st) noexcept {
+  std::size_t off = 0;
+  while (off + sizeof(SpawnRecord) <= c.data.size()) {
+    SpawnRecord rec;
+    std::memcpy(&rec, c.data.data() + off, sizeof rec);
+    off += sizeof rec + pad8(rec.arg_len);
+    if (rec.creator == rank_ && rec.token) complete_proxy(rec.token, st, nullptr, 0);
+  }
+}
+
+bool Remote::flush() noexcept {
+  if (!has_outgoing()) return true;
+  bool all = true;
+  for (uint32_t d = 0; d < size_; ++d) {
+    Batch& b = *out_[d];
+    std::unique_lock lock(b.mu, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      all = false;  // someone is sending it right now
+      continue;
+    }
+    if (b.empty()) continue;
+    all &= send_chunks(d, b, true);
+    all &= send_chunks(d, b, false);
+  }
+  return all;
+}
+
+// ---- Exit values and lost ranks -----------------------------------------------------
+
+void Remote::complete_proxy(uint64_t token, tsu_status_t st, const void* v,
+                            std::size_t len) noexcept {
+  Ult* p = nullptr;
+  {
+    std::lock_guard lock(proxies_mu_);
+    auto it = proxies_.find(token);
+    if (it == proxies_.end()) return;  // unknown or completed already
+    p = it->second;
+    proxies_.erase(it);
+  }
+  p->remote->value_len = static_cast<uint16_t>(len);
+  if (len) std::memcpy(p->remote->value, v, len);
+  p->error = st;
+  p->join_lock.lock();
+  p->state.store(State::kDone, std::memory_order_relaxed);
+  p->done = true;
+  const bool detached = p->detached;
+  Waiter* joiner = p->joiner;
+  p->join_lock.unlock();
+  if (detached) {
+    sched_.free_record(p);
+  } else if (joiner) {
+    wake(joiner);
+  }
+}
+
+void Remote::watch(uint32_t peer) noexcept {
+  if (peer == rank_) return;
+  Watch& w = *watches_[peer];
+  int expected = 0;
+  if (!w.state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return;
+  static char sink[8];
+  const tsu_status_t st = tsu_try_recv(
+      peer, TSU_ULT_WATCH_TAG, TSU_TAG_EXACT, sink, 0, &w.status,
+      tsu_cb(
+          [](tsu_status_t s, void* a) {
+            auto* wt = static_cast<Watch*>(a);
+            if (s == TSU_ERR_PEER_LOST) wt->self->on_peer_lost(wt->peer);
+            wt->state.store(2, std::memory_order_release);
+          },
+          &w),
+      &w.handle);
+  if (st != TSU_OK) {
+    w.state.store(2, std::memory_order_release);
+    if (st == TSU_ERR_PEER_LOST) on_peer_lost(peer);
+  }
+}
+
+void Remote::on_peer_lost(uint32_t peer) noexcept {
+  lost_[peer].store(true, std::memory_order_release);
+  std::vector<uint64_t> tokens;
+  {
+    std::lock_guard lock(proxies_mu_);
+    for (auto& [t, p] : proxies_)
+      if (p->remote->runner.load(std::memory_order_relaxed) == peer) tokens.push_back(t);
+  }
+  for (uint64_t t : tokens) complete_proxy(t, TSU_ERR_PEER_LOST, nullptr, 0);
+}
+
+// ---- Load balancing ------------------------------------------------------------------
+
+uint32_t Remote::runnable() const noexcept {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < sched_.worker_count(); ++i) n += sched_.worker(i).queue().size_hint();
+  return n;
+}
+
+uint32_t Remote::pick_any() noexcept {
+  if (!lb_.enabled) {
+    static std::atomic<uint32_t> rr{0};
+    for (uint32_t k = 0; k < size_; ++k) {
+      const uint32_t r = rr.fetch_add(1, std::memory_order_relaxed) % size_;
+      if (!lost_[r].load(std::memory_order_relaxed)) return r;
+    }
+    return rank_;
+  }
+  uint32_t best = rank_, best_load = runnable();
+  for (uint32_t r = 0; r < size_; ++r) {
+    if (r == rank_ || lost_[r].load(std::memory_order_relaxed)) continue;
+    const uint32_t l = load_[r].load(std::memory_order_relaxed);
+    if (l + lb_.threshold / 2 < best_load) {
+      best = r;
+      best_load = l;
+    }
+  }
+  return best;
+}
+
+void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
+  std::vector<Ult*> taken;
+  for (uint32_t i = 0; i < sched_.worker_count() && taken.size() < max; ++i) {
+    sched_.worker(i).queue().take_if(
+        [](const Ult* u) {
+          return u->remote && !u->proxy && u->state.load(std::memory_order_relaxed) == State::kNew;
+        },
+        max - static_cast<uint32_t>(taken.size()), taken);
+  }
+  if (taken.empty()) {
+    if (tsu_try_am_short(thief, kAmNothing, nullptr, 0, tsu_cb_none()) == TSU_OK)
+      sent_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  for (Ult* u : taken) {
+    RemoteInfo* info = u->remote;
+    migrated_.fetch_add(1, std::memory_order_relaxed);
+    if (info->home) {
+      // Ours: the record the user holds becomes the proxy of the moved thread
+      // (proxy is read by joiners under the join lock).
+      info->home = false;
+      u->join_lock.lock();
+      const bool detached = u->detached;
+      if (!detached) {
+        info->token = next_token_.fetch_add(1, std::memory_order_relaxed) + 1;
+        info->runner.store(thief, std::memory_order_relaxed);
+        u->proxy = true;
+      }
+      u->join_lock.unlock();
+      info->detached = detached;
+      if (!detached) {
+        u->state.store(State::kBlocked, std::memory_order_relaxed);
+        {
+          std::lock_guard lock(proxies_mu_);
+          proxies_.emplace(info->token, u);
+        }
+        watch(thief);
+      }
+      queue_spawn(thief, *info, false);
+      if (u->home) u->home->live_remove(u);
+      if (detached) sched_.free_record(u);  // deletes info
+      sched_.note_finished();               // no longer runs here
+    } else {
+      queue_spawn(thief, *info, false);
+      if (!info->detached) {
+        if (info->creator == rank_) {
+          // Our own thread that had come back: our proxy follows it.
+          {
+            std::lock_guard lock(proxies_mu_);
+            auto it = proxies_.find(info->token);
+            if (it != proxies_.end()) it->second->remote->runner.store(thief, std::memory_order_relaxed);
+          }
+          watch(thief);
+        } else {
+          const uint64_t moved[2] = {info->token, thief};
+          if (tsu_try_am_short(info->creator, kAmMoved, moved, 2, tsu_cb_none()) == TSU_OK)
+            sent_.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+      if (u->home) u->home->live_remove(u);
+      sched_.free_record(u);  // detached here; deletes info
+      sched_.note_finished();
+    }
+  }
+  // Leaves now: the thief is idle.
+  Batch& b = *out_[thief];
+  std::lock_guard lock(b.mu);
+  send_chunks(thief, b, true);
+}
+
+void Remote::poll(Worker& w, bool idle) noexcept {
+  if (has_outgoing()) flush();
+  tsu_progress();  // manual progress: the workers drive it (harmless otherwise)
+  if (!lb_.enabled || size_ == 1) return;
+  const uint64_t now = now_ns();
+  uint64_t last = last_lb_ns_.load(std::memory_order_relaxed);
+  if (now - last < lb_.period_ns ||
+      !last_lb_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed))
+    return;
+  (void)w;
+  const uint32_t mine = runnable();
+  const uint32_t prev = last_sent_load_.load(std::memory_order_relaxed);
+  const uint32_t diff = mine > prev ? mine - prev : prev - mine;
+  if (diff >= lb_.threshold || (mine == 0) != (prev == 0)) {
+    last_sent_load_.store(mine, std::memory_order_relaxed);
+    const uint64_t arg = mine;
+    for (uint32_t r = 0; r < size_; ++r) {
+      if (r == rank_ || lost_[r].load(std::memory_order_relaxed)) continue;
+      if (tsu_try_am_short(r, kAmLoad, &arg, 1, tsu_cb_none()) == TSU_OK)
+        sent_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  // Idle: ask the most loaded rank for threads that have not started.
+  if (mine == 0 && idle) {
+    const bool asking = asking_.load(std::memory_order_acquire);
+    if (asking && now - asked_ns_.load(std::memory_order_relaxed) < 20 * lb_.period_ns) return;
+    uint32_t victim = rank_, most = lb_.threshold;
+    for (uint32_t r = 0; r < size_; ++r) {
+      if (r == rank_ || lost_[r].load(std::memory_order_relaxed)) continue;
+      const uint32_t l = load_[r].load(std::memory_order_relaxed);
+      if (l > most) {
+        victim = r;
+        most = l;
+      }
+    }
+    if (victim == rank_) return;
+    const uint64_t want = std::max<uint32_t>(1, most / 2);
+    if (tsu_try_am_short(victim, kAmAsk, &want, 1, tsu_cb_none()) == TSU_OK) {
+      sent_.fetch_add(1, std::memory_order_relaxed);
+      asking_.store(true, std::memory_order_release);
+      asked_ns_.store(now, std::memory_order_relaxed);
+      load_[victim].store(most - static_cast<uint32_t>(want), std::memory_order_relaxed);
+    }
+  }
+}
+
+// ---- Termination ---------------------------------------------------------------------
+
+tsu_status_t Remote::finish() {
+  uint64_t prev = UINT64_MAX;
+  for (;;) {
+    // Quiet here: nothing runs, nothing waits to leave.
+    while (sched_.live() != 0 || !flush()) {
+      tsu_progress();
+      timespec ts{0, 50'000};
+      nanosleep(&ts, nullptr);
+    }
+    uint64_t in[2] = {sent_.load(), received_.load()}, sum[2] = {0, 0};
+    tsu_counter_t c;
+    tsu_counter_init(&c);
+    tsu_status_t st = tsu_try_allreduce(TSU_TEAM_WORLD, in, sum, 2, TSU_DT_UINT64, TSU_OP_SUM,
+                                        tsu_counter_cb(&c));
+    if (st == TSU_OK) st = tsu_counter_wait(&c, 1);
+    if (st != TSU_OK) return st;
+    // Every message sent was handled, twice in a row with nothing new: done.
+    if (sum[0] == sum[1] && sum[0] == prev) break;
+    prev = sum[0] == sum[1] ? sum[0] : UINT64_MAX;
+  }
+  for (auto& w : watches_) {
+    if (w->state.load(std::memory_order_acquire) != 1) continue;
+    tsu_recv_cancel(w->handle);
+    while (w->state.load(std::memory_order_acquire) != 2) tsu_progress();
+  }
+  return TSU_OK;
+}
+
+}  // namespace tsu::ult

@@ -1,0 +1,133 @@
+// Threads across ranks (seed 003): spawn by function id, exit values sent
+// back to the creator, batching per destination, load exchange and work
+// requests between ranks, and termination at finalize.  Uses only the public
+// API: active messages carry spawns, exit values and load counts; a tagged
+// receive posted towards each rank we wait on reports that rank's loss.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "thread.hpp"
+#include "tsunagi/ult.h"
+
+namespace tsu::ult {
+
+class Scheduler;
+class Worker;
+
+// A spawned thread's details, kept by its creator (in the handle, a "proxy"
+// record that never runs) and by its runner (in the running record).
+struct RemoteInfo {
+  uint64_t token = 0;         // the creator's key of the proxy (0: none)
+  uint32_t creator = 0;       // creating rank
+  std::atomic<uint32_t> runner{0};  // running rank (as the creator knows it; moves)
+  uint32_t fn_id = 0;
+  bool detached = false;
+  bool home = false;          // spawned here for here: the running record is the handle
+  uint16_t arg_len = 0;
+  uint16_t value_len = 0;
+  unsigned char arg[TSU_ULT_ARG_MAX];
+  unsigned char value[TSU_ULT_VALUE_MAX];
+};
+
+struct LbSettings {
+  uint64_t period_ns = 1'000'000;  // TSU_ULT_LB_PERIOD: load broadcast / work request period
+  uint32_t threshold = 4;          // TSU_ULT_LB_THRESHOLD: count change worth sending; load
+                                   // above which a rank is asked for work
+  bool enabled = true;             // TSU_ULT_LB=0 disables "any" spreading and stealing
+};
+
+// TSU_ULT_LB, TSU_ULT_LB_PERIOD (e.g. 500us, 2ms), TSU_ULT_LB_THRESHOLD.
+bool load_lb_settings(LbSettings& out, const char*& error) noexcept;
+
+class Remote {
+ public:
+  Remote(Scheduler& s, uint32_t rank, uint32_t size, const LbSettings& lb);
+  ~Remote();
+  // Collective: registers the layer's handlers.
+  tsu_status_t start();
+  tsu_status_t spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const void* arg,
+                     std::size_t len, const tsu_ult_attr_t* attr);
+  // The scheduler's pass: sends batched messages, exchanges load, asks for
+  // work when idle, drives progress when idle.  Any worker, any time.
+  void poll(Worker& w, bool idle) noexcept;
+  bool has_outgoing() const noexcept { return outgoing_.load(std::memory_order_acquire) != 0; }
+  // Sends every batch that can leave now; true when nothing is left.
+  bool flush() noexcept;
+  // Collective: returns when no rank has spawned threads or messages left.
+  tsu_status_t finish();
+  uint64_t migrated() const noexcept { return migrated_.load(std::memory_order_relaxed); }
+  uint32_t rank() const noexcept { return rank_; }
+
+  static tsu_status_t register_fn(uint32_t id, tsu_ult_remote_fn_t fn);
+  static void* run_spawned(void* ult_record);
+
+ private:
+  // One message's worth of records (at most batch_max() bytes).
+  struct Chunk {
+    std::vector<unsigned char> data;  // records, each 8-aligned
+    uint32_t count = 0;
+  };
+  // What waits to leave for one rank: chunks of spawn records and of exit
+  // value records, oldest first (a chunk that could not leave stays first).
+  struct Batch {
+    std::mutex mu;
+    std::deque<Chunk> spawns;  // guarded by mu
+    std::deque<Chunk> values;  // guarded by mu
+    bool empty() const noexcept { return spawns.empty() && values.empty(); }
+  };
+  struct Watch {
+    std::atomic<int> state{0};  // 0 none, 1 posted, 2 completed
+    tsu_recv_t handle = 0;
+    tsu_msg_status_t status{};
+    Remote* self = nullptr;
+    uint32_t peer = 0;
+  };
+  friend struct Handlers;
+
+  void queue_spawn(uint32_t dst, const RemoteInfo& info, bool flush_now) noexcept;
+  void queue_value(uint32_t dst, uint64_t token, tsu_status_t st, const void* v,
+                   std::size_t len) noexcept;
+  // Appends one record (header + body) to the chunks (under b.mu).
+  void append(Batch& b, std::deque<Chunk>& q, const void* head, std::size_t head_len,
+              const void* body, std::size_t body_len) noexcept;
+  // Sends the chunks of one kind, oldest first (under b.mu); false when one
+  // had to stay (queue full).
+  bool send_chunks(uint32_t dst, Batch& b, bool spawns) noexcept;
+  void fail_chunk(const Chunk& spawns, tsu_status_t st) noexcept;
+  void watch(uint32_t peer) noexcept;
+  void on_peer_lost(uint32_t peer) noexcept;
+  void complete_proxy(uint64_t token, tsu_status_t st, const void* v, std::size_t len) noexcept;
+  // Runs a spawned thread here: `home` for our own spawns (the record is the
+  // handle), else for a creator elsewhere (or our own thread coming back).
+  void start_local(RemoteInfo* info, bool home, const tsu_ult_attr_t* attr, Ult** out) noexcept;
+  uint32_t pick_any() noexcept;
+  uint32_t runnable() const noexcept;
+  void give_work(uint32_t thief, uint32_t max) noexcept;
+
+  Scheduler& sched_;
+  const uint32_t rank_, size_;
+  const LbSettings lb_;
+  std::vector<std::unique_ptr<Batch>> out_;
+  std::atomic<uint32_t> outgoing_{0};  // batches with data (a hint for poll)
+  std::mutex proxies_mu_;
+  std::unordered_map<uint64_t, Ult*> proxies_;  // guarded by proxies_mu_
+  std::atomic<uint64_t> next_token_{0};
+  std::vector<std::unique_ptr<Watch>> watches_;
+  std::vector<std::atomic<uint32_t>> load_;      // last count each rank sent
+  std::vector<std::atomic<bool>> lost_;
+  std::atomic<uint64_t> sent_{0}, received_{0};  // records, for termination
+  std::atomic<uint64_t> migrated_{0};
+  std::atomic<uint64_t> last_lb_ns_{0};
+  std::atomic<uint32_t> last_sent_load_{0};
+  std::atomic<bool> asking_{false};  // a work request is out
+  std::atomic<uint64_t> asked_ns_{0};
+};
+
+}  // namespace tsu::ult

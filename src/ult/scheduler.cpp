@@ -1,0 +1,384 @@
+#include "scheduler.hpp"
+
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "keys.hpp"
+#include "remote.hpp"
+
+namespace tsu::ult {
+
+namespace {
+std::atomic<Scheduler*> g_scheduler{nullptr};
+}  // namespace
+
+Scheduler* scheduler() noexcept { return g_scheduler.load(std::memory_order_acquire); }
+void set_scheduler(Scheduler* s) noexcept { g_scheduler.store(s, std::memory_order_release); }
+
+void futex_wait(std::atomic<uint32_t>& word, uint32_t expected, long timeout_ns) noexcept {
+  timespec ts{timeout_ns / 1'000'000'000, timeout_ns % 1'000'000'000};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected,
+          timeout_ns > 0 ? &ts : nullptr, nullptr, 0);
+}
+
+void futex_wake(std::atomic<uint32_t>& word, int n) noexcept {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, n, nullptr,
+          nullptr, 0);
+}
+
+const char* state_name(State s) noexcept {
+  switch (s) {
+    case State::kNew: return "new";
+    case State::kReady: return "ready";
+    case State::kRunning: return "running";
+    case State::kBlocked: return "blocked";
+    case State::kWaiting: return "waiting-in-tsunagi";
+    case State::kDone: return "done";
+  }
+  return "?";
+}
+
+// ---- Settings ----------------------------------------------------------------------
+
+namespace {
+bool parse_size(const char* s, std::size_t& out) noexcept {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(s, &end, 10);
+  if (errno || end == s) return false;
+  unsigned long long mul = 1;
+  if (*end == 'k' || *end == 'K') mul = 1024, ++end;
+  else if (*end == 'm' || *end == 'M') mul = 1024 * 1024, ++end;
+  if (*end) return false;
+  out = static_cast<std::size_t>(v * mul);
+  return true;
+}
+
+uint32_t default_workers() noexcept {
+  cpu_set_t set;
+  uint32_t cpus = 1;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = static_cast<uint32_t>(CPU_COUNT(&set));
+  uint32_t on_node = 1;
+  uint32_t me = 0, size = 0, my_node = 0;
+  if (tsu_initialized() && tsu_rank(&me) == TSU_OK && tsu_size(&size) == TSU_OK &&
+      tsu_node_of(me, &my_node) == TSU_OK) {
+    on_node = 0;
+    for (uint32_t r = 0; r < size; ++r) {
+      uint32_t n = 0;
+      if (tsu_node_of(r, &n) == TSU_OK && n == my_node) ++on_node;
+    }
+  } else if (const char* l = std::getenv("TSU_LOCAL_SIZE")) {
+    on_node = static_cast<uint32_t>(std::strtoul(l, nullptr, 10));
+  }
+  if (on_node == 0) on_node = 1;
+  return cpus / on_node > 0 ? cpus / on_node : 1;
+}
+}  // namespace
+
+bool load_settings(const tsu_ult_config_t* config, Settings& out, const char*& error) noexcept {
+  out = Settings{};
+  out.workers = default_workers();
+#ifndef NDEBUG
+  out.guard = true;
+#endif
+  if (const char* v = std::getenv("TSU_ULT_WORKERS")) {
+    std::size_t n = 0;
+    if (!parse_size(v, n) || n > 4096) {
+      error = "TSU_ULT_WORKERS: expected a number of workers (0 = default)";
+      return false;
+    }
+    if (n) out.workers = static_cast<uint32_t>(n);
+  }
+  if (const char* v = std::getenv("TSU_ULT_STACK_SIZE")) {
+    std::size_t n = 0;
+    if (!parse_size(v, n) || n < 16 * 1024 || n > (1ull << 30)) {
+      error = "TSU_ULT_STACK_SIZE: expected a size from 16K to 1G";
+      return false;
+    }
+    out.stack_size = n;
+  }
+  if (const char* v = std::getenv("TSU_ULT_SPIN_US")) {
+    std::size_t us = 0;
+    if (!parse_size(v, us) || us > 60'000'000) {
+      error = "TSU_ULT_SPIN_US: expected microseconds (0 to 60000000)";
+      return false;
+    }
+    out.spin_ns = uint64_t{us} * 1000;
+  }
+  if (const char* v = std::getenv("TSU_ULT_GUARD")) {
+    if (std::strcmp(v, "0") && std::strcmp(v, "1")) {
+      error = "TSU_ULT_GUARD: expected 0 or 1";
+      return false;
+    }
+    out.guard = v[0] == '1';
+  }
+  if (config) {
+    if (config->struct_size < offsetof(tsu_ult_config_t, reserved2)) {
+      error = "tsu_ult_config_t.struct_size is too small";
+      return false;
+    }
+    if (config->field_mask & TSU_ULT_CONFIG_WORKERS) {
+      if (config->workers > 4096) {
+        error = "tsu_ult_config_t.workers: at most 4096";
+        return false;
+      }
+      if (config->workers) out.workers = config->workers;
+    }
+    if (config->field_mask & TSU_ULT_CONFIG_STACK_SIZE) {
+      if (config->stack_size < 16 * 1024 || config->stack_size > (1ull << 30)) {
+        error = "tsu_ult_config_t.stack_size: from 16 KiB to 1 GiB";
+        return false;
+      }
+      out.stack_size = config->stack_size;
+    }
+    if (config->field_mask & TSU_ULT_CONFIG_GUARD) {
+      if (config->guard != 0 && config->guard != 1) {
+        error = "tsu_ult_config_t.guard: 0 or 1";
+        return false;
+      }
+      out.guard = config->guard == 1;
+    }
+  }
+  return true;
+}
+
+// ---- The scheduler -----------------------------------------------------------------
+
+Scheduler::Scheduler(const Settings& s) : settings_(s), pool_(s.stack_size, s.guard) {
+  workers_.reserve(s.workers);
+  for (uint32_t i = 0; i < s.workers; ++i) workers_.push_back(std::make_unique<Worker>(*this, i));
+}
+
+Scheduler::~Scheduler() = default;
+
+void Scheduler::start() {
+  if (settings_.guard) install_overflow_reporter();
+  for (auto& w : workers_) w->start();
+}
+
+void Scheduler::stop() {
+  for (;;) {
+    const uint32_t seq = done_seq_.load(std::memory_order_acquire);
+    if (live() == 0) break;
+    futex_wait(done_seq_, seq, 10'000'000);
+  }
+  stopping_.store(true, std::memory_order_release);
+  wake_seq_.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake(wake_seq_, INT32_MAX);
+  for (auto& w : workers_) w->join_thread();
+}
+
+void Scheduler::note_finished() noexcept {
+  if (live_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    done_seq_.fetch_add(1, std::memory_order_release);
+    futex_wake(done_seq_, INT32_MAX);
+  }
+}
+
+Ult* Scheduler::new_record(Worker* w) noexcept {
+  Ult* u = w ? w->take_record() : nullptr;
+  if (u) {
+    // Reset a reused record (its lock is free: it was released at the end).
+    u->fctx = nullptr;
+    u->stack = Stack{};
+    u->value = nullptr;
+    u->keys = nullptr;
+    u->san = SanitizerContext{};
+    u->next = nullptr;
+    u->state.store(State::kNew, std::memory_order_relaxed);
+    u->error = TSU_OK;
+    u->remote = nullptr;
+    u->proxy = false;
+    u->origin_rank = 0;
+    u->done = false;
+    u->detached = false;
+    u->joiner = nullptr;
+    u->name[0] = '\0';
+    return u;
+  }
+  return new (std::nothrow) Ult;
+}
+
+void Scheduler::free_record(Ult* u) noexcept {
+  delete u->remote;
+  u->remote = nullptr;
+  if (Worker* w = current_worker(); w && &w->scheduler() == this) {
+    w->give_record(u);
+  } else {
+    delete u;
+  }
+}
+
+bool Scheduler::make_ready(Ult* u, Worker* hint) noexcept {
+  if (u->state.load(std::memory_order_relaxed) != State::kNew)
+    u->state.store(State::kReady, std::memory_order_relaxed);
+  Worker* w = current_worker();
+  const bool from_worker = w && &w->scheduler() == this;
+  if (!from_worker) {
+    w = hint ? hint
+             : workers_[round_robin_.fetch_add(1, std::memory_order_relaxed) % workers_.size()]
+                   .get();
+  }
+  if (!w->queue().push(u)) return false;
+  if (from_worker) {
+    // This worker is awake and will run it; waking another one is only a
+    // help, so no fence: a worker that misses it sleeps at most its timeout.
+    if (sleepers_.load(std::memory_order_relaxed) != 0 && workers_.size() > 1) notify();
+  } else {
+    notify();
+  }
+  return true;
+}
+
+void Scheduler::notify() noexcept {
+  // A seq_cst read-modify-write (not a fence: ThreadSanitizer does not model
+  // fences) orders the push before it against the sleepers_ increment of
+  // idle_wait.  (On x86 the locked instruction is a full barrier; elsewhere a
+  // missed wake-up costs at most the sleeper's timeout.)
+  if (sleepers_.fetch_add(0, std::memory_order_seq_cst) != 0) {
+    wake_seq_.fetch_add(1, std::memory_order_seq_cst);
+    futex_wake(wake_seq_, 1);
+  }
+}
+
+bool Scheduler::any_queued() const noexcept {
+  for (const auto& w : workers_)
+    if (w->queue().size_hint() != 0) return true;
+  return false;
+}
+
+void Scheduler::idle_wait(Worker&, long timeout_ns) noexcept {
+  sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  const uint32_t seq = wake_seq_.load(std::memory_order_seq_cst);
+  // The queue sizes read below come after the seq_cst increment above (see
+  // notify); a push we miss found sleepers_ != 0 and bumps wake_seq_.
+  if (!any_queued() && !stopping()) futex_wait(wake_seq_, seq, timeout_ns);
+  sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+// ---- Thread lifecycle ------------------------------------------------------------
+
+__attribute__((noinline)) Ult* current_ult() noexcept {
+  Worker* w = current_worker();
+  return w ? w->current() : nullptr;
+}
+
+void wake(Waiter* w) noexcept {
+  if (Ult* u = w->ult) {
+    scheduler()->make_ready(u, u->worker);
+    return;
+  }
+  w->woken.store(1, std::memory_order_release);
+  futex_wake(w->woken, 1);
+}
+
+void block(Waiter& w, Spinlock& held) noexcept {
+  if (Ult* self = w.ult) {
+    self->state.store(State::kBlocked, std::memory_order_relaxed);
+    Worker* worker = self->worker;
+    worker->switch_to(self, worker->next_local(), Action::kRelease, &held);
+    return;
+  }
+  held.unlock();
+  while (w.woken.load(std::memory_order_acquire) == 0) futex_wait(w.woken, 0, 0);
+}
+
+void exit_current(Ult* self, void* value) noexcept {
+  self->value = value;
+  run_key_destructors(self);
+  Worker* w = self->worker;
+  w->maybe_poll();
+  // A ULT joining us runs next, directly: its context was saved before it
+  // released our join lock (block()), and only our end wakes it.  The
+  // landing side completes us (complete_thread sees the joiner is running
+  // and does not wake it).
+  Ult* next = nullptr;
+  self->join_lock.lock();
+  if (self->joiner && self->joiner->ult && !self->detached) next = self->joiner->ult;
+  self->join_lock.unlock();
+  if (!next) next = w->next_local();
+  w->switch_to(self, next, Action::kFinish);
+  std::abort();  // unreachable: a finished thread is never resumed
+}
+
+void complete_thread(Ult* u) noexcept {
+  Scheduler* s = scheduler();
+  if (u->home) u->home->live_remove(u);
+  free_key_values(u);
+  Worker* w = current_worker();
+  if (w) WorkerCounters::bump(w->counters.finished);
+  u->join_lock.lock();
+  u->state.store(State::kDone, std::memory_order_relaxed);
+  u->done = true;
+  const bool detached = u->detached;
+  Waiter* joiner = u->joiner;
+  u->join_lock.unlock();
+  // After the unlock a joiner may free the record: use only the copies.
+  if (detached) {
+    s->free_record(u);
+  } else if (joiner && !(joiner->ult && w && joiner->ult == w->current())) {
+    wake(joiner);  // (a ULT joiner already running here was switched to by exit)
+  }
+  s->note_finished();
+}
+
+tsu_status_t create_thread(Scheduler& s, const CreateArgs& c, Ult** out) noexcept {
+  Worker* w = current_worker();
+  if (w && &w->scheduler() != &s) w = nullptr;
+  Ult* u = s.new_record(w);
+  if (!u) return TSU_ERR_NO_MEMORY;
+  u->fn = c.fn;
+  u->arg = c.arg;
+  u->stack_size = c.stack_size ? c.stack_size : s.settings().stack_size;
+  u->detached = c.detached;
+  u->remote = c.remote;
+  u->origin_rank = c.origin_rank;
+  u->id = s.next_id();
+  u->home = w ? w : &s.worker(0);
+  if (c.name) {
+    std::strncpy(u->name, c.name, TSU_ULT_NAME_MAX);
+    u->name[TSU_ULT_NAME_MAX] = '\0';
+  } else {
+    u->name[0] = '\0';
+  }
+  u->home->live_add(u);
+  if (w) {
+    WorkerCounters::bump(w->counters.created);
+  } else {
+    s.count_pthread_create();
+  }
+  s.note_created();
+  if (out) *out = u;
+  // After make_ready the thread may run and (if detached) end at once.
+  if (!s.make_ready(u)) {
+    u->home->live_remove(u);
+    u->remote = nullptr;  // the caller keeps it on failure
+    s.free_record(u);
+    s.note_finished();
+    return TSU_ERR_NO_MEMORY;
+  }
+  return TSU_OK;
+}
+
+bool current_stack_guard_hit(const std::byte* addr, std::size_t page, char* name,
+                             std::size_t name_len, uint64_t& id) noexcept {
+  Ult* u = current_ult();
+  if (!u || !u->stack.guarded) return false;
+  // Also a little below the guard page: a large frame may jump over part of it.
+  if (addr >= u->stack.base || addr + 4 * page < u->stack.base) return false;
+  std::size_t i = 0;
+  for (; i + 1 < name_len && u->name[i]; ++i) name[i] = u->name[i];
+  name[i] = '\0';
+  id = u->id;
+  return true;
+}
+
+}  // namespace tsu::ult

@@ -1,0 +1,116 @@
+// The rank's scheduler: its workers, settings, the idle/wake protocol, the
+// count of live ULTs, and creation/teardown of ULT records.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "stack_pool.hpp"
+#include "thread.hpp"
+#include "tsunagi/ult.h"
+#include "worker.hpp"
+
+namespace tsu::ult {
+
+class Remote;
+
+struct Settings {
+  uint32_t workers = 1;
+  std::size_t stack_size = 128 * 1024;
+  bool guard = false;
+  uint64_t spin_ns = 50'000;  // TSU_ULT_SPIN_US: an idle worker polls this long, then sleeps
+};
+// Defaults, then TSU_ULT_* variables, then `config`.  False and `error` set
+// on a bad value.
+bool load_settings(const tsu_ult_config_t* config, Settings& out, const char*& error) noexcept;
+
+class Scheduler {
+ public:
+  explicit Scheduler(const Settings& s);
+  ~Scheduler();
+  void start();
+  // Waits until no ULT is live, then stops and joins the workers.
+  void stop();
+
+  const Settings& settings() const noexcept { return settings_; }
+  StackPool& stack_pool() noexcept { return pool_; }
+  uint32_t worker_count() const noexcept { return static_cast<uint32_t>(workers_.size()); }
+  Worker& worker(uint32_t i) noexcept { return *workers_[i]; }
+
+  // A new record (from the calling worker's free list when there is one).
+  Ult* new_record(Worker* w) noexcept;
+  void free_record(Ult* u) noexcept;
+  // Makes a thread runnable: on the calling worker's queue, else on `hint`'s
+  // (or round robin), and wakes an idle worker if one sleeps.
+  bool make_ready(Ult* u, Worker* hint = nullptr) noexcept;
+  void note_created() noexcept { live_.fetch_add(1, std::memory_order_relaxed); }
+  void note_finished() noexcept;
+  uint64_t live() const noexcept { return live_.load(std::memory_order_acquire); }
+  uint64_t next_id() noexcept { return next_id_.fetch_add(1, std::memory_order_relaxed) + 1; }
+  void count_pthread_create() noexcept { pthread_created_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t pthread_created() const noexcept {
+    return pthread_created_.load(std::memory_order_relaxed);
+  }
+
+  // Idle protocol (Dekker style, seq_cst read-modify-writes on sleepers_): a
+  // worker about to sleep increments sleepers_, reads wake_seq_, looks at
+  // every queue once more, then waits on wake_seq_ (with a timeout); a thread
+  // that queued work from outside the workers reads sleepers_ and bumps
+  // wake_seq_ if anyone sleeps.  One of the two sees the other.
+  void idle_wait(Worker& w, long timeout_ns) noexcept;
+  void notify() noexcept;
+  bool stopping() const noexcept { return stopping_.load(std::memory_order_acquire); }
+  // Threads across ranks: set once before start() when tsunagi runs.
+  void set_remote(Remote* r) noexcept { remote_ = r; }
+  Remote* remote() const noexcept { return remote_; }
+  bool any_queued() const noexcept;
+
+ private:
+  Settings settings_;
+  StackPool pool_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::atomic<uint64_t> live_{0};
+  std::atomic<uint64_t> next_id_{0};
+  std::atomic<uint64_t> pthread_created_{0};
+  std::atomic<uint32_t> round_robin_{0};
+  std::atomic<uint32_t> wake_seq_{0};
+  std::atomic<uint32_t> sleepers_{0};
+  std::atomic<uint32_t> done_seq_{0};  // bumped when live_ drops to 0 (futex word)
+  std::atomic<bool> stopping_{false};
+  Remote* remote_ = nullptr;  // written before the workers start
+};
+
+// What a new thread is made of (tsu_ult_create, spawns).
+struct CreateArgs {
+  tsu_ult_fn_t fn = nullptr;
+  void* arg = nullptr;
+  std::size_t stack_size = 0;  // 0: the default
+  bool detached = false;
+  const char* name = nullptr;
+  RemoteInfo* remote = nullptr;  // owned by the record from here on
+  uint32_t origin_rank = 0;
+};
+tsu_status_t create_thread(Scheduler& s, const CreateArgs& c, Ult** out) noexcept;
+
+// Ends the calling ULT (key destructors, then its worker frees the stack).
+[[noreturn]] void exit_current(Ult* self, void* value) noexcept;
+// Bookkeeping of a thread that ended (on the worker that switched away from
+// it): live list, join record, wake the joiner or free a detached record.
+void complete_thread(Ult* u) noexcept;
+
+// The running scheduler, or nullptr.
+Scheduler* scheduler() noexcept;
+void set_scheduler(Scheduler* s) noexcept;
+
+// For the overflow reporter: whether `addr` lies in the guard page under the
+// stack of the ULT running on this pthread; if so its name and id.
+bool current_stack_guard_hit(const std::byte* addr, std::size_t page, char* name,
+                             std::size_t name_len, uint64_t& id) noexcept;
+
+// Futex helpers (util/futex.hpp is internal to libtsunagi).
+void futex_wait(std::atomic<uint32_t>& word, uint32_t expected, long timeout_ns) noexcept;
+void futex_wake(std::atomic<uint32_t>& word, int n) noexcept;
+
+}  // namespace tsu::ult

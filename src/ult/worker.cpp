@@ -1,0 +1,332 @@
+#include "worker.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "remote.hpp"
+#include "scheduler.hpp"
+
+namespace tsu::ult {
+
+namespace {
+thread_local Worker* t_worker = nullptr;
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+constexpr uint32_t kMaxFreeRecords = 1024;
+}  // namespace
+
+__attribute__((noinline)) Worker* current_worker() noexcept {
+  Worker* w = t_worker;
+  asm volatile("" ::: "memory");
+  return w;
+}
+
+Worker::Worker(Scheduler& s, uint32_t index)
+    : sched_(s), index_(index), stacks_(s.stack_pool()) {}
+
+Worker::~Worker() {
+  while (free_records_) {
+    Ult* u = free_records_;
+    free_records_ = u->next;
+    delete u;
+  }
+}
+
+void Worker::start() {
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Worker::join_thread() {
+  if (thread_.joinable()) thread_.join();
+}
+
+// ---- Switching -----------------------------------------------------------------
+
+bool Worker::prepare(Ult* u) noexcept {
+  u->stack = stacks_.take(u->stack_size);
+  if (!u->stack.base) return false;
+  u->fctx = make_fcontext(u->stack.top(), u->stack.size, &Worker::entry);
+#if TSU_ULT_TSAN
+  u->san.tsan_fiber = __tsan_create_fiber(0);
+#endif
+#if TSU_ULT_ASAN
+  u->san.asan_fake_stack = nullptr;
+  u->san.stack_bottom = u->stack.base;
+  u->san.stack_size = u->stack.size;
+#endif
+  return true;
+}
+
+bool Worker::ready_to_run(Ult* u) noexcept {
+  if (u->state.load(std::memory_order_relaxed) != State::kNew || prepare(u)) return true;
+  // No stack: the thread ends without running; its joiner gets the error.
+  u->error = TSU_ERR_NO_MEMORY;
+  std::fprintf(stderr, "tsunagi-ult: no stack for thread %llu: not run\n",
+               static_cast<unsigned long long>(u->id));
+  complete_thread(u);
+  return false;
+}
+
+Worker* Worker::switch_to(Ult* from, Ult* to, Action a, Spinlock* release) noexcept {
+  prev_ = from;
+  action_ = a;
+  release_ = release;
+  if (to && !ready_to_run(to)) to = nullptr;  // (the loop checks before it switches)
+  current_ = to;
+  Fctx target;
+  SanitizerContext* to_san;
+  if (to) {
+    to->state.store(State::kRunning, std::memory_order_relaxed);
+    to->worker = this;
+    target = to->fctx;
+    to_san = &to->san;
+  } else {
+    target = sched_ctx_;
+    to_san = &sched_san_;
+  }
+  WorkerCounters::bump(counters.switches);
+  sanitizer_before_switch(from ? from->san : sched_san_, *to_san, a == Action::kFinish);
+  return land(jump_fcontext(target, this));
+}
+
+Worker* Worker::land(Transfer t) noexcept {
+  auto* w = static_cast<Worker*>(t.data);
+  sanitizer_after_switch(w->current_ ? w->current_->san : w->sched_san_);
+  Ult* p = w->prev_;
+  if (!p) {
+    w->sched_ctx_ = t.fctx;
+    return w;
+  }
+  p->fctx = t.fctx;
+  switch (w->action_) {
+    case Action::kNone:
+      break;
+    case Action::kRequeue:
+      p->state.store(State::kReady, std::memory_order_relaxed);
+      w->push_yielded(p);
+      break;
+    case Action::kRelease:
+      w->release_->unlock();
+      break;
+    case Action::kPark:
+      w->park(p);
+      break;
+    case Action::kFinish:
+      w->finish(p);
+      break;
+  }
+  w->prev_ = nullptr;
+  return w;
+}
+
+void Worker::entry(Transfer t) {
+  Worker* w = land(t);
+  Ult* self = w->current_;
+  void* v = self->fn(self->arg);
+  exit_current(self, v);
+}
+
+// ---- Choosing what runs next -----------------------------------------------------
+
+void Worker::park(Ult* u) noexcept {
+  u->state.store(State::kWaiting, std::memory_order_relaxed);
+  u->next = nullptr;
+  if (waiting_tail_) waiting_tail_->next = u; else waiting_head_ = u;
+  waiting_tail_ = u;
+  ++waiting_count_;
+}
+
+void Worker::push_yielded(Ult* u) noexcept {
+  u->next = nullptr;
+  if (yielded_tail_) yielded_tail_->next = u; else yielded_head_ = u;
+  yielded_tail_ = u;
+  ++yielded_count_;
+}
+
+Ult* Worker::pop_yielded() noexcept {
+  Ult* u = yielded_head_;
+  if (u) {
+    yielded_head_ = u->next;
+    if (!yielded_head_) yielded_tail_ = nullptr;
+    --yielded_count_;
+  }
+  return u;
+}
+
+void Worker::spill_yielded() noexcept {
+  while (Ult* u = pop_yielded()) sched_.make_ready(u, this);
+}
+
+Ult* Worker::next_local() noexcept {
+  const uint32_t tick = ++tick_;
+  // Yielded threads go behind the shared queue's (FIFO): when that queue
+  // has threads they are moved there; when it is empty (two threads taking
+  // turns) they run from the private list without a lock.  Every 64 picks
+  // they are moved anyway, so idle workers can steal them.
+  if (yielded_head_ && (rq_.size_hint() != 0 || (tick & 63) == 0)) spill_yielded();
+  // Every 8th pick goes to a waiter first, so polling waiters are not
+  // starved by a busy queue (and a yield loop does not starve them).
+  const bool waiter_first = waiting_head_ && (tick & 7) == 0;
+  if (!waiter_first) {
+    if (Ult* u = rq_.pop()) return u;
+    if (Ult* u = pop_yielded()) return u;
+  }
+  if (Ult* u = waiting_head_) {
+    waiting_head_ = u->next;
+    if (!waiting_head_) waiting_tail_ = nullptr;
+    --waiting_count_;
+    return u;
+  }
+  return waiter_first ? rq_.pop() : nullptr;
+}
+
+void Worker::maybe_poll() noexcept {
+  // A busy worker's pass of the remote layer every 64 calls: batched
+  // messages leave, load counts go out, requests from other ranks are served
+  // (handlers may run here).  Only where the caller holds no lock: yield,
+  // exit, the wait hook.  polling_: the wait hook must not park the caller
+  // from inside this pass.
+  Remote* r = sched_.remote();
+  if (!r || (++poll_tick_ & 63) != 0 || polling_) return;
+  polling_ = true;
+  r->poll(*this, false);
+  polling_ = false;
+}
+
+Ult* Worker::steal() noexcept {
+  const uint32_t n = sched_.worker_count();
+  for (uint32_t i = 1; i < n; ++i) {
+    Worker& v = sched_.worker((index_ + i) % n);
+    if (Ult* u = v.rq_.steal()) {
+      WorkerCounters::bump(counters.stolen);
+      return u;
+    }
+  }
+  return nullptr;
+}
+
+void Worker::finish(Ult* u) noexcept {
+  stacks_.give(u->stack);
+  u->stack = Stack{};
+#if TSU_ULT_TSAN
+  __tsan_destroy_fiber(u->san.tsan_fiber);
+  u->san.tsan_fiber = nullptr;
+#endif
+  complete_thread(u);
+}
+
+int Worker::wait_hook(void*) {
+  Worker* w = current_worker();
+  Ult* self = w ? w->current_ : nullptr;
+  if (!self || w->polling_) return 0;
+  w->maybe_poll();
+  Ult* next = w->next_local();
+  if (!next) return 0;
+  // A waiting round with nothing else queued: let other processes (the
+  // progress thread, the peer rank) have the CPU once per round.
+  if (w->rq_.size_hint() == 0 && ++w->hook_polls_ >= w->waiting_count_ + 1) {
+    w->hook_polls_ = 0;
+    sched_yield();
+  }
+  w->switch_to(self, next, Action::kPark);
+  // Parked threads are resumed only by their own worker: still on `w`.
+  return 1;
+}
+
+void Worker::loop() {
+  t_worker = this;
+  give_thread_altstack();
+  tsu_set_wait_hook(&Worker::wait_hook, this);
+#if TSU_ULT_TSAN
+  sched_san_.tsan_fiber = __tsan_get_current_fiber();
+#endif
+#if TSU_ULT_ASAN
+  {
+    pthread_attr_t attr;
+    void* addr = nullptr;
+    std::size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      pthread_attr_getstack(&attr, &addr, &size);
+      pthread_attr_destroy(&attr);
+    }
+    sched_san_.stack_bottom = addr;
+    sched_san_.stack_size = size;
+  }
+#endif
+  uint32_t idle = 0;
+  uint64_t idle_since = 0;
+  Remote* remote = sched_.remote();  // set before the workers start
+  for (;;) {
+    Ult* u = next_local();
+    if (!u) u = steal();
+    if (u) {
+      idle = 0;
+      if (!ready_to_run(u)) continue;
+      switch_to(nullptr, u, Action::kNone);
+      continue;
+    }
+    // An idle pass: send batched messages, exchange load, drive progress.
+    if (remote) remote->poll(*this, true);
+    if (sched_.stopping() && sched_.live() == 0) break;
+    if (has_waiting()) continue;
+    // Idle: poll for spin_ns (yielding the CPU now and then), then sleep.
+    if (idle++ == 0) idle_since = now_ns();
+    if ((idle & 15) != 0) {
+      cpu_relax();
+    } else if (now_ns() - idle_since < sched_.settings().spin_ns) {
+      sched_yield();
+    } else {
+      // With other ranks, wake up now and then to poll (manual progress).
+      sched_.idle_wait(*this, remote ? 1'000'000 : 50'000'000);
+      idle = 0;
+    }
+  }
+  tsu_set_wait_hook(nullptr, nullptr);
+  drop_thread_altstack();
+  t_worker = nullptr;
+}
+
+// ---- Records and the live list ---------------------------------------------------
+
+Ult* Worker::take_record() noexcept {
+  Ult* u = free_records_;
+  if (u) {
+    free_records_ = u->next;
+    --free_count_;
+  }
+  return u;
+}
+
+void Worker::give_record(Ult* u) noexcept {
+  if (free_count_ >= kMaxFreeRecords) {
+    delete u;
+    return;
+  }
+  u->next = free_records_;
+  free_records_ = u;
+  ++free_count_;
+}
+
+void Worker::live_add(Ult* u) noexcept {
+  SpinGuard g(live_lock_);
+  u->live_prev = nullptr;
+  u->live_next = live_head_;
+  if (live_head_) live_head_->live_prev = u;
+  live_head_ = u;
+}
+
+void Worker::live_remove(Ult* u) noexcept {
+  SpinGuard g(live_lock_);
+  if (u->live_prev) u->live_prev->live_next = u->live_next; else live_head_ = u->live_next;
+  if (u->live_next) u->live_next->live_prev = u->live_prev;
+  u->live_prev = u->live_next = nullptr;
+}
+
+}  // namespace tsu::ult

@@ -1,0 +1,135 @@
+// A worker pthread: runs ULTs from its run queue, steals from the others'
+// when idle, and switches between ULTs.
+//
+// The switch protocol.  A context (a ULT, or the worker's own loop: `nullptr`
+// below) leaves by switch_to(from, to, action): it records `from` and what
+// must be done with it in the worker, then jumps.  The context that lands
+// runs land() first, which saves `from`'s context and only then performs the
+// action (requeue it, release the lock of the wait queue it joined, park it
+// on the private waiting list, or free its stack when it ended).  So a thread
+// is never visible to another worker before its context is saved.
+//
+// State owned by the worker's pthread only: current_, sched_ctx_, prev_,
+// action_, waiting_, the caches, the counters' writes.  The run queue and the
+// live list have their own locks.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+
+#include "context.hpp"
+#include "run_queue.hpp"
+#include "spinlock.hpp"
+#include "stack_pool.hpp"
+#include "thread.hpp"
+
+namespace tsu::ult {
+
+class Scheduler;
+
+enum class Action : uint32_t {
+  kNone,     // `from` was the worker's loop
+  kRequeue,  // `from` yielded: back to the run queue
+  kRelease,  // `from` blocked: release the wait queue's lock
+  kPark,     // `from` waits in a tsunagi call: the private waiting list
+  kFinish    // `from` ended: its stack goes back, joiners are woken
+};
+
+// Per-worker counters: written by the owner only (load + store, no atomic
+// read-modify-write), read by anyone.
+struct WorkerCounters {
+  std::atomic<uint64_t> created{0}, finished{0}, switches{0}, stolen{0};
+  static void bump(std::atomic<uint64_t>& c) noexcept {
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+};
+
+class Worker {
+ public:
+  Worker(Scheduler& s, uint32_t index);
+  ~Worker();
+  void start();
+  void join_thread();
+
+  // Switches from `from` (nullptr: this worker's loop) to `to` (nullptr: the
+  // loop).  Returns the worker the caller runs on when it resumes.
+  Worker* switch_to(Ult* from, Ult* to, Action a, Spinlock* release = nullptr) noexcept;
+  // The next thread to run here without stealing: mostly the run queue, with
+  // the private waiting list interleaved so waiters keep polling.
+  Ult* next_local() noexcept;
+  // Every 64th call, the remote layer's pass; only where no lock is held.
+  void maybe_poll() noexcept;
+
+  RunQueue& queue() noexcept { return rq_; }
+  uint32_t index() const noexcept { return index_; }
+  Ult* current() const noexcept { return current_; }
+  bool has_waiting() const noexcept { return waiting_head_ != nullptr; }
+  StackCache& stacks() noexcept { return stacks_; }
+  Scheduler& scheduler() noexcept { return sched_; }
+  WorkerCounters counters;
+
+  // Free ULT records (owner only).
+  Ult* take_record() noexcept;
+  void give_record(Ult* u) noexcept;
+
+  // Live list of the ULTs created here (for dumps).
+  void live_add(Ult* u) noexcept;
+  void live_remove(Ult* u) noexcept;
+  template <typename F>
+  void live_for_each(F&& f) {
+    SpinGuard g(live_lock_);
+    for (Ult* u = live_head_; u; u = u->live_next) f(*u);
+  }
+
+  // The tsunagi wait hook installed on this pthread.
+  static int wait_hook(void* ctx);
+
+ private:
+  static void entry(Transfer t);
+  static Worker* land(Transfer t) noexcept;
+  void loop();
+  bool prepare(Ult* u) noexcept;  // stack + initial context for a new thread
+  bool ready_to_run(Ult* u) noexcept;  // prepares a new thread; false: it could not run
+  void finish(Ult* u) noexcept;
+  void park(Ult* u) noexcept;
+  void push_yielded(Ult* u) noexcept;
+  Ult* pop_yielded() noexcept;
+  void spill_yielded() noexcept;
+  Ult* steal() noexcept;
+
+  Scheduler& sched_;
+  const uint32_t index_;
+  RunQueue rq_;
+  StackCache stacks_;
+  std::thread thread_;
+  Ult* current_ = nullptr;
+  Fctx sched_ctx_ = nullptr;
+  SanitizerContext sched_san_;
+  Ult* prev_ = nullptr;
+  Action action_ = Action::kNone;
+  Spinlock* release_ = nullptr;
+  // Threads that yielded here: a private FIFO (Ult::next), so a yield costs
+  // no lock; spilled to the shared queue every 64 picks so idle workers can
+  // steal them.
+  Ult* yielded_head_ = nullptr;
+  Ult* yielded_tail_ = nullptr;
+  uint32_t yielded_count_ = 0;
+  Ult* waiting_head_ = nullptr;  // private FIFO (Ult::next)
+  Ult* waiting_tail_ = nullptr;
+  uint32_t waiting_count_ = 0;
+  uint32_t tick_ = 0;
+  uint32_t hook_polls_ = 0;
+  uint32_t poll_tick_ = 0;
+  bool polling_ = false;  // inside the remote layer's pass (no parking)
+  Ult* free_records_ = nullptr;
+  uint32_t free_count_ = 0;
+  Spinlock live_lock_;
+  Ult* live_head_ = nullptr;  // guarded by live_lock_
+};
+
+// The worker running on the calling pthread (nullptr elsewhere).  Not
+// inlined, so no caller keeps a thread-local's address across a switch.
+Worker* current_worker() noexcept;
+
+}  // namespace tsu::ult

@@ -1,0 +1,461 @@
+// The local scheduler: threads, values, yield order, synchronization under
+// contention, keys, detach, a million live threads, pthread-side use, and a
+// stack overflow reported in a child process.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <tsunagi/ult.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+// Each test runs its own scheduler.
+class Ult : public ::testing::Test {
+ protected:
+  void start(uint32_t workers, int guard = -1) {
+    tsu_ult_config_t cfg{};
+    cfg.struct_size = sizeof cfg;
+    cfg.field_mask = TSU_ULT_CONFIG_WORKERS;
+    cfg.workers = workers;
+    if (guard >= 0) {
+      cfg.field_mask |= TSU_ULT_CONFIG_GUARD;
+      cfg.guard = guard;
+    }
+    ASSERT_EQ(tsu_ult_init(&cfg), TSU_OK);
+  }
+  void TearDown() override {
+    if (tsu_ult_workers()) {
+      EXPECT_EQ(tsu_ult_finalize(), TSU_OK);
+    }
+  }
+};
+
+// Runs fn(arg) in a ULT and joins it from this pthread.
+void* run_in_ult(tsu_ult_fn_t fn, void* arg = nullptr) {
+  tsu_ult_t t;
+  EXPECT_EQ(tsu_ult_create(&t, nullptr, fn, arg), TSU_OK);
+  void* v = nullptr;
+  EXPECT_EQ(tsu_ult_join(t, &v), TSU_OK);
+  return v;
+}
+
+void* twice(void* a) { return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(a) * 2); }
+
+TEST_F(Ult, CreateJoinReturnsValues) {
+  start(2);
+  std::vector<tsu_ult_t> ts(2000);
+  for (uintptr_t i = 0; i < ts.size(); ++i)
+    ASSERT_EQ(tsu_ult_create(&ts[i], nullptr, twice, reinterpret_cast<void*>(i)), TSU_OK);
+  for (uintptr_t i = 0; i < ts.size(); ++i) {
+    void* v = nullptr;
+    ASSERT_EQ(tsu_ult_join(ts[i], &v), TSU_OK);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(v), 2 * i);
+  }
+}
+
+void* exits_early(void* a) {
+  tsu_ult_exit(a);
+  return nullptr;  // not reached
+}
+
+TEST_F(Ult, ExitValueAndNestedCreateJoin) {
+  start(2);
+  EXPECT_EQ(run_in_ult(exits_early, reinterpret_cast<void*>(77)), reinterpret_cast<void*>(77));
+  // Fork/join recursion inside ULTs: fib(15) = 610.
+  struct Fib {
+    static void* run(void* a) {
+      const auto n = reinterpret_cast<uintptr_t>(a);
+      if (n < 2) return a;
+      tsu_ult_t t;
+      tsu_ult_create(&t, nullptr, run, reinterpret_cast<void*>(n - 1));
+      const auto b = reinterpret_cast<uintptr_t>(run(reinterpret_cast<void*>(n - 2)));
+      void* x = nullptr;
+      tsu_ult_join(t, &x);
+      return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(x) + b);
+    }
+  };
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(run_in_ult(Fib::run, reinterpret_cast<void*>(15))), 610u);
+  EXPECT_EQ(tsu_ult_exit(nullptr), TSU_ERR_UNSUPPORTED);  // from a pthread
+}
+
+// One worker: three threads that yield take turns in FIFO order.
+std::vector<int> g_order;
+void* yielder(void* a) {
+  for (int i = 0; i < 3; ++i) {
+    g_order.push_back(static_cast<int>(reinterpret_cast<uintptr_t>(a)));
+    tsu_ult_yield();
+  }
+  return nullptr;
+}
+void* spawn_three(void*) {
+  tsu_ult_t t[3];
+  for (uintptr_t i = 0; i < 3; ++i) tsu_ult_create(&t[i], nullptr, yielder, reinterpret_cast<void*>(i));
+  for (auto& x : t) tsu_ult_join(x, nullptr);
+  return nullptr;
+}
+
+TEST_F(Ult, YieldRunsOthersInFifoOrder) {
+  start(1);
+  g_order.clear();
+  run_in_ult(spawn_three);
+  EXPECT_EQ(g_order, (std::vector<int>{0, 1, 2, 0, 1, 2, 0, 1, 2}));
+  EXPECT_EQ(tsu_ult_self(), nullptr);
+  EXPECT_EQ(tsu_ult_yield(), TSU_OK);  // from a pthread: sched_yield
+}
+
+struct Shared {
+  tsu_ult_mutex_t mu = TSU_ULT_MUTEX_INITIALIZER;
+  tsu_ult_cond_t cv = TSU_ULT_COND_INITIALIZER;
+  tsu_ult_barrier_t bar{};
+  uint64_t counter = 0;       // guarded by mu
+  int in_critical = 0;        // guarded by mu
+  std::atomic<int> serials{0};
+};
+
+void* hammer(void* a) {
+  auto* s = static_cast<Shared*>(a);
+  for (int i = 0; i < 2000; ++i) {
+    tsu_ult_mutex_lock(&s->mu);
+    if (s->in_critical++ != 0) std::abort();
+    ++s->counter;
+    if (i % 64 == 0) tsu_ult_yield();  // hold it across a switch now and then
+    --s->in_critical;
+    tsu_ult_mutex_unlock(&s->mu);
+  }
+  return nullptr;
+}
+
+TEST_F(Ult, MutexUnderContentionFromUltsAndPthreads) {
+  start(2);
+  Shared s;
+  std::vector<tsu_ult_t> ts(32);
+  for (auto& t : ts) ASSERT_EQ(tsu_ult_create(&t, nullptr, hammer, &s), TSU_OK);
+  std::thread p1([&] { hammer(&s); }), p2([&] { hammer(&s); });
+  for (auto& t : ts) ASSERT_EQ(tsu_ult_join(t, nullptr), TSU_OK);
+  p1.join();
+  p2.join();
+  EXPECT_EQ(s.counter, 34u * 2000u);
+  EXPECT_EQ(tsu_ult_mutex_trylock(&s.mu), TSU_OK);
+  EXPECT_EQ(tsu_ult_mutex_trylock(&s.mu), TSU_EAGAIN);
+  EXPECT_EQ(tsu_ult_mutex_unlock(&s.mu), TSU_OK);
+  EXPECT_EQ(tsu_ult_mutex_destroy(&s.mu), TSU_OK);
+}
+
+// Producers and consumers over a bounded buffer with two conditions.
+struct Buffer {
+  tsu_ult_mutex_t mu = TSU_ULT_MUTEX_INITIALIZER;
+  tsu_ult_cond_t not_full = TSU_ULT_COND_INITIALIZER, not_empty = TSU_ULT_COND_INITIALIZER;
+  std::vector<uint64_t> items;  // guarded by mu
+  uint64_t consumed_sum = 0;    // guarded by mu
+};
+constexpr int kItems = 3000, kProducers = 8, kConsumers = 8;
+
+void* produce(void* a) {
+  auto* b = static_cast<Buffer*>(a);
+  for (uint64_t i = 1; i <= kItems; ++i) {
+    tsu_ult_mutex_lock(&b->mu);
+    while (b->items.size() >= 4) tsu_ult_cond_wait(&b->not_full, &b->mu);
+    b->items.push_back(i);
+    tsu_ult_cond_signal(&b->not_empty);
+    tsu_ult_mutex_unlock(&b->mu);
+  }
+  return nullptr;
+}
+void* consume(void* a) {
+  auto* b = static_cast<Buffer*>(a);
+  for (int i = 0; i < kItems; ++i) {
+    tsu_ult_mutex_lock(&b->mu);
+    while (b->items.empty()) tsu_ult_cond_wait(&b->not_empty, &b->mu);
+    b->consumed_sum += b->items.back();
+    b->items.pop_back();
+    tsu_ult_cond_broadcast(&b->not_full);
+    tsu_ult_mutex_unlock(&b->mu);
+  }
+  return nullptr;
+}
+
+TEST_F(Ult, ConditionVariableProducersConsumers) {
+  start(2);
+  Buffer b;
+  std::vector<tsu_ult_t> ts;
+  for (int i = 0; i < kProducers + kConsumers - 1; ++i) {
+    tsu_ult_t t;
+    ASSERT_EQ(tsu_ult_create(&t, nullptr, i < kProducers ? produce : consume, &b), TSU_OK);
+    ts.push_back(t);
+  }
+  consume(&b);  // one consumer is this pthread
+  for (auto t : ts) ASSERT_EQ(tsu_ult_join(t, nullptr), TSU_OK);
+  const uint64_t per_producer = uint64_t{kItems} * (kItems + 1) / 2;
+  EXPECT_EQ(b.consumed_sum, per_producer * kProducers);
+}
+
+constexpr int kRounds = 100;
+void* barrier_rounds(void* a) {
+  auto* s = static_cast<Shared*>(a);
+  for (int r = 0; r < kRounds; ++r) {
+    const tsu_status_t st = tsu_ult_barrier_wait(&s->bar);
+    if (st == TSU_ULT_BARRIER_SERIAL) s->serials.fetch_add(1);
+    else if (st != TSU_OK) std::abort();
+  }
+  return nullptr;
+}
+
+TEST_F(Ult, BarrierOneSerialPerRound) {
+  start(2);
+  Shared s;
+  ASSERT_EQ(tsu_ult_barrier_init(&s.bar, 17), TSU_OK);
+  std::vector<tsu_ult_t> ts(16);
+  for (auto& t : ts) ASSERT_EQ(tsu_ult_create(&t, nullptr, barrier_rounds, &s), TSU_OK);
+  barrier_rounds(&s);  // the 17th member is this pthread
+  for (auto t : ts) ASSERT_EQ(tsu_ult_join(t, nullptr), TSU_OK);
+  EXPECT_EQ(s.serials.load(), kRounds);
+  EXPECT_EQ(tsu_ult_barrier_destroy(&s.bar), TSU_OK);
+  EXPECT_EQ(tsu_ult_barrier_init(&s.bar, 0), TSU_ERR_INVALID_ARG);
+}
+
+std::atomic<int> g_destroyed{0};
+tsu_ult_key_t g_key;
+void* keyed(void* a) {
+  EXPECT_EQ(tsu_ult_getspecific(g_key), nullptr);
+  EXPECT_EQ(tsu_ult_setspecific(g_key, a), TSU_OK);
+  for (int i = 0; i < 5; ++i) tsu_ult_yield();  // others set theirs meanwhile
+  return tsu_ult_getspecific(g_key);
+}
+
+TEST_F(Ult, KeysArePerThreadAndDestructed) {
+  start(2);
+  ASSERT_EQ(tsu_ult_key_create(&g_key, [](void*) { g_destroyed.fetch_add(1); }), TSU_OK);
+  g_destroyed = 0;
+  std::vector<tsu_ult_t> ts(64);
+  for (uintptr_t i = 0; i < ts.size(); ++i)
+    ASSERT_EQ(tsu_ult_create(&ts[i], nullptr, keyed, reinterpret_cast<void*>(i + 1)), TSU_OK);
+  ASSERT_EQ(tsu_ult_setspecific(g_key, &g_key), TSU_OK);  // this pthread's own value
+  for (uintptr_t i = 0; i < ts.size(); ++i) {
+    void* v = nullptr;
+    ASSERT_EQ(tsu_ult_join(ts[i], &v), TSU_OK);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(v), i + 1);
+  }
+  EXPECT_EQ(g_destroyed.load(), 64);
+  EXPECT_EQ(tsu_ult_getspecific(g_key), &g_key);
+  EXPECT_EQ(tsu_ult_setspecific(g_key, nullptr), TSU_OK);
+  EXPECT_EQ(tsu_ult_key_delete(g_key), TSU_OK);
+  EXPECT_EQ(tsu_ult_setspecific(g_key, &g_key), TSU_ERR_INVALID_ARG);
+}
+
+std::atomic<int> g_detached_ran{0};
+void* count_run(void*) {
+  tsu_ult_yield();
+  g_detached_ran.fetch_add(1);
+  return nullptr;
+}
+
+TEST_F(Ult, DetachedThreadsRunAndFinalizeWaitsForThem) {
+  start(2);
+  g_detached_ran = 0;
+  tsu_ult_attr_t attr{};
+  attr.struct_size = sizeof attr;
+  attr.field_mask = TSU_ULT_ATTR_DETACHED | TSU_ULT_ATTR_NAME;
+  attr.detached = 1;
+  attr.name = "detached";
+  for (int i = 0; i < 500; ++i) ASSERT_EQ(tsu_ult_create(nullptr, &attr, count_run, nullptr), TSU_OK);
+  for (int i = 0; i < 500; ++i) {
+    tsu_ult_t t;
+    ASSERT_EQ(tsu_ult_create(&t, nullptr, count_run, nullptr), TSU_OK);
+    ASSERT_EQ(tsu_ult_detach(t), TSU_OK);
+  }
+  ASSERT_EQ(tsu_ult_finalize(), TSU_OK);
+  EXPECT_EQ(g_detached_ran.load(), 1000);
+}
+
+TEST_F(Ult, BadArguments) {
+  EXPECT_EQ(tsu_ult_create(nullptr, nullptr, twice, nullptr), TSU_ERR_NOT_INITIALIZED);
+  start(1);
+  tsu_ult_config_t cfg{};
+  EXPECT_EQ(tsu_ult_init(&cfg), TSU_ERR_ALREADY_INITIALIZED);
+  tsu_ult_t t;
+  EXPECT_EQ(tsu_ult_create(&t, nullptr, nullptr, nullptr), TSU_ERR_NULL_POINTER);
+  EXPECT_EQ(tsu_ult_create(nullptr, nullptr, twice, nullptr), TSU_ERR_NULL_POINTER);
+  tsu_ult_attr_t attr{};
+  attr.struct_size = sizeof attr;
+  attr.field_mask = TSU_ULT_ATTR_DETACHED;
+  attr.detached = 7;
+  EXPECT_EQ(tsu_ult_create(&t, &attr, twice, nullptr), TSU_ERR_INVALID_ARG);
+  attr.detached = 1;
+  ASSERT_EQ(tsu_ult_create(&t, &attr, count_run, nullptr), TSU_OK);
+  EXPECT_EQ(tsu_ult_join(nullptr, nullptr), TSU_ERR_NULL_POINTER);
+}
+
+// A plain pthread joins a ULT and waits for a mutex a ULT holds.
+struct Handoff {
+  tsu_ult_mutex_t mu = TSU_ULT_MUTEX_INITIALIZER;
+  std::atomic<bool> held{false};
+  std::atomic<bool> pthread_waiting{false};
+};
+void* hold_then_release(void* a) {
+  auto* h = static_cast<Handoff*>(a);
+  tsu_ult_mutex_lock(&h->mu);
+  h->held = true;
+  while (!h->pthread_waiting) tsu_ult_yield();
+  for (int i = 0; i < 100; ++i) tsu_ult_yield();  // the pthread is blocked in lock by now
+  tsu_ult_mutex_unlock(&h->mu);
+  return reinterpret_cast<void*>(42);
+}
+
+TEST_F(Ult, PthreadJoinsUltAndLocksItsMutex) {
+  start(1);
+  Handoff h;
+  tsu_ult_t t;
+  ASSERT_EQ(tsu_ult_create(&t, nullptr, hold_then_release, &h), TSU_OK);
+  while (!h.held) std::this_thread::yield();
+  h.pthread_waiting = true;
+  ASSERT_EQ(tsu_ult_mutex_lock(&h.mu), TSU_OK);  // blocks this pthread until the ULT unlocks
+  ASSERT_EQ(tsu_ult_mutex_unlock(&h.mu), TSU_OK);
+  void* v = nullptr;
+  ASSERT_EQ(tsu_ult_join(t, &v), TSU_OK);
+  EXPECT_EQ(v, reinterpret_cast<void*>(42));
+}
+
+// Creates n threads from one ULT on one worker without yielding: all of them
+// are live (queued, not started, so without stacks) at once.
+struct Many {
+  uint64_t n;
+  std::atomic<uint64_t> ran{0};
+};
+void* tick(void* a) {
+  static_cast<Many*>(a)->ran.fetch_add(1, std::memory_order_relaxed);
+  return nullptr;
+}
+void* create_many(void* a) {
+  auto* m = static_cast<Many*>(a);
+  std::vector<tsu_ult_t> ts(m->n);
+  for (auto& t : ts)
+    if (tsu_ult_create(&t, nullptr, tick, m) != TSU_OK) return nullptr;
+  tsu_ult_counters_t c;
+  tsu_ult_counters(&c);
+  if (c.created - c.finished < m->n) return nullptr;  // all live at once
+  for (auto t : ts) tsu_ult_join(t, nullptr);
+  return a;
+}
+
+TEST_F(Ult, AMillionLiveThreads) {
+  start(1);
+  Many m;
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  m.n = 10'000;  // sanitizers keep state per thread (TSan: a fiber each, ~2 ms)
+#else
+  m.n = 1'000'000;
+#endif
+  EXPECT_EQ(run_in_ult(create_many, &m), &m);
+  EXPECT_EQ(m.ran.load(), m.n);
+  tsu_ult_counters_t c;
+  ASSERT_EQ(tsu_ult_counters(&c), TSU_OK);
+  EXPECT_LT(c.stacks, 1000u);  // stacks are taken at first run and pooled
+}
+
+long rss_kib() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+
+// Many started threads suspended at once cost their touched pages only.
+void* park_on_barrier(void* a) {
+  tsu_ult_barrier_wait(static_cast<tsu_ult_barrier_t*>(a));
+  return nullptr;
+}
+
+TEST_F(Ult, SuspendedThreadsCostFewPages) {
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  // Sanitizers add their own shadow memory per page: the bound is for plain builds.
+  GTEST_SKIP() << "RSS per thread is not meaningful under a sanitizer";
+#endif
+  start(2, 0);
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  constexpr uint32_t kN = 2000;
+#else
+  constexpr uint32_t kN = 20000;
+#endif
+  tsu_ult_barrier_t bar;
+  ASSERT_EQ(tsu_ult_barrier_init(&bar, kN + 1), TSU_OK);
+  const long before = rss_kib();
+  std::vector<tsu_ult_t> ts(kN);
+  for (auto& t : ts) ASSERT_EQ(tsu_ult_create(&t, nullptr, park_on_barrier, &bar), TSU_OK);
+  // Wait until all are started and blocked.
+  for (;;) {
+    tsu_ult_counters_t c;
+    tsu_ult_counters(&c);
+    if (c.stacks >= kN) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const long during = rss_kib();
+  tsu_ult_barrier_wait(&bar);
+  for (auto t : ts) ASSERT_EQ(tsu_ult_join(t, nullptr), TSU_OK);
+  // 128 KiB of stack reserved each, a page or two touched.
+  EXPECT_LT((during - before) / long{kN}, 16) << "KiB per suspended thread";
+}
+
+// Deep enough to overflow any stack (the depth comes from the argument, so
+// the compiler cannot see the recursion is endless).
+uintptr_t depth_sum(uintptr_t n) {
+  volatile char pad[1024];
+  pad[0] = static_cast<char>(n);
+  if (n == 0) return 0;
+  return depth_sum(n - 1) + static_cast<uintptr_t>(pad[0]);
+}
+void* recurse(void* a) {
+  return reinterpret_cast<void*>(depth_sum(reinterpret_cast<uintptr_t>(a)));
+}
+
+TEST(UltGuard, OverflowIsReportedWithTheThreadsName) {
+  int err[2];
+  ASSERT_EQ(pipe(err), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    dup2(err[1], STDERR_FILENO);
+    tsu_ult_config_t cfg{};
+    cfg.struct_size = sizeof cfg;
+    cfg.field_mask = TSU_ULT_CONFIG_WORKERS | TSU_ULT_CONFIG_GUARD;
+    cfg.workers = 1;
+    cfg.guard = 1;
+    if (tsu_ult_init(&cfg) != TSU_OK) _exit(3);
+    tsu_ult_attr_t attr{};
+    attr.struct_size = sizeof attr;
+    attr.field_mask = TSU_ULT_ATTR_NAME | TSU_ULT_ATTR_STACK_SIZE;
+    attr.name = "deep-recursion";
+    attr.stack_size = 64 * 1024;
+    tsu_ult_t t;
+    tsu_ult_create(&t, &attr, recurse, reinterpret_cast<void*>(uintptr_t{1} << 20));
+    tsu_ult_join(t, nullptr);
+    _exit(0);  // not reached: the overflow kills the process
+  }
+  close(err[1]);
+  std::string out;
+  char buf[512];
+  for (ssize_t n; (n = read(err[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(err[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  // The sanitizer's own handler reports the overflow too, and exits.
+  ASSERT_TRUE(WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0)) << out;
+#else
+  ASSERT_TRUE(WIFSIGNALED(status)) << out;
+  EXPECT_EQ(WTERMSIG(status), SIGSEGV);
+#endif
+  EXPECT_NE(out.find("stack overflow in user-level thread"), std::string::npos) << out;
+  EXPECT_NE(out.find("'deep-recursion'"), std::string::npos) << out;
+}
+
+}  // namespace
