@@ -24,6 +24,7 @@ struct Config {
   int yield_idle = -1;                   // tsu_progress yields when idle: 1, 0, -1 auto
   int log_level = TSU_LOG_WARN;
   bool stats = false;
+  std::string trace;                     // TSU_TRACE: timeline file pattern; empty = off
   std::string node_id;                   // TSU_NODE_ID; empty = host name
   std::string net = "udp";               // TSU_NET: the network transport (transport registry)
   // Messaging (docs/messaging.md).
