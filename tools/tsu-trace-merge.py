@@ -73,6 +73,9 @@ def main():
             if shift_us and "ts" in e:
                 e["ts"] = round(e["ts"] + shift_us, 3)
             events.append(e)
+    # Threads' buffers are written one after another: order by time (stable,
+    # metadata first) so every viewer reads the spans in order.
+    events.sort(key=lambda e: (e.get("ph") != "M", e.get("ts", 0)))
     merged = {"displayTimeUnit": "ns",
               "otherData": {"producer": "tsu-trace-merge", "ranks": ranks, "align": args.align},
               "traceEvents": events}

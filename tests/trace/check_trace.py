@@ -29,7 +29,9 @@ def check_file(path, rank):
         fail(f"{path}: otherData.rank is not {rank}")
     events = data["traceEvents"]
     open_spans = collections.Counter()
-    for e in events:
+    # Each thread's events are written in order, threads' buffers one after
+    # another: viewers order by time, and so does this check (stable sort).
+    for e in sorted(events, key=lambda e: e.get("ts", 0)):
         for key in ("name", "ph", "pid"):
             if key not in e:
                 fail(f"{path}: event without '{key}': {e}")
