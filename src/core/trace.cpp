@@ -112,7 +112,9 @@ void append_event(std::string& out, const Event& e, uint32_t tid) {
   bool first_arg = true;
   for (int i = 0; i < 3; ++i) {
     if (!t.args[i]) continue;
-    std::snprintf(text, sizeof text, "%s\"%s\":%" PRIu64, first_arg ? "" : ",", t.args[i], e.a[i]);
+    // Signed: statuses are negative codes; counts and ranks fit either way.
+    std::snprintf(text, sizeof text, "%s\"%s\":%" PRId64, first_arg ? "" : ",", t.args[i],
+                  static_cast<int64_t>(e.a[i]));
     out += text;
     first_arg = false;
   }
