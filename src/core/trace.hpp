@@ -39,7 +39,9 @@ struct EventType {
 // tsu_finalize); relaxed: a hook that races with either may drop or add one
 // event, never corrupt a buffer (start/stop publish the session under its
 // mutex and by the thread start/join of the progress thread).
-extern std::atomic<bool> g_on;
+// Hidden: the hooks compile to one direct load (no GOT indirection) even
+// in the shared library.
+extern std::atomic<bool> g_on [[gnu::visibility("hidden")]];
 
 inline bool on() noexcept { return g_on.load(std::memory_order_relaxed); }
 
