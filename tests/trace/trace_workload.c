@@ -27,6 +27,8 @@
     CHECK(st_);                                                              \
   } while (0)
 
+enum { kRequests = 50, kMaxRanks = 16 };
+
 static void pause_ms(long ms) {
   struct timespec ts = {0, ms * 1000000L};
   nanosleep(&ts, NULL);
@@ -37,17 +39,28 @@ int main(void) {
   uint32_t me = 0, n = 0;
   CHECK(tsu_rank(&me));
   CHECK(tsu_size(&n));
+  if (n > kMaxRanks) {
+    fprintf(stderr, "at most %d ranks\n", kMaxRanks);
+    return 1;
+  }
+  /* Layout of every main segment, so no two requests in flight touch the
+   * same bytes (the test runs under ThreadSanitizer too): [0, 8) the atomic
+   * counter, [64, 128) put source and get source (only read), [4096 + 64 *
+   * rank) each writer's put destination, [8192 + 64 * k) a get destination
+   * per request. */
+  static uint64_t old[kRequests * kMaxRanks];
   tsu_counter_t done;
   tsu_counter_init(&done);
-  uint64_t issued = 0, old = 0;
+  uint64_t issued = 0;
   for (int round = 0; round < 2; ++round) {
-    for (int i = 0; i < 50; ++i)
+    for (uint32_t i = 0; i < kRequests; ++i)
       for (uint32_t r = 0; r < n; ++r) {
-        ISSUE(tsu_try_put(tsu_gaddr(r, TSU_SEG_MAIN, 4096 + 64 * me), tsu_laddr(TSU_SEG_MAIN, 0),
+        const uint32_t k = i * n + r;
+        ISSUE(tsu_try_put(tsu_gaddr(r, TSU_SEG_MAIN, 4096 + 64 * me), tsu_laddr(TSU_SEG_MAIN, 64),
                           64, tsu_counter_cb(&done)));
-        ISSUE(tsu_try_get(tsu_laddr(TSU_SEG_MAIN, 8192), tsu_gaddr(r, TSU_SEG_MAIN, 0), 64,
-                          tsu_counter_cb(&done)));
-        ISSUE(tsu_try_fetch_add_u64(tsu_gaddr(r, TSU_SEG_MAIN, 0), 1, &old,
+        ISSUE(tsu_try_get(tsu_laddr(TSU_SEG_MAIN, 8192 + 64 * k), tsu_gaddr(r, TSU_SEG_MAIN, 64),
+                          64, tsu_counter_cb(&done)));
+        ISSUE(tsu_try_fetch_add_u64(tsu_gaddr(r, TSU_SEG_MAIN, 0), 1, &old[k],
                                     tsu_counter_cb(&done)));
         issued += 3;
       }
