@@ -1,4 +1,4 @@
-/*
+/** @file msg.h
  * tsunagi tagged messages (C11): MPI-like two-sided send/receive with
  * matching on source and tag.  Included by tsunagi.h; compiles on its own.
  *
@@ -43,55 +43,84 @@ extern "C" {
 #define TSU_TAG_ANY ((uint64_t)0)
 
 typedef struct tsu_msg_status_s {
-  uint32_t source;    /* sender's rank                                   */
-  int32_t error;      /* TSU_OK, TSU_ERR_TRUNCATED, TSU_ERR_CANCELED or
+  uint32_t source;    /**< sender's rank                                   */
+  int32_t error;      /**< TSU_OK, TSU_ERR_TRUNCATED, TSU_ERR_CANCELED or
                          TSU_ERR_PEER_LOST (the sender's node is gone)    */
-  uint64_t tag;       /* the message's tag                               */
-  size_t length;      /* the message's length (may exceed the buffer)    */
+  uint64_t tag;       /**< the message's tag                               */
+  size_t length;      /**< the message's length (may exceed the buffer)    */
 } tsu_msg_status_t;
 
-/* Names a posted receive (for tsu_recv_cancel). */
+/** Names a posted receive (for tsu_recv_cancel). */
 typedef uint64_t tsu_recv_t;
 
-/* Sends buf[0, len) to `dst` with `tag`.  buf must stay valid and unchanged
- * until the callback.  TSU_EAGAIN when the target's queue is full.  The
- * callback gets TSU_ERR_PEER_LOST if `dst` is lost before it took the data;
- * a send to a rank already lost returns TSU_ERR_PEER_LOST. */
+/** Sends buf[0, len) to `dst` with `tag`.  buf must stay valid and unchanged
+ * until the callback.  The callback gets TSU_ERR_PEER_LOST if `dst` is lost
+ * before it took the data.
+ * @retval TSU_OK               accepted (eager and single-copy eager: the callback has
+ *                              run before the return; rendezvous: it runs when the
+ *                              receiver has copied the data).
+ * @retval TSU_EAGAIN           the target's queue is full: nothing was sent, retry.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_BAD_RANK     dst >= job size.
+ * @retval TSU_ERR_NULL_POINTER buf is NULL with len > 0.
+ * @retval TSU_ERR_UNREACHABLE  no transport carries messages to dst.
+ * @retval TSU_ERR_NO_MEMORY    no memory for a rendezvous record.
+ * @retval TSU_ERR_PEER_LOST    dst (on another node) is already lost. */
 TSU_API tsu_status_t tsu_try_send(uint32_t dst, uint64_t tag, const void *buf, size_t len,
                                   tsu_cb_t cb);
 
-/* Posts a receive of up to `cap` bytes into buf.  status (may be NULL) is
+/** Posts a receive of up to `cap` bytes into buf.  status (may be NULL) is
  * written before the callback.  handle (may be NULL) names the receive for
  * tsu_recv_cancel.  buf in a shared segment makes single-copy eager possible.
  * A receive naming a source that is lost (or whose data stops coming because
  * it is lost) completes with TSU_ERR_PEER_LOST, unless a message from it had
- * already arrived whole; TSU_ANY_SOURCE receives stay posted. */
+ * already arrived whole; TSU_ANY_SOURCE receives stay posted.  Never
+ * TSU_EAGAIN: posted receives are not bounded.
+ * @retval TSU_OK               posted (or already matched: the callback may have run).
+ *                              The callback gets TSU_OK, TSU_ERR_TRUNCATED,
+ *                              TSU_ERR_CANCELED or TSU_ERR_PEER_LOST.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_NULL_POINTER buf is NULL with cap > 0.
+ * @retval TSU_ERR_BAD_RANK     src is neither TSU_ANY_SOURCE nor < job size.
+ * @retval TSU_ERR_NO_MEMORY    no memory for the receive's record. */
 TSU_API tsu_status_t tsu_try_recv(uint32_t src, uint64_t tag, uint64_t mask, void *buf, size_t cap,
                                   tsu_msg_status_t *status, tsu_cb_t cb, tsu_recv_t *handle);
 
-/* Non-blocking probe: TSU_OK and *status if a matching message has arrived and
- * is not yet received, TSU_EAGAIN if none.  Runs one progress pass first. */
+/** Non-blocking probe for a matching message that has arrived and is not yet
+ * received.  Runs one progress pass first.
+ * @retval TSU_OK               one is waiting: *status describes it.
+ * @retval TSU_EAGAIN           none (yet).
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_NULL_POINTER status is NULL.
+ * @retval TSU_ERR_BAD_RANK     src is neither TSU_ANY_SOURCE nor < job size. */
 TSU_API tsu_status_t tsu_msg_probe(uint32_t src, uint64_t tag, uint64_t mask,
                                    tsu_msg_status_t *status);
 
-/* Cancels a posted receive that has not matched: TSU_OK and its callback runs
- * (before return) with TSU_ERR_CANCELED.  TSU_ERR_INVALID_ARG if it already
- * matched (its callback runs with its real status) or is unknown. */
+/** Cancels a posted receive that has not matched.
+ * @retval TSU_OK               canceled: its callback ran (before the return) with
+ *                              TSU_ERR_CANCELED.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_INVALID_ARG  it already matched (its callback runs with its real
+ *                              status) or the handle is unknown. */
 TSU_API tsu_status_t tsu_recv_cancel(tsu_recv_t handle);
 
-/* This rank's protocol counters (cumulative), for tests and benchmarks. */
+/** This rank's protocol counters (cumulative), for tests and benchmarks. */
 typedef struct tsu_msg_counters_s {
-  uint64_t eager;         /* sends that went eager through the queue            */
-  uint64_t sceager;       /* sends copied straight into a posted receive        */
-  uint64_t sceager_busy;  /* single-copy eager tried, posted queue lock busy    */
-  uint64_t sceager_miss;  /* single-copy eager tried, no reachable posted match */
-  uint64_t rendezvous;    /* sends by rendezvous                                */
-  uint64_t unexpected;    /* arrivals that found no posted receive              */
+  uint64_t eager;         /**< sends that went eager through the queue            */
+  uint64_t sceager;       /**< sends copied straight into a posted receive        */
+  uint64_t sceager_busy;  /**< single-copy eager tried, posted queue lock busy    */
+  uint64_t sceager_miss;  /**< single-copy eager tried, no reachable posted match */
+  uint64_t rendezvous;    /**< sends by rendezvous                                */
+  uint64_t unexpected;    /**< arrivals that found no posted receive              */
 } tsu_msg_counters_t;
+/** This rank's protocol counters (cumulative), for tests and benchmarks.
+ * @retval TSU_OK               *out written.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_NULL_POINTER out is NULL. */
 TSU_API tsu_status_t tsu_msg_counters(tsu_msg_counters_t *out);
 
 #ifdef __cplusplus
 }
 #endif
 
-#endif /* TSUNAGI_MSG_H */
+#endif /**< TSUNAGI_MSG_H */

@@ -1,4 +1,4 @@
-/*
+/** @file tsunagi.h
  * tsunagi — a low-level communication layer for PGAS runtimes, task schedulers
  * and RPC runtimes.  This is the whole public C API (C11, stable ABI).
  *
@@ -55,48 +55,51 @@ extern "C" {
 typedef int32_t tsu_status_t;
 
 enum {
-  TSU_OK = 0,                       /* accepted, or completed successfully       */
-  TSU_EAGAIN = 1,                   /* queue full / fence pending: retry later   */
-  TSU_ERR_INVALID_ARG = -1,         /* an argument is malformed (bad enum, size) */
-  TSU_ERR_NULL_POINTER = -2,        /* a required pointer is NULL                */
-  TSU_ERR_NOT_INITIALIZED = -3,     /* called before tsu_init / after finalize   */
-  TSU_ERR_ALREADY_INITIALIZED = -4, /* tsu_init called twice                     */
-  TSU_ERR_BAD_RANK = -5,            /* rank >= size                              */
-  TSU_ERR_BAD_SEGMENT = -6,         /* segment id unknown, freed or not yours    */
-  TSU_ERR_OUT_OF_BOUNDS = -7,       /* offset + length exceeds the segment       */
-  TSU_ERR_MISALIGNED = -8,          /* atomic target not aligned to its size     */
-  TSU_ERR_UNSUPPORTED = -9,         /* valid, but not supported for this target  */
-  TSU_ERR_UNREACHABLE = -10,        /* no transport reaches that rank            */
-  TSU_ERR_NO_MEMORY = -11,          /* allocation or mapping failed              */
-  TSU_ERR_SYSTEM = -12,             /* an operating-system call failed           */
-  TSU_ERR_BOOTSTRAP = -13,          /* the launcher's bootstrap service failed   */
-  TSU_ERR_CONFIG = -14,             /* a configuration value is invalid          */
-  TSU_ERR_PEER_LOST = -15,          /* the target rank is gone                   */
-  TSU_ERR_TRUNCATED = -16,          /* a message was longer than its buffer      */
-  TSU_ERR_CANCELED = -17,           /* the request was canceled                  */
-  TSU_ERR_LIMIT = -18               /* a fixed limit was reached (e.g. segments) */
+  TSU_OK = 0,                       /**< accepted, or completed successfully       */
+  TSU_EAGAIN = 1,                   /**< queue full / fence pending: retry later   */
+  TSU_ERR_INVALID_ARG = -1,         /**< an argument is malformed (bad enum, size) */
+  TSU_ERR_NULL_POINTER = -2,        /**< a required pointer is NULL                */
+  TSU_ERR_NOT_INITIALIZED = -3,     /**< called before tsu_init / after finalize   */
+  TSU_ERR_ALREADY_INITIALIZED = -4, /**< tsu_init called twice                     */
+  TSU_ERR_BAD_RANK = -5,            /**< rank >= size                              */
+  TSU_ERR_BAD_SEGMENT = -6,         /**< segment id unknown, freed or not yours    */
+  TSU_ERR_OUT_OF_BOUNDS = -7,       /**< offset + length exceeds the segment       */
+  TSU_ERR_MISALIGNED = -8,          /**< atomic target not aligned to its size     */
+  TSU_ERR_UNSUPPORTED = -9,         /**< valid, but not supported for this target  */
+  TSU_ERR_UNREACHABLE = -10,        /**< no transport reaches that rank            */
+  TSU_ERR_NO_MEMORY = -11,          /**< allocation or mapping failed              */
+  TSU_ERR_SYSTEM = -12,             /**< an operating-system call failed           */
+  TSU_ERR_BOOTSTRAP = -13,          /**< the launcher's bootstrap service failed   */
+  TSU_ERR_CONFIG = -14,             /**< a configuration value is invalid          */
+  TSU_ERR_PEER_LOST = -15,          /**< the target rank is gone                   */
+  TSU_ERR_TRUNCATED = -16,          /**< a message was longer than its buffer      */
+  TSU_ERR_CANCELED = -17,           /**< the request was canceled                  */
+  TSU_ERR_LIMIT = -18               /**< a fixed limit was reached (e.g. segments) */
 };
 
-/* A fixed, human-readable name for a status code ("unknown status" if none). */
+/** A fixed, human-readable name for a status code.
+ * @return a static string ("unknown status" for a code that has none); never NULL. */
 TSU_API const char *tsu_strerror(tsu_status_t status);
 
-/* The detailed message of the last error returned to the calling thread, e.g.
+/** The detailed message of the last error returned to the calling thread, e.g.
  * "tsu_try_put: offset 4096 + length 16 exceeds segment 0 of rank 1 (4096 B)".
- * Empty string when none.  Valid until the thread's next failing call. */
+ * @return the message, or an empty string when none; valid until the thread's
+ *         next failing call.  Never NULL. */
 TSU_API const char *tsu_last_error(void);
 
-/* Version as "MAJOR.MINOR.PATCH". */
+/** The library's version.
+ * @return "MAJOR.MINOR.PATCH" (a static string). */
 TSU_API const char *tsu_version(void);
 
 /* ------------------------------------------------------------------------- */
 /* Initialisation and configuration                                          */
 /* ------------------------------------------------------------------------- */
 typedef enum {
-  TSU_PROGRESS_THREAD = 0, /* a dedicated progress thread per process (default) */
-  TSU_PROGRESS_MANUAL = 1  /* the user calls tsu_progress(); no extra thread     */
+  TSU_PROGRESS_THREAD = 0, /**< a dedicated progress thread per process (default) */
+  TSU_PROGRESS_MANUAL = 1  /**< the user calls tsu_progress(); no extra thread     */
 } tsu_progress_mode_t;
 
-/* Bits of tsu_config_t.field_mask: a field is used only when its bit is set. */
+/** Bits of tsu_config_t.field_mask: a field is used only when its bit is set. */
 enum {
   TSU_CONFIG_SEGMENT_SIZE = 1u << 0,
   TSU_CONFIG_RING_SIZE = 1u << 1,
@@ -107,7 +110,7 @@ enum {
   TSU_CONFIG_STATS = 1u << 6
 };
 
-/* Log levels for TSU_LOG / log_level. */
+/** Log levels for TSU_LOG / log_level. */
 typedef enum {
   TSU_LOG_OFF = 0,
   TSU_LOG_ERROR = 1,
@@ -117,7 +120,7 @@ typedef enum {
   TSU_LOG_TRACE = 5
 } tsu_log_level_t;
 
-/* Optional configuration.  Values come from the built-in defaults, then the
+/** Optional configuration.  Values come from the built-in defaults, then the
  * environment (TSU_SEGMENT_SIZE, TSU_RING_SIZE, TSU_PROGRESS, TSU_BYPASS,
  * TSU_SPIN_US, TSU_LOG, TSU_STATS; `tsu-info` lists them all), then the fields of
  * this struct whose bit is set in field_mask.  Set struct_size to
@@ -125,66 +128,112 @@ typedef enum {
 typedef struct tsu_config {
   size_t struct_size;
   uint64_t field_mask;
-  size_t segment_size;       /* bytes of the main segment                   */
-  uint32_t ring_size;        /* slots in the command ring (power of two)    */
-  int32_t progress_mode;     /* tsu_progress_mode_t                         */
-  int32_t bypass;            /* 1: intra-node RMA/atomics run in the caller */
-  uint32_t spin_us;          /* idle progress thread spins this long, then sleeps */
-  int32_t log_level;         /* tsu_log_level_t                             */
-  int32_t stats;             /* 1: print per-rank counters at finalize      */
+  size_t segment_size;       /**< bytes of the main segment                   */
+  uint32_t ring_size;        /**< slots in the command ring (power of two)    */
+  int32_t progress_mode;     /**< tsu_progress_mode_t                         */
+  int32_t bypass;            /**< 1: intra-node RMA/atomics run in the caller */
+  uint32_t spin_us;          /**< idle progress thread spins this long, then sleeps */
+  int32_t log_level;         /**< tsu_log_level_t                             */
+  int32_t stats;             /**< 1: print per-rank counters at finalize      */
 } tsu_config_t;
 
-/* Collective: every rank of the job calls it once.  Started by `tsurun` the
- * ranks rendezvous through its bootstrap service; started without it, the
- * process is a job of one rank.  config may be NULL. */
+/** Starts tsunagi in this process.  Collective: every rank of the job calls it
+ * once.  Started by `tsurun` the ranks rendezvous through its bootstrap
+ * service; started without it, the process is a job of one rank.
+ * @param config optional settings (NULL: defaults and the environment).
+ * @retval TSU_OK                      initialized.
+ * @retval TSU_ERR_ALREADY_INITIALIZED tsunagi is already initialized.
+ * @retval TSU_ERR_UNSUPPORTED         a rank started by a launcher called it again after
+ *                                     tsu_finalize (only a job of one rank can restart).
+ * @retval TSU_ERR_CONFIG              a TSU_* variable or a field of `config` is invalid
+ *                                     (tsu_last_error names it), or TSU_NET names no
+ *                                     transport of this build.
+ * @retval TSU_ERR_BOOTSTRAP           the launcher's bootstrap service failed or refused
+ *                                     this rank.
+ * @retval TSU_ERR_NO_MEMORY           the main segment could not be created or mapped.
+ * @retval TSU_ERR_LIMIT               out of file descriptors (RLIMIT_NOFILE).
+ * @retval TSU_ERR_SYSTEM              another system call failed (eventfd, epoll, socket,
+ *                                     thread creation).  */
 TSU_API tsu_status_t tsu_init(const tsu_config_t *config);
 
-/* Collective.  Completes every request still in flight (their callbacks run),
- * waits for all ranks, unmaps all segments and stops the progress thread.
- * Must not run concurrently with other tsunagi calls of the same process. */
+/** Stops tsunagi.  Collective.  Completes every request still in flight (their
+ * callbacks run), waits for all ranks, unmaps all segments and stops the
+ * progress thread.  Must not run concurrently with other tsunagi calls of the
+ * same process.
+ * @retval TSU_OK               finalized.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_UNSUPPORTED  called from a completion callback or a handler.
+ * @retval TSU_ERR_BOOTSTRAP    the final barrier or the bootstrap's goodbye failed;
+ *                              this process is finalized all the same. */
 TSU_API tsu_status_t tsu_finalize(void);
 
-/* 1 between a successful tsu_init and tsu_finalize, else 0. */
+/** Whether tsunagi is initialized.
+ * @return 1 between a successful tsu_init and tsu_finalize, else 0. */
 TSU_API int tsu_initialized(void);
 
+/** This process's rank in the job (0 .. size - 1).
+ * @retval TSU_OK               *rank written.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_NULL_POINTER rank is NULL. */
 TSU_API tsu_status_t tsu_rank(uint32_t *rank);
+/** The number of ranks in the job.
+ * @retval TSU_OK               *size written.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_NULL_POINTER size is NULL. */
 TSU_API tsu_status_t tsu_size(uint32_t *size);
-/* Node index of a rank (ranks sharing memory share a node), and node count. */
+/** Node index of a rank (ranks sharing memory share a node).
+ * @retval TSU_OK               *node written.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_NULL_POINTER node is NULL.
+ * @retval TSU_ERR_BAD_RANK     rank >= job size. */
 TSU_API tsu_status_t tsu_node_of(uint32_t rank, uint32_t *node);
+/** The number of nodes in the job.
+ * @retval TSU_OK               *count written.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_NULL_POINTER count is NULL. */
 TSU_API tsu_status_t tsu_node_count(uint32_t *count);
 
-/* Runs pending progress work (commands, completions, callbacks) in the calling
+/** Runs pending progress work (commands, completions, callbacks) in the calling
  * thread.  Required in TSU_PROGRESS_MANUAL mode; harmless in thread mode.
  * When it finds nothing to do and TSU_YIELD is on (auto: more ranks on the
  * node than CPUs), it also calls sched_yield, so a polling loop on a shared
- * CPU lets the peer it waits for run.  */
+ * CPU lets the peer it waits for run.
+ * @retval TSU_OK               always once initialized (whether or not there was work).
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize. */
 TSU_API tsu_status_t tsu_progress(void);
 
-/* Collective, blocking: returns when every rank has entered it.  In manual
+/** Collective, blocking: returns when every rank has entered it.  In manual
  * progress it drives progress while it waits (requests aimed at this rank
- * from any route are served). */
+ * from any route are served).
+ * @retval TSU_OK               every rank has entered the barrier.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_UNSUPPORTED  called from a completion callback or a handler.
+ * @retval TSU_ERR_BOOTSTRAP    the bootstrap barrier failed (a rank or the launcher
+ *                              is gone). */
 TSU_API tsu_status_t tsu_barrier(void);
 
 /* ------------------------------------------------------------------------- */
 /* Memory: segments and addresses                                             */
 /* ------------------------------------------------------------------------- */
 typedef uint32_t tsu_seg_t;
-#define TSU_SEG_MAIN ((tsu_seg_t)0) /* every rank's main segment */
+#define TSU_SEG_MAIN ((tsu_seg_t)0) /**< every rank's main segment */
 
-/* {rank, segment, offset}: memory anywhere in the job. */
+/** {rank, segment, offset}: memory anywhere in the job. */
 typedef struct tsu_gaddr_s {
   uint32_t rank;
   tsu_seg_t seg;
   uint64_t offset;
 } tsu_gaddr_t;
 
-/* {segment, offset}: memory of the calling rank. */
+/** {segment, offset}: memory of the calling rank. */
 typedef struct tsu_laddr_s {
   tsu_seg_t seg;
-  uint32_t reserved; /* must be 0 */
+  uint32_t reserved; /**< must be 0 */
   uint64_t offset;
 } tsu_laddr_t;
 
+/** Builds a global address.
+ * @return {rank, seg, offset}. */
 static inline tsu_gaddr_t tsu_gaddr(uint32_t rank, tsu_seg_t seg, uint64_t offset) {
   tsu_gaddr_t g;
   g.rank = rank;
@@ -192,6 +241,8 @@ static inline tsu_gaddr_t tsu_gaddr(uint32_t rank, tsu_seg_t seg, uint64_t offse
   g.offset = offset;
   return g;
 }
+/** Builds a local address (reserved set to 0).
+ * @return {seg, offset}. */
 static inline tsu_laddr_t tsu_laddr(tsu_seg_t seg, uint64_t offset) {
   tsu_laddr_t l;
   l.seg = seg;
@@ -199,12 +250,14 @@ static inline tsu_laddr_t tsu_laddr(tsu_seg_t seg, uint64_t offset) {
   l.offset = offset;
   return l;
 }
+/** Moves a global address by `delta` bytes.
+ * @return g with offset + delta. */
 static inline tsu_gaddr_t tsu_gaddr_add(tsu_gaddr_t g, uint64_t delta) {
   g.offset += delta;
   return g;
 }
 
-/* Segment ids.  A rank can have 15361 segments live at once (the main one
+/** Segment ids.  A rank can have 15361 segments live at once (the main one
  * included; more gives TSU_ERR_LIMIT).  Ids of freed segments are reused, but
  * each id carries a generation (id = generation << 14 | index), so an id kept
  * after tsu_segment_free ("stale") keeps failing with TSU_ERR_BAD_SEGMENT on
@@ -214,102 +267,218 @@ static inline tsu_gaddr_t tsu_gaddr_add(tsu_gaddr_t g, uint64_t delta) {
  * 268,435,456 frees by the owning rank (about 4.3e9 when few are live).
  * Ids are opaque: compare them, do not compute with them. */
 
-/* Allocates a new segment in shared memory: node peers reach it with plain
+/** Allocates a new segment in shared memory: node peers reach it with plain
  * loads and stores, so every operation (including atomics) on it runs at
  * memory speed.  Zero-filled.  Local operation.  Each holds a file descriptor
- * while it lives: running out (RLIMIT_NOFILE) gives TSU_ERR_LIMIT. */
+ * while it lives.
+ * @param size bytes (rounded up to whole pages).
+ * @param seg  receives the segment id.
+ * @param base receives its address in this process.
+ * @retval TSU_OK               *seg and *base written.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_NULL_POINTER seg or base is NULL.
+ * @retval TSU_ERR_INVALID_ARG  size is 0.
+ * @retval TSU_ERR_LIMIT        15361 segments are live, or out of file descriptors
+ *                              (RLIMIT_NOFILE).
+ * @retval TSU_ERR_NO_MEMORY    the shared memory could not be sized or mapped.
+ * @retval TSU_ERR_SYSTEM       creating the shared-memory file failed otherwise. */
 TSU_API tsu_status_t tsu_segment_alloc(size_t size, tsu_seg_t *seg, void **base);
 
-/* Registers existing user memory as a segment.  Node peers reach it through
+/** Registers existing user memory as a segment.  Node peers reach it through
  * Cross Memory Attach (one copy, a system call each).  Atomics on it fail with
  * TSU_ERR_UNSUPPORTED on every route, the owner's own included (atomics need
  * a segment from tsu_segment_alloc or the main segment): node peers cannot
  * reach it with CPU atomics, and all atomics on a word must go one way.
- * Put, get and copy work.  The memory must stay valid until tsu_segment_free. */
+ * Put, get and copy work.  The memory must stay valid until tsu_segment_free.
+ * @retval TSU_OK               *seg written.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_NULL_POINTER base or seg is NULL.
+ * @retval TSU_ERR_INVALID_ARG  size is 0, or base + size wraps around.
+ * @retval TSU_ERR_LIMIT        15361 segments are live. */
 TSU_API tsu_status_t tsu_mem_register(void *base, size_t size, tsu_seg_t *seg);
 
-/* Frees an allocated segment or deregisters registered memory.  Later requests
+/** Frees an allocated segment or deregisters registered memory.  Later requests
  * naming it fail with TSU_ERR_BAD_SEGMENT at the target, even after its id was
  * reused (see "Segment ids" above).  Requests racing with the free (issued
  * before it returned, not yet applied) are the caller's error, as with any
- * free.  The main segment cannot be freed. */
+ * free.  The main segment cannot be freed.
+ * @retval TSU_OK               freed.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_INVALID_ARG  seg is TSU_SEG_MAIN.
+ * @retval TSU_ERR_BAD_SEGMENT  seg is not a live segment of this rank (never allocated,
+ *                              or freed already). */
 TSU_API tsu_status_t tsu_segment_free(tsu_seg_t seg);
 
-/* Base and size of one of the caller's segments. */
+/** Base and size of one of the caller's segments.
+ * @retval TSU_OK               *base and *size written.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_NULL_POINTER base or size is NULL.
+ * @retval TSU_ERR_BAD_SEGMENT  seg is not a live segment of this rank. */
 TSU_API tsu_status_t tsu_segment_info(tsu_seg_t seg, void **base, size_t *size);
 
-/* Pointer -> address of the caller's memory (searches its segments). */
+/** Pointer -> local address of the caller's memory (searches its segments).
+ * @retval TSU_OK               *out written.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_NULL_POINTER ptr or out is NULL.
+ * @retval TSU_ERR_BAD_SEGMENT  ptr is in no segment of this rank. */
 TSU_API tsu_status_t tsu_laddr_of(const void *ptr, tsu_laddr_t *out);
+/** Pointer -> global address of the caller's memory (its own rank).
+ * @retval TSU_OK               *out written.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_NULL_POINTER ptr or out is NULL.
+ * @retval TSU_ERR_BAD_SEGMENT  ptr is in no segment of this rank. */
 TSU_API tsu_status_t tsu_gaddr_of(const void *ptr, tsu_gaddr_t *out);
 
-/* Address -> pointer usable for `len` bytes by the calling process: the caller's
- * own memory, or a node peer's shared segment (mapped in this process).  A
- * peer's registered memory or a rank on another node gives TSU_ERR_UNREACHABLE. */
+/** Local address -> pointer usable for `len` bytes by the calling process.
+ * @retval TSU_OK                *out written.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_NULL_POINTER  out is NULL.
+ * @retval TSU_ERR_BAD_SEGMENT   addr.seg is not a live segment of this rank.
+ * @retval TSU_ERR_OUT_OF_BOUNDS offset + len exceeds the segment. */
 TSU_API tsu_status_t tsu_laddr_ptr(tsu_laddr_t addr, size_t len, void **out);
+/** Global address -> pointer usable for `len` bytes by the calling process: the
+ * caller's own memory, or a node peer's shared segment (mapped in this
+ * process).  A peer's registered memory or a rank on another node gives
+ * TSU_ERR_UNREACHABLE.
+ * @retval TSU_OK                *out written.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_NULL_POINTER  out is NULL.
+ * @retval TSU_ERR_BAD_RANK      addr.rank >= job size.
+ * @retval TSU_ERR_UNREACHABLE   the rank is on another node, or the segment is a node
+ *                               peer's registered memory.
+ * @retval TSU_ERR_BAD_SEGMENT   the segment does not exist (or was freed).
+ * @retval TSU_ERR_OUT_OF_BOUNDS offset + len exceeds the segment.
+ * @retval TSU_ERR_LIMIT         mapping the peer's segment needs a file descriptor and
+ *                               none is left.
+ * @retval TSU_ERR_NO_MEMORY     no memory for this process's table of the peer's mappings.
+ * @retval TSU_ERR_SYSTEM        opening or mapping the peer's segment failed. */
 TSU_API tsu_status_t tsu_gaddr_ptr(tsu_gaddr_t addr, size_t len, void **out);
 
 /* ------------------------------------------------------------------------- */
 /* Completion                                                                 */
 /* ------------------------------------------------------------------------- */
-/* Called exactly once per accepted request, with its final status.  Runs in the
+/** Called exactly once per accepted request, with its final status.  Runs in the
  * issuing thread (bypass), on the progress thread, or inside tsu_progress(). It
  * must not block; it may issue new requests. */
 typedef void (*tsu_cb_fn_t)(tsu_status_t status, void *arg);
 
 typedef struct tsu_cb_s {
-  tsu_cb_fn_t fn; /* NULL: no notification (use tsu_quiet) */
+  tsu_cb_fn_t fn; /**< NULL: no notification (use tsu_quiet) */
   void *arg;
 } tsu_cb_t;
 
+/** Builds a callback.
+ * @return {fn, arg}. */
 static inline tsu_cb_t tsu_cb(tsu_cb_fn_t fn, void *arg) {
   tsu_cb_t cb;
   cb.fn = fn;
   cb.arg = arg;
   return cb;
 }
+/** The callback that notifies nobody (wait with tsu_quiet).
+ * @return {NULL, NULL}. */
 static inline tsu_cb_t tsu_cb_none(void) { return tsu_cb((tsu_cb_fn_t)0, (void *)0); }
 
-/* A completion counter: hand tsu_counter_cb(&c) to many requests, then wait for
+/** A completion counter: hand tsu_counter_cb(&c) to many requests, then wait for
  * N completions.  The first error status any of them completed with is kept. */
 typedef struct tsu_counter {
-  uint64_t completed;   /* accessed atomically by the library */
-  int32_t first_error;  /* TSU_OK until a request fails       */
+  uint64_t completed;   /**< accessed atomically by the library */
+  int32_t first_error;  /**< TSU_OK until a request fails       */
   uint32_t reserved;
 } tsu_counter_t;
 
+/** Sets a counter to zero completions and no error.  NULL is ignored. */
 TSU_API void tsu_counter_init(tsu_counter_t *counter);
+/** A callback that counts one completion on `counter` (and keeps the first
+ * error status).  The counter must outlive every request given the callback.
+ * @return the callback, to pass to tsu_try_* calls. */
 TSU_API tsu_cb_t tsu_counter_cb(tsu_counter_t *counter);
+/** Completions counted so far (acquire: the requests' effects are visible).
+ * @return the count; 0 when counter is NULL. */
 TSU_API uint64_t tsu_counter_value(const tsu_counter_t *counter);
-/* Blocks (driving progress in manual mode) until `n` requests have completed.
- * Returns the first error any of them had, or TSU_OK. */
+/** Blocks (driving progress in manual mode) until `n` requests have completed.
+ * Returns at once, without checking initialization, when the count is
+ * already reached.
+ * @retval TSU_OK               n completions, none failed.
+ * @retval (an error)           n completions; the first error status any counted
+ *                              request completed with (any code a callback can get).
+ * @retval TSU_ERR_NULL_POINTER counter is NULL.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_UNSUPPORTED  it would block inside a completion callback or a
+ *                              handler (progress context). */
 TSU_API tsu_status_t tsu_counter_wait(tsu_counter_t *counter, uint64_t n);
 
 /* ------------------------------------------------------------------------- */
 /* RMA                                                                         */
 /* ------------------------------------------------------------------------- */
-/* dst (any rank) <- src (caller's memory), len bytes (0 is allowed). */
+/** dst (any rank) <- src (caller's memory), len bytes (0 is allowed).
+ * @retval TSU_OK                accepted; the callback gets the final status: TSU_OK,
+ *                               or TSU_ERR_BAD_SEGMENT / TSU_ERR_OUT_OF_BOUNDS (the
+ *                               target range, nothing written), TSU_ERR_PEER_LOST,
+ *                               TSU_ERR_SYSTEM / TSU_ERR_LIMIT (mapping a node peer's
+ *                               segment or Cross Memory Attach failed).
+ * @retval TSU_EAGAIN            the command ring is full or a fence is pending: retry.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_BAD_RANK      dst.rank >= job size.
+ * @retval TSU_ERR_INVALID_ARG   src.reserved is not 0.
+ * @retval TSU_ERR_BAD_SEGMENT   src.seg is not a live segment of the caller.
+ * @retval TSU_ERR_OUT_OF_BOUNDS src.offset + len exceeds the caller's segment.
+ * @retval TSU_ERR_UNREACHABLE   no transport reaches dst.rank. */
 TSU_API tsu_status_t tsu_try_put(tsu_gaddr_t dst, tsu_laddr_t src, size_t len, tsu_cb_t cb);
-/* dst (caller's memory) <- src (any rank). */
+/** dst (caller's memory) <- src (any rank), len bytes (0 is allowed).
+ * @retval TSU_OK                accepted; the callback gets the final status: TSU_OK,
+ *                               or TSU_ERR_BAD_SEGMENT / TSU_ERR_OUT_OF_BOUNDS (the
+ *                               source range, nothing written), TSU_ERR_PEER_LOST,
+ *                               TSU_ERR_SYSTEM / TSU_ERR_LIMIT (mapping a node peer's
+ *                               segment or Cross Memory Attach failed).
+ * @retval TSU_EAGAIN            the command ring is full or a fence is pending: retry.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_BAD_RANK      src.rank >= job size.
+ * @retval TSU_ERR_INVALID_ARG   dst.reserved is not 0.
+ * @retval TSU_ERR_BAD_SEGMENT   dst.seg is not a live segment of the caller.
+ * @retval TSU_ERR_OUT_OF_BOUNDS dst.offset + len exceeds the caller's segment.
+ * @retval TSU_ERR_UNREACHABLE   no transport reaches src.rank. */
 TSU_API tsu_status_t tsu_try_get(tsu_laddr_t dst, tsu_gaddr_t src, size_t len, tsu_cb_t cb);
-/* dst <- src between any two global addresses, including when neither is the
+/** dst <- src between any two global addresses, including when neither is the
  * caller's (third-party copy).  Overlapping ranges give unspecified contents.
  * A side on the calling rank is bounds-checked at the call (like put's source
  * and get's destination: TSU_ERR_OUT_OF_BOUNDS, nothing started), as is a
  * length no segment can have; other sides are checked whole at their owner
- * before any byte moves. */
+ * before any byte moves.
+ * @retval TSU_OK                accepted; the callback gets TSU_OK, or
+ *                               TSU_ERR_BAD_SEGMENT / TSU_ERR_OUT_OF_BOUNDS (a remote
+ *                               side, nothing written), TSU_ERR_PEER_LOST,
+ *                               TSU_ERR_SYSTEM / TSU_ERR_LIMIT (mapping a node peer's
+ *                               segment or Cross Memory Attach failed).
+ * @retval TSU_EAGAIN            the command ring is full or a fence is pending: retry.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_BAD_RANK      dst.rank or src.rank >= job size.
+ * @retval TSU_ERR_OUT_OF_BOUNDS len exceeds any possible segment (2^57 B), or a side on
+ *                               the calling rank exceeds its segment.
+ * @retval TSU_ERR_BAD_SEGMENT   a side on the calling rank names no live segment.
+ * @retval TSU_ERR_UNREACHABLE   no transport reaches one of the ranks. */
 TSU_API tsu_status_t tsu_try_copy(tsu_gaddr_t dst, tsu_gaddr_t src, size_t len, tsu_cb_t cb);
 
-/* Orders: requests the calling thread issues after tsu_fence() start only after
+/** Orders: requests the calling thread issues after tsu_fence() start only after
  * every request it issued before has completed.  Never blocks: until then its
- * tsu_try_* calls return TSU_EAGAIN. */
+ * tsu_try_* calls return TSU_EAGAIN.
+ * @retval TSU_OK               the fence is set (or nothing was outstanding).
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize. */
 TSU_API tsu_status_t tsu_fence(void);
 
-/* Blocks (driving progress in manual mode) until every request the calling
- * thread has issued has completed and its callback has returned.  Returns
- * TSU_OK, or the first error of the thread's implicit-completion requests
- * (tsu_try_*_nbi) since its previous tsu_quiet; requests with a callback
- * report their status there only.  TSU_ERR_UNSUPPORTED inside a callback or
- * on the progress thread. */
+/** Blocks (driving progress in manual mode) until every request the calling
+ * thread has issued has completed and its callback has returned.  Requests
+ * with a callback report their status there only; implicit-completion
+ * requests (tsu_try_*_nbi) report here.
+ * @retval TSU_OK               nothing of this thread is in flight, and no
+ *                              implicit-completion request failed since the
+ *                              thread's previous tsu_quiet.
+ * @retval (a request's error)  the first error of the thread's tsu_try_*_nbi
+ *                              requests since its previous tsu_quiet (message in
+ *                              tsu_last_error).
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_UNSUPPORTED  called inside a completion callback or on the progress
+ *                              thread (it would deadlock). */
 TSU_API tsu_status_t tsu_quiet(void);
 
 /* ------------------------------------------------------------------------- */
@@ -383,18 +552,18 @@ TSU_API tsu_status_t tsu_try_copy_nbi(tsu_gaddr_t dst, tsu_gaddr_t src, size_t l
 /* Remote atomics                                                             */
 /* ------------------------------------------------------------------------- */
 typedef enum {
-  TSU_AOP_LOAD = 0,      /* result = *t                                   */
-  TSU_AOP_STORE = 1,     /* *t = operand                                  */
-  TSU_AOP_ADD = 2,       /* *t += operand                                 */
-  TSU_AOP_FETCH_ADD = 3, /* result = *t; *t += operand                    */
-  TSU_AOP_SWAP = 4,      /* result = *t; *t = operand                     */
-  TSU_AOP_CAS = 5,       /* result = *t; if (*t == compare) *t = operand  */
-  TSU_AOP_FETCH_AND = 6, /* result = *t; *t &= operand (integers only)    */
-  TSU_AOP_FETCH_OR = 7,  /* result = *t; *t |= operand (integers only)    */
-  TSU_AOP_FETCH_XOR = 8, /* result = *t; *t ^= operand (integers only)    */
-  TSU_AOP_AND = 9,       /* *t &= operand (integers only)                 */
-  TSU_AOP_OR = 10,       /* *t |= operand (integers only)                 */
-  TSU_AOP_XOR = 11       /* *t ^= operand (integers only)                 */
+  TSU_AOP_LOAD = 0,      /**< result = *t                                   */
+  TSU_AOP_STORE = 1,     /**< *t = operand                                  */
+  TSU_AOP_ADD = 2,       /**< *t += operand                                 */
+  TSU_AOP_FETCH_ADD = 3, /**< result = *t; *t += operand                    */
+  TSU_AOP_SWAP = 4,      /**< result = *t; *t = operand                     */
+  TSU_AOP_CAS = 5,       /**< result = *t; if (*t == compare) *t = operand  */
+  TSU_AOP_FETCH_AND = 6, /**< result = *t; *t &= operand (integers only)    */
+  TSU_AOP_FETCH_OR = 7,  /**< result = *t; *t |= operand (integers only)    */
+  TSU_AOP_FETCH_XOR = 8, /**< result = *t; *t ^= operand (integers only)    */
+  TSU_AOP_AND = 9,       /**< *t &= operand (integers only)                 */
+  TSU_AOP_OR = 10,       /**< *t |= operand (integers only)                 */
+  TSU_AOP_XOR = 11       /**< *t ^= operand (integers only)                 */
 } tsu_aop_t;
 
 typedef enum {
@@ -402,16 +571,28 @@ typedef enum {
   TSU_TYPE_UINT32 = 1,
   TSU_TYPE_INT64 = 2,
   TSU_TYPE_UINT64 = 3,
-  TSU_TYPE_DOUBLE = 4 /* load, store, add, fetch-add, swap, CAS (bitwise compare) */
+  TSU_TYPE_DOUBLE = 4 /**< load, store, add, fetch-add, swap, CAS (bitwise compare) */
 } tsu_atype_t;
 
-/* One atomic operation on the word at `target` (4- or 8-byte, naturally
- * aligned, in an allocated or main segment; registered memory gives
- * TSU_ERR_UNSUPPORTED on every route).  `operand` and `compare` point to
+/** One atomic operation on the word at `target` (4- or 8-byte, naturally
+ * aligned, in an allocated or main segment).  `operand` and `compare` point to
  * a value of `type`, read before the call returns (NULL where the op needs none);
  * `result` (for fetching ops and load) is written before the callback runs and
  * must stay valid until then.  Atomicity holds between all tsunagi atomics on the
- * word, whoever issues them: they are CPU atomics on the target's memory. */
+ * word, whoever issues them: they are CPU atomics on the target's memory.
+ * @retval TSU_OK                accepted; the callback gets TSU_OK, or
+ *                               TSU_ERR_BAD_SEGMENT / TSU_ERR_OUT_OF_BOUNDS (nothing
+ *                               changed), TSU_ERR_UNSUPPORTED (the word is in
+ *                               registered memory: on every route, the owner's own
+ *                               included), TSU_ERR_PEER_LOST.
+ * @retval TSU_EAGAIN            the command ring is full or a fence is pending: retry.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_INVALID_ARG   op is not valid for type (e.g. bitwise ops on DOUBLE),
+ *                               or an unknown op or type.
+ * @retval TSU_ERR_NULL_POINTER  operand, compare or result is NULL where op needs it.
+ * @retval TSU_ERR_BAD_RANK      target.rank >= job size.
+ * @retval TSU_ERR_MISALIGNED    target.offset is not a multiple of the type's size.
+ * @retval TSU_ERR_UNREACHABLE   no transport reaches target.rank. */
 TSU_API tsu_status_t tsu_try_atomic(tsu_gaddr_t target, tsu_aop_t op, tsu_atype_t type,
                                     const void *operand, const void *compare, void *result,
                                     tsu_cb_t cb);
@@ -421,13 +602,20 @@ TSU_API tsu_status_t tsu_try_atomic(tsu_gaddr_t target, tsu_aop_t op, tsu_atype_
 TSU_API tsu_status_t tsu_try_atomic_nbi(tsu_gaddr_t target, tsu_aop_t op, tsu_atype_t type,
                                         const void *operand, const void *compare, void *result);
 
+/** tsu_try_atomic(TSU_AOP_FETCH_ADD, TSU_TYPE_UINT64): *result = *t; *t += v.
+ * @return as tsu_try_atomic. */
 static inline tsu_status_t tsu_try_fetch_add_u64(tsu_gaddr_t t, uint64_t v, uint64_t *result,
                                                  tsu_cb_t cb) {
   return tsu_try_atomic(t, TSU_AOP_FETCH_ADD, TSU_TYPE_UINT64, &v, (const void *)0, result, cb);
 }
+/** tsu_try_atomic(TSU_AOP_ADD, TSU_TYPE_UINT64): *t += v.
+ * @return as tsu_try_atomic. */
 static inline tsu_status_t tsu_try_add_u64(tsu_gaddr_t t, uint64_t v, tsu_cb_t cb) {
   return tsu_try_atomic(t, TSU_AOP_ADD, TSU_TYPE_UINT64, &v, (const void *)0, (void *)0, cb);
 }
+/** tsu_try_atomic(TSU_AOP_CAS, TSU_TYPE_UINT64): *result = *t; if (*t == expected)
+ * *t = desired.
+ * @return as tsu_try_atomic. */
 static inline tsu_status_t tsu_try_cas_u64(tsu_gaddr_t t, uint64_t expected, uint64_t desired,
                                            uint64_t *result, tsu_cb_t cb) {
   return tsu_try_atomic(t, TSU_AOP_CAS, TSU_TYPE_UINT64, &desired, &expected, result, cb);
@@ -453,17 +641,19 @@ TSU_API tsu_status_t tsu_set_wait_hook(tsu_wait_hook_fn_t fn, void *ctx);
 /* ------------------------------------------------------------------------- */
 /* Statistics                                                                  */
 /* ------------------------------------------------------------------------- */
-/* Writes this rank's counters (ops, bytes, EAGAINs, batches, sleeps) to stderr,
- * as TSU_STATS=1 does at finalize. */
+/** Writes this rank's counters (ops, bytes, EAGAINs, batches, sleeps) to stderr,
+ * as TSU_STATS=1 does at finalize.
+ * @retval TSU_OK               written.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize. */
 TSU_API tsu_status_t tsu_stats_print(void);
 
 #ifdef __cplusplus
 }
 #endif
 
-/* Messaging: active messages, tagged messages, collectives. */
+/** Messaging: active messages, tagged messages, collectives. */
 #include "tsunagi/am.h"
 #include "tsunagi/msg.h"
 #include "tsunagi/coll.h"
 
-#endif /* TSUNAGI_TSUNAGI_H */
+#endif /**< TSUNAGI_TSUNAGI_H */

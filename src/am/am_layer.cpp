@@ -211,6 +211,12 @@ tsu_status_t AmLayer::run_user_handler(uint32_t src, uint32_t id, const MessageH
   return TSU_OK;
 }
 
+// An error from the transport (a lost peer, no route) gets its message here,
+// so every error an API call returns has one (tsu_last_error).
+tsu_status_t AmLayer::transport_error(const char* fn, uint32_t dst, tsu_status_t st) noexcept {
+  return core::fail(st, "%s: rank %u: %s", fn, dst, tsu_strerror(st));
+}
+
 tsu_status_t AmLayer::send_user(const char* fn, uint32_t dst, uint32_t id, const uint64_t* args,
                                 uint32_t nargs, const void* payload, std::size_t len,
                                 const tsu_gaddr_t* long_addr, const tsu_cb_t& cb) noexcept {
@@ -236,14 +242,17 @@ tsu_status_t AmLayer::send_user(const char* fn, uint32_t dst, uint32_t id, const
     h.payload_len = static_cast<uint32_t>(len);
     const tsu_status_t st = try_send(dst, h, payload);
     if (st == TSU_OK) core::run_callback(cb, TSU_OK);
-    return st;
+    return st < 0 ? transport_error(fn, dst, st) : st;
   }
   if (long_addr->rank != dst)
     return core::fail(TSU_ERR_INVALID_ARG, "%s: destination address is on rank %u, not %u", fn,
                       long_addr->rank, dst);
   // Another node: the payload travels in messages, the target answers
   // (remote_long.hpp); the callback runs on that answer.
-  if (!rt_.memory_route(dst)) return remote_long_.send(dst, id, h, payload, len, *long_addr, cb);
+  if (!rt_.memory_route(dst)) {
+    const tsu_status_t rst = remote_long_.send(dst, id, h, payload, len, *long_addr, cb);
+    return rst < 0 ? transport_error(fn, dst, rst) : rst;
+  }
   // Long: room in the ring first (so a refused request wrote nothing), then
   // the payload by RMA, then the notice.
   if (queued_[dst].load(std::memory_order_acquire)) return TSU_EAGAIN;
@@ -297,7 +306,7 @@ tsu_status_t AmLayer::reply(tsu_am_token_t* token, uint32_t id, const uint64_t* 
   h.payload_len = static_cast<uint32_t>(len);
   const tsu_status_t st = send_or_queue(token->src, h, payload);
   if (st == TSU_OK) token->replied = true;
-  return st;
+  return st < 0 ? transport_error("tsu_am_reply", token->src, st) : st;
 }
 
 }  // namespace tsu::am

@@ -60,6 +60,9 @@ class AmLayer {
   // ---- User active messages -------------------------------------------------
   tsu_status_t set_user_handler(uint32_t id, tsu_am_handler_t fn, void* ctx) noexcept;
   std::size_t medium_max() const noexcept { return medium_max_; }
+  // Sets the message of an error that came from the transport (lost peer,
+  // no route) and returns it.
+  static tsu_status_t transport_error(const char* fn, uint32_t dst, tsu_status_t st) noexcept;
   tsu_status_t send_user(const char* fn, uint32_t dst, uint32_t id, const uint64_t* args,
                          uint32_t nargs, const void* payload, std::size_t len,
                          const tsu_gaddr_t* long_addr, const tsu_cb_t& cb) noexcept;

@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/trace.hpp"
 #include "runtime/runtime.hpp"
 
 namespace tsu::api {
@@ -53,7 +54,12 @@ inline tsu_status_t submit(Runtime& rt, ThreadContext& tc, const core::Command& 
     if_asleep = issued - tc.completed.load(std::memory_order_relaxed) >= kBatchInFlight
                     ? IfAsleep::kLeave
                     : IfAsleep::kRunInline;
+  if (cmd.kind == core::CommandKind::kCopy)
+    TSU_TRACE(core::trace::kIssueCopy, cmd.dst.rank, cmd.src.rank, cmd.len);
+  else
+    TSU_TRACE(core::trace::kIssueAtomic, cmd.dst.rank, cmd.aop, cmd.atype);
   if (!rt.engine().submit(cmd, if_asleep)) [[unlikely]] {
+    TSU_TRACE(core::trace::kRingFull, cmd.dst.rank, cmd.src.rank, 0);
     tc.issued.store(issued, std::memory_order_relaxed);
     tc.stats.add(Counter::kEagain);
     return TSU_EAGAIN;
@@ -68,6 +74,7 @@ inline tsu_status_t complete_inline(ThreadContext& tc, const tsu_cb_t& cb,
                                     tsu_status_t status) noexcept {
   tc.stats.add(Counter::kBypassed);
   if (status != TSU_OK) tc.stats.add(Counter::kFailedAtTarget);
+  TSU_TRACE(core::trace::kBypass, static_cast<int64_t>(status), 0, 0);
   core::run_callback(cb, status);
   return TSU_OK;
 }

@@ -7,6 +7,7 @@
 #include "api/api_common.hpp"
 #include "core/wait_hook.hpp"
 #include "api/layers.hpp"
+#include "core/trace.hpp"
 
 using namespace tsu;
 using tsu::api::runtime;
@@ -36,6 +37,12 @@ tsu_status_t tsu_init(const tsu_config_t* config) {
     TSU_LOG_ERROR("tsu_init failed: %s", error.c_str());
     return core::fail(st, "tsu_init: %s", error.c_str());
   }
+  // The timeline starts once the rank is known.  A file that cannot be
+  // created only loses the trace: failing here, after the collective
+  // start, would leave the other ranks waiting.
+  if (!rt->config().trace.empty() &&
+      core::trace::start(rt->config().trace, rt->rank(), error) != TSU_OK)
+    TSU_LOG_ERROR("%s (tracing stays off)", error.c_str());
   core::g_runtime.store(rt.release(), std::memory_order_release);
   return TSU_OK;
 }
@@ -52,6 +59,7 @@ tsu_status_t tsu_finalize(void) {
   g_finalized = true;
   core::g_runtime.store(nullptr, std::memory_order_release);
   delete rt;
+  core::trace::stop();  // the progress thread has stopped: every buffer is quiet
   core::log_set_rank(-1);
   if (st != TSU_OK) return core::fail(st, "tsu_finalize: %s", error.c_str());
   return TSU_OK;

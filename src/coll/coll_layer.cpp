@@ -7,6 +7,7 @@
 #include "am/am_layer.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/trace.hpp"
 #include "runtime/progress_engine.hpp"
 #include "runtime/runtime.hpp"
 #include "coll/reduce_ops.hpp"
@@ -29,6 +30,13 @@ uint64_t mix(uint64_t x) noexcept {  // splitmix64 finalizer
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
 }
+
+// Timeline (docs/trace.md): a collective is an async span from its first
+// step to its end, each step a span inside it, both keyed by trace_id(op).
+constexpr core::trace::EventType kTraceCollBegin{"collective", "coll", 'b', {"team_size", "seq", nullptr}};
+constexpr core::trace::EventType kTraceCollEnd{"collective", "coll", 'e', {"status", nullptr, nullptr}};
+constexpr core::trace::EventType kTraceStepBegin{"step", "coll", 'b', {"step", "sends", "recvs"}};
+constexpr core::trace::EventType kTraceStepEnd{"step", "coll", 'e', {nullptr, nullptr, nullptr}};
 
 }  // namespace
 
@@ -77,10 +85,14 @@ void CollLayer::send_data(Op& op, const Send& s) noexcept {
 }
 
 bool CollLayer::advance(Op& op) noexcept {
+  const uint64_t trace_id = mix(op.team->ctx) ^ op.seq;
+  if (op.cur == 0 && !op.started)
+    TSU_TRACE_NAMED(kTraceCollBegin, op.name, trace_id, op.team->members.size(), op.seq, 0);
   while (op.cur < op.steps.size()) {
     Step& s = op.steps[op.cur];
     if (!op.started) {
       op.started = true;
+      TSU_TRACE_NAMED(kTraceStepBegin, nullptr, trace_id, op.cur, s.sends.size(), s.recvs.size());
       for (const Send& snd : s.sends) send_data(op, snd);
       for (Recv& r : s.recvs) {
         auto it = stash_.find(StashKey{op.team->ctx, op.seq, r.round, r.src});
@@ -96,10 +108,12 @@ bool CollLayer::advance(Op& op) noexcept {
     for (const Recv& r : s.recvs)
       if (!r.any || r.got < r.len) return false;
     if (s.post) s.post();
+    TSU_TRACE_NAMED(kTraceStepEnd, nullptr, trace_id, 0, 0, 0);
     ++op.cur;
     op.started = false;
   }
   if (op.finish) op.finish();
+  TSU_TRACE_NAMED(kTraceCollEnd, op.name, trace_id, static_cast<int64_t>(op.status), 0, 0);
   return true;
 }
 
@@ -164,6 +178,8 @@ void CollLayer::on_peer_lost(uint32_t rank) noexcept {
         const std::vector<uint32_t>& m = it->second->team->members;
         if (std::find(m.begin(), m.end(), rank) != m.end()) {
           failed.push_back(it->second->cb);
+          TSU_TRACE_NAMED(kTraceCollEnd, it->second->name, mix(it->second->team->ctx) ^ it->second->seq,
+                          static_cast<int64_t>(TSU_ERR_PEER_LOST), 0, 0);
           it = active_.erase(it);
         } else {
           ++it;
@@ -319,6 +335,7 @@ tsu_status_t CollLayer::team_job_rank(tsu_team_t t, uint32_t team_rank, uint32_t
   if (!tm) return core::fail(TSU_ERR_INVALID_ARG, "%s: team %u is not valid", fn, team_id); \
   const uint32_t n = static_cast<uint32_t>(tm->members.size()), me = tm->me;             \
   op->team = tm;                                                                         \
+  op->name = fn;                                                                         \
   op->cb = cb
 
 tsu_status_t CollLayer::barrier(tsu_team_t team_id, const tsu_cb_t& cb) noexcept {

@@ -109,6 +109,7 @@ class CollLayer {
   };
   struct Op {
     Team* team = nullptr;
+    const char* name = "collective";  // the C entry point (timeline)
     uint64_t seq = 0;
     std::vector<Step> steps;
     std::size_t cur = 0;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/thread_context.hpp"
+#include "core/trace.hpp"
 #include "tsunagi/tsunagi.h"
 
 namespace tsu::core {
@@ -45,6 +46,7 @@ class CompletionTable {
   void finish(uint32_t id, tsu_status_t status) noexcept {
     records_[id].status = status;
     finished_.push_back(id);
+    TSU_TRACE_ASYNC(trace::kRequestEnd, id, static_cast<int64_t>(status), 0, 0);
   }
 
   // Completer: runs the callback of every finished record, then releases it.

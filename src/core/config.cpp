@@ -148,6 +148,10 @@ const SettingsTable<Config>& config_settings() {
                  }});
     r.push_back(bool_setting<C>("TSU_STATS", "0", "1: print per-rank counters to stderr at finalize",
                                 &C::stats));
+    r.push_back(text_setting<C>("TSU_TRACE", "(off)",
+                                "write a Chrome trace-event timeline per rank to this file: %r is "
+                                "replaced by the rank, else .<rank>.json is appended (docs/trace.md)",
+                                &C::trace, 4000, "a file name of 1 to 4000 characters"));
     r.push_back(text_setting<C>("TSU_NODE_ID", "(host name)",
                                 "node identity; ranks with equal ids share memory", &C::node_id,
                                 200, "1 to 200 characters"));

@@ -37,6 +37,9 @@ struct Config {
   std::size_t coll_large_min = 64u << 10;   // allreduce: reduce-scatter + allgather from here (measured)
   std::size_t coll_direct_min = 64u << 10;  // allreduce on one node: CMA from here when enabled
   bool coll_direct = false;                 // allreduce on one node: CMA shortcut (slower here)
+  // Last, so the fields above keep their offsets (hot copies of Config sit
+  // inside the engine and the runtime).
+  std::string trace;  // TSU_TRACE: timeline file pattern (docs/trace.md); empty = off
   // A network transport's settings live in its own table (transport/<name>/).
 };
 

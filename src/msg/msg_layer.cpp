@@ -289,7 +289,7 @@ tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::si
     const tsu_status_t st = am_.try_send(dst, h, buf);
     if (st != TSU_OK) {
       sent_[dst].fetch_sub(1, std::memory_order_relaxed);
-      return st;
+      return st < 0 ? am::AmLayer::transport_error("tsu_try_send", dst, st) : st;
     }
     counters_.eager.fetch_add(1, std::memory_order_relaxed);
     core::run_callback(cb, TSU_OK);
@@ -321,7 +321,7 @@ tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::si
   if (st != TSU_OK) {
     sent_[dst].fetch_sub(1, std::memory_order_relaxed);
     take_send(cookie, dst);
-    return st;
+    return st < 0 ? am::AmLayer::transport_error("tsu_try_send", dst, st) : st;
   }
   counters_.rndv.fetch_add(1, std::memory_order_relaxed);
   return TSU_OK;

@@ -121,6 +121,7 @@ std::size_t ProgressEngine::execute_batch(std::size_t& finished_now) noexcept {
   for (auto* t : transports_) t->batch_begin();
   for (std::size_t i = 0; i < n; ++i) {
     const uint32_t id = completions_.acquire(batch[i].cb, batch[i].issuer);
+    TSU_TRACE_ASYNC(trace::kRequestBegin, id, batch[i].kind, batch[i].dst.rank, batch[i].src.rank);
     const tsu_status_t st = executor_.execute(batch[i], id);
     if (st == TSU_EAGAIN) continue;  // pending: the transport finishes it
     completions_.finish(id, st);
@@ -145,6 +146,7 @@ bool ProgressEngine::execute_inline() noexcept {
     }
   }
   bump(stats_.inline_runs);
+  TSU_TRACE(trace::kInlineRun, finished_now, 0, 0);
   // Callbacks of commands that finished here, and streaming work left for
   // continue_pending(), need the consumer: wake it.
   if (finished_now || !executor_.may_sleep()) handled = false;
@@ -153,6 +155,7 @@ bool ProgressEngine::execute_inline() noexcept {
 }
 
 std::size_t ProgressEngine::pass() noexcept {
+  const uint64_t trace_t0 = trace::start_time();
   std::size_t work = 0;
   std::size_t finished_now = 0;
   work += execute_batch(finished_now);
@@ -184,6 +187,7 @@ std::size_t ProgressEngine::pass() noexcept {
   });
   if (run_issuer) run_issuer->completed.fetch_add(run_length, std::memory_order_release);
   if (done) bump(stats_.callbacks, done);
+  if (work + done) TSU_TRACE_SPAN(trace::kPass, trace_t0, work, done, 0);
   return work + done;
 }
 
@@ -210,6 +214,7 @@ void ProgressEngine::idle_sleep() noexcept {
     if (may_sleep && !p->idle()) may_sleep = false;
   unlock();
   if (may_sleep && timeout > 0) {
+    const uint64_t trace_t0 = trace::start_time();
     bump(stats_.sleeps);
     if (epoll_fd_ >= 0) {
       epoll_event events[8];
@@ -226,6 +231,7 @@ void ProgressEngine::idle_sleep() noexcept {
     } else {
       doorbell_.wait(seen, timeout);
     }
+    TSU_TRACE_SPAN(trace::kSleep, trace_t0, timeout / 1000, doorbell_.value() != seen, 0);
   }
   for (std::size_t i = 0; i < prepared; ++i) transports_[i]->end_sleep();
   ring_.end_sleep();

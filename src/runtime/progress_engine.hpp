@@ -25,6 +25,7 @@
 #include "core/config.hpp"
 #include "core/doorbell.hpp"
 #include "core/message.hpp"
+#include "core/trace.hpp"
 
 namespace tsu::transport {
 class Transport;
@@ -117,6 +118,7 @@ class ProgressEngine {
   bool submit(const Command& cmd, IfAsleep if_asleep = IfAsleep::kWake) noexcept {
     const PushResult r = ring_.try_push(cmd);
     if (r == PushResult::kPushedConsumerAsleep) {
+      TSU_TRACE(trace::kDoorbell, 0, 0, 0);
       if (!inline_exec_ || if_asleep == IfAsleep::kWake) doorbell_.ring();
       else if (if_asleep == IfAsleep::kRunInline && !execute_inline()) doorbell_.ring();
     }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/log.hpp"
+#include "transport/udp/udp_trace.hpp"
 #include "transport/udp/udp_transport.hpp"
 
 namespace tsu::transport::udp {
@@ -26,6 +27,7 @@ void UdpTransport::run_timers(uint64_t now) {
         ++p.probes;
         ++st_.retransmits;
         ++st_.tail_probes;
+        TSU_TRACE(kTraceRetransmit, p.rank, seq, 2);
         stage_data(p, seq, now);
         break;
       }
@@ -67,6 +69,7 @@ void UdpTransport::check_retransmit(Peer& p, uint64_t now) {
         p.rtt.backoff();
         budget = std::max(p.cc.window(), 1u);
         trace(p, now, 'T');
+        trace_window(p);
       }
       s.fast_rtx = false;
       if (budget) {
@@ -74,6 +77,7 @@ void UdpTransport::check_retransmit(Peer& p, uint64_t now) {
         // restart their timers (selective acks of these repair them sooner).
         --budget;
         ++st_.retransmits;
+        TSU_TRACE(kTraceRetransmit, p.rank, seq, 0);
         p.rto_deadline = UINT64_MAX;  // recomputed below
         stage_data(p, seq, now);
       } else {

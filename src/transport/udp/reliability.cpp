@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/log.hpp"
+#include "transport/udp/udp_trace.hpp"
 #include "transport/udp/udp_transport.hpp"
 
 namespace tsu::transport::udp {
@@ -150,11 +151,13 @@ void UdpTransport::on_ack_fields(Peer& p, const ParsedDatagram& d, uint64_t now)
       }
       ++st_.fast_retransmits;
       ++st_.retransmits;
+      TSU_TRACE(kTraceRetransmit, p.rank, seq, 1);
       stage_data(p, seq, now);
     }
   }
   if (newly || p.snd_max != p.nxt) schedule_tx(p);
   if (newly && trace_ && now - last_trace_ns_ > 1'000'000) trace(p, now, 'A');
+  trace_window(p);
 }
 
 void UdpTransport::widen_reordering_window(Peer& p) {

@@ -70,6 +70,7 @@ struct Peer {
   uint32_t reo_mult = 1;
   uint32_t reo_quiet_epochs = 0;
   uint64_t tlp_deadline = UINT64_MAX;  // tail-loss probe (RFC 8985, section 7)
+  uint32_t traced_cwnd = 0;  // the window last written to the timeline (TSU_TRACE)
   uint8_t probes = 0;   // tail-loss probes sent since the last new acknowledgement
   uint32_t sacked = 0;  // selectively acknowledged datagrams in [una, snd_max)
 

@@ -1,0 +1,18 @@
+# The docs_reference test: runs Doxygen on the configured Doxyfile and fails
+# when it reports any warning (cmake -DDOXYGEN= -DDOXYFILE= -DOUT= -P ...).
+file(REMOVE ${OUT}/warnings.log)
+execute_process(COMMAND ${DOXYGEN} ${DOXYFILE} WORKING_DIRECTORY ${OUT} RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "doxygen failed (exit ${rc})")
+endif()
+if(EXISTS ${OUT}/warnings.log)
+  file(READ ${OUT}/warnings.log warnings)
+  string(STRIP "${warnings}" warnings)
+  if(warnings)
+    message(FATAL_ERROR "doxygen warnings:\n${warnings}")
+  endif()
+endif()
+if(NOT EXISTS ${OUT}/html/index.html)
+  message(FATAL_ERROR "doxygen wrote no ${OUT}/html/index.html")
+endif()
+message(STATUS "API reference: ${OUT}/html/index.html, no warnings")
