@@ -492,19 +492,52 @@ typedef struct tsu_piece_s {
   uint64_t len;
 } tsu_piece_t;
 
-/* A list of pieces between one remote segment of `rank` and one segment of
- * the caller, moved as ONE request with one completion (cb called once).  The
- * pieces array is copied before the call returns.  Every local piece is
- * checked at the call (TSU_ERR_OUT_OF_BOUNDS / BAD_SEGMENT, nothing started);
- * every remote piece is checked at the target before any byte moves: one bad
- * piece fails the whole request with its status and nothing is written (at
- * the target for a put, in the caller's memory for a get).  Pieces of zero
- * length are allowed; count 0 completes at once with TSU_OK.  Over the
- * network pieces are packed into as few messages as the transport's message
- * size allows.  Overlapping pieces give unspecified contents.  At most
- * 2^24 pieces (TSU_ERR_INVALID_ARG). */
+/** Vector put: a list of pieces from one segment of the caller to one remote
+ * segment of `rank`, moved as ONE request with one completion (cb called
+ * once).  The pieces array is copied before the call returns.  Every local
+ * piece is checked at the call (nothing started); every remote piece is
+ * checked at the target before any byte moves: one bad piece fails the whole
+ * request with its status and nothing is written (at the target for a put, in
+ * the caller's memory for a get).  Pieces of zero length are allowed; count 0
+ * completes at once with TSU_OK (the segments are not checked then).  Over
+ * the network pieces are packed into as few messages as the transport's
+ * message size allows.  Overlapping pieces give unspecified contents.
+ * @retval TSU_OK                accepted (with count 0 or on a bypassed route the
+ *                               callback has run already); the callback gets TSU_OK,
+ *                               or TSU_ERR_BAD_SEGMENT / TSU_ERR_OUT_OF_BOUNDS (a
+ *                               remote piece, or the local segment freed meanwhile;
+ *                               nothing written), TSU_ERR_PEER_LOST, TSU_ERR_SYSTEM /
+ *                               TSU_ERR_LIMIT (mapping a node peer's segment or Cross
+ *                               Memory Attach failed), TSU_ERR_UNREACHABLE (the route
+ *                               went away).
+ * @retval TSU_EAGAIN            the command ring is full or a fence is pending: retry.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_NULL_POINTER  pieces is NULL and count is not 0.
+ * @retval TSU_ERR_INVALID_ARG   count > 2^24.
+ * @retval TSU_ERR_BAD_RANK      rank >= job size.
+ * @retval TSU_ERR_UNREACHABLE   no transport reaches rank.
+ * @retval TSU_ERR_NO_MEMORY     no memory for the copy of the pieces.
+ * @retval TSU_ERR_BAD_SEGMENT   local_seg is not a live segment of the caller.
+ * @retval TSU_ERR_OUT_OF_BOUNDS a local piece exceeds local_seg, or a remote piece's
+ *                               offset + len passes 2^64. */
 TSU_API tsu_status_t tsu_try_putv(uint32_t rank, tsu_seg_t remote_seg, tsu_seg_t local_seg,
                                   const tsu_piece_t *pieces, size_t count, tsu_cb_t cb);
+/** Vector get: the pieces of a remote segment of `rank` into one segment of
+ * the caller, as ONE request; same checks and guarantees as tsu_try_putv (a
+ * bad remote piece fails the whole request and nothing is written in the
+ * caller's memory).
+ * @retval TSU_OK                accepted; the callback gets the codes listed for
+ *                               tsu_try_putv's callback.
+ * @retval TSU_EAGAIN            the command ring is full or a fence is pending: retry.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_NULL_POINTER  pieces is NULL and count is not 0.
+ * @retval TSU_ERR_INVALID_ARG   count > 2^24.
+ * @retval TSU_ERR_BAD_RANK      rank >= job size.
+ * @retval TSU_ERR_UNREACHABLE   no transport reaches rank.
+ * @retval TSU_ERR_NO_MEMORY     no memory for the copy of the pieces.
+ * @retval TSU_ERR_BAD_SEGMENT   local_seg is not a live segment of the caller.
+ * @retval TSU_ERR_OUT_OF_BOUNDS a local piece exceeds local_seg, or a remote piece's
+ *                               offset + len passes 2^64. */
 TSU_API tsu_status_t tsu_try_getv(uint32_t rank, tsu_seg_t remote_seg, tsu_seg_t local_seg,
                                   const tsu_piece_t *pieces, size_t count, tsu_cb_t cb);
 
@@ -519,12 +552,40 @@ typedef struct tsu_strided_s {
   uint64_t local_stride[2];
 } tsu_strided_t;
 
-/* Strided put/get: the blocks starting at dst/src (remote) and src/dst
- * (local), as one request with one completion; same checks and guarantees as
- * tsu_try_putv (a block past the segment's end fails the whole request,
- * nothing written).  A zero count or block completes with TSU_OK. */
+/** Strided put: the blocks of `shape` starting at src (local) to the blocks
+ * starting at dst (remote), as one request with one completion; same checks
+ * and guarantees as tsu_try_putv (a block past the segment's end fails the
+ * whole request, nothing written).  A zero count or block completes with
+ * TSU_OK (the segments are not checked then).  At most 2^24 blocks
+ * (count[0] * count[1], also when block is 0).
+ * @retval TSU_OK                accepted; the callback gets the codes listed for
+ *                               tsu_try_putv's callback.
+ * @retval TSU_EAGAIN            the command ring is full or a fence is pending: retry.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_NULL_POINTER  shape is NULL.
+ * @retval TSU_ERR_INVALID_ARG   src.reserved is not 0, or more than 2^24 blocks.
+ * @retval TSU_ERR_BAD_RANK      dst.rank >= job size.
+ * @retval TSU_ERR_UNREACHABLE   no transport reaches dst.rank.
+ * @retval TSU_ERR_NO_MEMORY     no memory for the list of blocks.
+ * @retval TSU_ERR_BAD_SEGMENT   src.seg is not a live segment of the caller.
+ * @retval TSU_ERR_OUT_OF_BOUNDS a local block exceeds src.seg, or a block's offset on
+ *                               either side passes 2^64. */
 TSU_API tsu_status_t tsu_try_put_strided(tsu_gaddr_t dst, tsu_laddr_t src,
                                          const tsu_strided_t *shape, tsu_cb_t cb);
+/** Strided get: the blocks of `shape` starting at src (remote) into the
+ * blocks starting at dst (local); as tsu_try_put_strided.
+ * @retval TSU_OK                accepted; the callback gets the codes listed for
+ *                               tsu_try_putv's callback.
+ * @retval TSU_EAGAIN            the command ring is full or a fence is pending: retry.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_NULL_POINTER  shape is NULL.
+ * @retval TSU_ERR_INVALID_ARG   dst.reserved is not 0, or more than 2^24 blocks.
+ * @retval TSU_ERR_BAD_RANK      src.rank >= job size.
+ * @retval TSU_ERR_UNREACHABLE   no transport reaches src.rank.
+ * @retval TSU_ERR_NO_MEMORY     no memory for the list of blocks.
+ * @retval TSU_ERR_BAD_SEGMENT   dst.seg is not a live segment of the caller.
+ * @retval TSU_ERR_OUT_OF_BOUNDS a local block exceeds dst.seg, or a block's offset on
+ *                               either side passes 2^64. */
 TSU_API tsu_status_t tsu_try_get_strided(tsu_laddr_t dst, tsu_gaddr_t src,
                                          const tsu_strided_t *shape, tsu_cb_t cb);
 
@@ -543,8 +604,51 @@ TSU_API tsu_status_t tsu_try_get_strided(tsu_laddr_t dst, tsu_gaddr_t src,
  * bookkeeping beyond its issued count: this is the cheapest way to issue.
  * A get's destination and an atomic's `result` are written by the time
  * tsu_quiet returns. */
+
+/** tsu_try_put without a callback: completes with the thread's next
+ * tsu_quiet (see "Implicit completion" above).
+ * @retval TSU_OK                accepted (a bypassed request is done already); a
+ *                               failure reaches the thread's next tsu_quiet:
+ *                               TSU_ERR_BAD_SEGMENT / TSU_ERR_OUT_OF_BOUNDS (the
+ *                               target range, nothing written), TSU_ERR_PEER_LOST,
+ *                               TSU_ERR_SYSTEM / TSU_ERR_LIMIT.
+ * @retval TSU_EAGAIN            the command ring is full or a fence is pending: retry.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_BAD_RANK      dst.rank >= job size.
+ * @retval TSU_ERR_INVALID_ARG   src.reserved is not 0.
+ * @retval TSU_ERR_BAD_SEGMENT   src.seg is not a live segment of the caller.
+ * @retval TSU_ERR_OUT_OF_BOUNDS src.offset + len exceeds the caller's segment.
+ * @retval TSU_ERR_UNREACHABLE   no transport reaches dst.rank. */
 TSU_API tsu_status_t tsu_try_put_nbi(tsu_gaddr_t dst, tsu_laddr_t src, size_t len);
+/** tsu_try_get without a callback: dst is written by the time the thread's
+ * next tsu_quiet returns (see "Implicit completion" above).
+ * @retval TSU_OK                accepted (a bypassed request is done already); a
+ *                               failure reaches the thread's next tsu_quiet:
+ *                               TSU_ERR_BAD_SEGMENT / TSU_ERR_OUT_OF_BOUNDS (the
+ *                               source range, nothing written), TSU_ERR_PEER_LOST,
+ *                               TSU_ERR_SYSTEM / TSU_ERR_LIMIT.
+ * @retval TSU_EAGAIN            the command ring is full or a fence is pending: retry.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_BAD_RANK      src.rank >= job size.
+ * @retval TSU_ERR_INVALID_ARG   dst.reserved is not 0.
+ * @retval TSU_ERR_BAD_SEGMENT   dst.seg is not a live segment of the caller.
+ * @retval TSU_ERR_OUT_OF_BOUNDS dst.offset + len exceeds the caller's segment.
+ * @retval TSU_ERR_UNREACHABLE   no transport reaches src.rank. */
 TSU_API tsu_status_t tsu_try_get_nbi(tsu_laddr_t dst, tsu_gaddr_t src, size_t len);
+/** tsu_try_copy without a callback: completes with the thread's next
+ * tsu_quiet (see "Implicit completion" above).
+ * @retval TSU_OK                accepted (a bypassed request is done already); a
+ *                               failure reaches the thread's next tsu_quiet:
+ *                               TSU_ERR_BAD_SEGMENT / TSU_ERR_OUT_OF_BOUNDS (a remote
+ *                               side, nothing written), TSU_ERR_PEER_LOST,
+ *                               TSU_ERR_SYSTEM / TSU_ERR_LIMIT.
+ * @retval TSU_EAGAIN            the command ring is full or a fence is pending: retry.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_BAD_RANK      dst.rank or src.rank >= job size.
+ * @retval TSU_ERR_OUT_OF_BOUNDS len exceeds any possible segment (2^57 B), or a side on
+ *                               the calling rank exceeds its segment.
+ * @retval TSU_ERR_BAD_SEGMENT   a side on the calling rank names no live segment.
+ * @retval TSU_ERR_UNREACHABLE   no transport reaches one of the ranks. */
 TSU_API tsu_status_t tsu_try_copy_nbi(tsu_gaddr_t dst, tsu_gaddr_t src, size_t len);
 /* tsu_try_atomic_nbi follows tsu_try_atomic below. */
 
@@ -597,8 +701,20 @@ TSU_API tsu_status_t tsu_try_atomic(tsu_gaddr_t target, tsu_aop_t op, tsu_atype_
                                     const void *operand, const void *compare, void *result,
                                     tsu_cb_t cb);
 
-/* tsu_try_atomic without a callback: completes with the thread's tsu_quiet
- * (see "Implicit completion" above); `result` is written by then. */
+/** tsu_try_atomic without a callback: completes with the thread's tsu_quiet
+ * (see "Implicit completion" above); `result` is written by then.
+ * @retval TSU_OK                accepted (a bypassed request is done already); a
+ *                               failure reaches the thread's next tsu_quiet:
+ *                               TSU_ERR_BAD_SEGMENT / TSU_ERR_OUT_OF_BOUNDS (nothing
+ *                               changed), TSU_ERR_UNSUPPORTED (the word is in
+ *                               registered memory), TSU_ERR_PEER_LOST.
+ * @retval TSU_EAGAIN            the command ring is full or a fence is pending: retry.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_INVALID_ARG   op is not valid for type, or an unknown op or type.
+ * @retval TSU_ERR_NULL_POINTER  operand, compare or result is NULL where op needs it.
+ * @retval TSU_ERR_BAD_RANK      target.rank >= job size.
+ * @retval TSU_ERR_MISALIGNED    target.offset is not a multiple of the type's size.
+ * @retval TSU_ERR_UNREACHABLE   no transport reaches target.rank. */
 TSU_API tsu_status_t tsu_try_atomic_nbi(tsu_gaddr_t target, tsu_aop_t op, tsu_atype_t type,
                                         const void *operand, const void *compare, void *result);
 
@@ -624,18 +740,23 @@ static inline tsu_status_t tsu_try_cas_u64(tsu_gaddr_t t, uint64_t expected, uin
 /* ------------------------------------------------------------------------- */
 /* Waiting inside user-level threads                                           */
 /* ------------------------------------------------------------------------- */
-/* For user-level thread schedulers (libtsunagi-ult installs one on each of its
- * workers; another scheduler may do the same).  While a hook is set on the
- * calling pthread, tsunagi's blocking calls made on it (tsu_counter_wait,
- * tsu_quiet, tsu_barrier-style collective waits, tsu_am_register,
- * tsu_team_split) and tsu_progress when it found nothing to do call fn(ctx)
- * between polls.  fn runs other work and returns when the waiting call
- * should poll again: 1 if it ran something, 0 if it had nothing to run (the
- * call then pauses as usual: spin, yield, sleep).  The waiting call goes on
- * on the same pthread, so fn must come back on the pthread it was called on.
- * fn is never called in progress context (callbacks, handlers).  fn NULL
- * removes the hook.  Per pthread; works before tsu_init. */
+/** The hook's type: runs other work, returns 1 if it ran something, 0 if not. */
 typedef int (*tsu_wait_hook_fn_t)(void *ctx);
+/** Sets the calling pthread's wait hook, for user-level thread schedulers
+ * (libtsunagi-ult installs one on each of its workers; another scheduler may
+ * do the same).  While a hook is set on the calling pthread, tsunagi's
+ * blocking calls made on it (tsu_counter_wait, tsu_quiet, tsu_barrier-style
+ * collective waits, tsu_am_register, tsu_team_split) and tsu_progress when it
+ * found nothing to do call fn(ctx) between polls.  fn runs other work and
+ * returns when the waiting call should poll again: 1 if it ran something, 0
+ * if it had nothing to run (the call then pauses as usual: spin, yield,
+ * sleep).  The waiting call goes on on the same pthread, so fn must come back
+ * on the pthread it was called on.  fn is never called in progress context
+ * (callbacks, handlers).  fn NULL removes the hook (ctx is then ignored).
+ * Per pthread; replaces the pthread's previous hook; works before tsu_init and
+ * after tsu_finalize.
+ * @retval TSU_OK               always: the hook is set (or removed); nothing is
+ *                              checked. */
 TSU_API tsu_status_t tsu_set_wait_hook(tsu_wait_hook_fn_t fn, void *ctx);
 
 /* ------------------------------------------------------------------------- */
