@@ -1,4 +1,4 @@
-/*
+/** @file ult.h
  * tsunagi user-level threads (C11): library libtsunagi-ult (CMake target
  * tsunagi::ult), on top of libtsunagi.  Compiles on its own.  Guide:
  * docs/ult.md.
@@ -12,8 +12,10 @@
  *   pthread_detach  -> tsu_ult_detach        pthread_key_*, pthread_[gs]etspecific
  *   sched_yield     -> tsu_ult_yield                          -> tsu_ult_key_* ...
  *   pthread_self    -> tsu_ult_self
- * Functions return tsu_status_t (TSU_OK, or an error with tsu_last_error()
- * set when tsunagi is initialized) instead of an errno value.
+ * Functions return tsu_status_t (TSU_OK or an error code) instead of an errno
+ * value.  They do not set tsu_last_error(): only an error passed on from a
+ * tsunagi call they make (the collectives of tsu_ult_init, tsu_ult_register,
+ * tsu_ult_finalize) has a message there.
  *
  * Who may call what:
  *  - create, join, detach, mutex, cond, barrier and keys work from ULTs and
@@ -70,17 +72,38 @@ typedef struct tsu_ult_config {
   int32_t reserved2;  /* must be 0 */
 } tsu_ult_config_t;
 
-/* Starts the workers.  config may be NULL.  Local: call once per process,
- * from a pthread (not a ULT).  It needs no tsu_init, and works after it.
- * TSU_ERR_ALREADY_INITIALIZED when the scheduler runs already. */
+/** Starts the workers.  config may be NULL.  Local without tsunagi: call once
+ * per process, from a pthread (not a ULT).  It needs no tsu_init, and works
+ * after it; then it is collective (see "Threads on other ranks" below).
+ * @retval TSU_OK               the workers run.
+ * @retval TSU_ERR_ALREADY_INITIALIZED the scheduler runs already (so also from a ULT).
+ * @retval TSU_ERR_CONFIG       a TSU_ULT_* variable or a field of `config` is invalid
+ *                              (struct_size too small, workers > 4096, stack_size
+ *                              outside 16 KiB .. 1 GiB, guard not 0 or 1); the reason is
+ *                              printed to stderr, not kept in tsu_last_error.
+ * @retval TSU_ERR_NO_MEMORY    no memory for the scheduler.
+ * @retval (tsu_am_register's)  with tsunagi initialized: an error of registering the
+ *                              layer's active-message handlers (TSU_ERR_UNSUPPORTED
+ *                              from a handler or callback, TSU_ERR_PEER_LOST,
+ *                              TSU_ERR_UNREACHABLE, TSU_ERR_NO_MEMORY); nothing
+ *                              started. */
 TSU_API tsu_status_t tsu_ult_init(const tsu_ult_config_t *config);
 
-/* Waits until every ULT has finished (joined or detached ones alike), then
+/** Waits until every ULT has finished (joined or detached ones alike), then
  * stops the workers.  From a pthread.  Call it before tsu_finalize when both
- * are used. */
+ * are used (with tsunagi it is collective and waits until no rank has
+ * threads or messages of the layer left).
+ * @retval TSU_OK               stopped.
+ * @retval TSU_ERR_NOT_INITIALIZED the scheduler does not run.
+ * @retval TSU_ERR_UNSUPPORTED  called from a ULT.
+ * @retval (the collective's)   with tsunagi initialized: an error of the final
+ *                              allreduce (e.g. TSU_ERR_PEER_LOST,
+ *                              TSU_ERR_NOT_INITIALIZED after tsu_finalize,
+ *                              TSU_EAGAIN); the scheduler is stopped all the same. */
 TSU_API tsu_status_t tsu_ult_finalize(void);
 
-/* Number of worker pthreads (0 when the scheduler is not running). */
+/** Number of worker pthreads.
+ * @return the count; 0 when the scheduler is not running. */
 TSU_API uint32_t tsu_ult_workers(void);
 
 /* ------------------------------------------------------------------------- */
@@ -106,35 +129,69 @@ typedef struct tsu_ult_attr {
   const char *name;     /* copied; used by stack-overflow reports and dumps   */
 } tsu_ult_attr_t;
 
-/* Creates a ULT that runs fn(arg) on one of this rank's workers.  attr may be
- * NULL.  *out (may be NULL for detached threads) is its handle, valid until
- * it is joined, or until it ends when detached.  The stack is taken from a
- * pool when the thread first runs, so threads not yet started cost about
- * 200 bytes each. */
+/** Creates a ULT that runs fn(arg) on one of this rank's workers.  attr may be
+ * NULL.  *out (may be NULL for detached threads; set to NULL for them) is its
+ * handle, valid until it is joined, or until it ends when detached.  The
+ * stack is taken from a pool when the thread first runs, so threads not yet
+ * started cost about 200 bytes each; a thread that gets no stack does not run
+ * and its join returns TSU_ERR_NO_MEMORY.
+ * @retval TSU_OK               created (it may have run and ended already).
+ * @retval TSU_ERR_NOT_INITIALIZED the scheduler does not run.
+ * @retval TSU_ERR_NULL_POINTER fn is NULL, or out is NULL for a joinable thread.
+ * @retval TSU_ERR_INVALID_ARG  attr->struct_size too small, a stack_size set outside
+ *                              4 KiB .. 1 GiB, or detached not 0 or 1.
+ * @retval TSU_ERR_NO_MEMORY    no memory for the thread's record or its queue entry. */
 TSU_API tsu_status_t tsu_ult_create(tsu_ult_t *out, const tsu_ult_attr_t *attr, tsu_ult_fn_t fn,
                                     void *arg);
 
-/* Ends the calling ULT with `value` (returning from fn does the same).  Frames
+/** Ends the calling ULT with `value` (returning from fn does the same).  Frames
  * of the thread are not unwound: C++ destructors of its locals do not run.
- * Never returns from a ULT; from a pthread: TSU_ERR_UNSUPPORTED. */
+ * Never returns from a ULT.
+ * @retval TSU_OK               never: called from a ULT it does not return.
+ * @retval TSU_ERR_UNSUPPORTED  called from a pthread (nothing happens). */
 TSU_API tsu_status_t tsu_ult_exit(void *value);
 
-/* Waits for `thread` to end and writes its value (value may be NULL); the
- * handle is then gone.  Once per thread; not for detached threads
- * (TSU_ERR_INVALID_ARG); not on itself. */
+/** Waits for `thread` to end and writes its value (value may be NULL); the
+ * handle is then gone.  Once per thread (a handle already joined is gone:
+ * joining it again is undefined); not for detached threads; not on itself.
+ * A thread made by tsu_ult_spawn gives the value NULL (tsu_ult_join_value
+ * returns its value).
+ * @retval TSU_OK               ended; *value written; the handle is gone.
+ * @retval TSU_ERR_NOT_INITIALIZED the scheduler does not run.
+ * @retval TSU_ERR_NULL_POINTER thread is NULL.
+ * @retval TSU_ERR_INVALID_ARG  thread is detached, is being joined by another thread,
+ *                              or is the caller; or (a spawned thread) its function
+ *                              id is not registered on the rank that ran it: the
+ *                              handle is then not freed.
+ * @retval TSU_ERR_NO_MEMORY    the thread never ran (no stack, or the running rank
+ *                              could not create it); the handle is gone.
+ * @retval TSU_ERR_TRUNCATED    (a spawned thread) its function wrote more than
+ *                              TSU_ULT_VALUE_MAX bytes; the handle is gone.
+ * @retval TSU_ERR_PEER_LOST    (a spawned thread) the rank running it was lost; the
+ *                              handle is gone.
+ * @retval TSU_ERR_UNREACHABLE  (a spawned thread) its spawn could not be sent; the
+ *                              handle is gone. */
 TSU_API tsu_status_t tsu_ult_join(tsu_ult_t thread, void **value);
 
-/* The thread's resources go when it ends; it cannot be joined any more. */
+/** The thread's resources go when it ends (at once if it has ended); it
+ * cannot be joined any more and the handle must not be used again.
+ * @retval TSU_OK               detached.
+ * @retval TSU_ERR_NOT_INITIALIZED the scheduler does not run.
+ * @retval TSU_ERR_NULL_POINTER thread is NULL.
+ * @retval TSU_ERR_INVALID_ARG  thread is detached already or being joined. */
 TSU_API tsu_status_t tsu_ult_detach(tsu_ult_t thread);
 
-/* Lets the worker run other ready ULTs (FIFO); returns at once if there are
- * none.  From a pthread: sched_yield. */
+/** Lets the worker run other ready ULTs (FIFO); returns at once if there are
+ * none.  From a pthread (also without the scheduler): sched_yield.
+ * @retval TSU_OK               always. */
 TSU_API tsu_status_t tsu_ult_yield(void);
 
-/* The calling ULT, or NULL on a pthread. */
+/** The calling thread's handle.
+ * @return the calling ULT, or NULL on a pthread. */
 TSU_API tsu_ult_t tsu_ult_self(void);
 
-/* A per-rank number of the thread (1, 2, ... in creation order), 0 for NULL. */
+/** A per-rank number of the thread (1, 2, ... in creation order).
+ * @return the number; 0 for NULL. */
 TSU_API uint64_t tsu_ult_id(tsu_ult_t thread);
 
 /* ------------------------------------------------------------------------- */
@@ -143,30 +200,82 @@ TSU_API uint64_t tsu_ult_id(tsu_ult_t thread);
 /* Mutex: not recursive; unlock by the owner only (not checked). */
 typedef struct tsu_ult_mutex { uint64_t opaque[4]; } tsu_ult_mutex_t;
 #define TSU_ULT_MUTEX_INITIALIZER {{0, 0, 0, 0}}
+/** Sets a mutex to unlocked (as TSU_ULT_MUTEX_INITIALIZER does).  The
+ * synchronization objects need no scheduler.
+ * @retval TSU_OK               initialized.
+ * @retval TSU_ERR_NULL_POINTER mutex is NULL. */
 TSU_API tsu_status_t tsu_ult_mutex_init(tsu_ult_mutex_t *mutex);
+/** Checks that a mutex may be discarded (it holds no resources).
+ * @retval TSU_OK               it is unlocked.
+ * @retval TSU_EAGAIN           it is locked: unlock it first.
+ * @retval TSU_ERR_NULL_POINTER mutex is NULL. */
 TSU_API tsu_status_t tsu_ult_mutex_destroy(tsu_ult_mutex_t *mutex);
+/** Locks, waiting (a ULT yields its worker, a pthread sleeps) while another
+ * thread holds it; waiters get it in FIFO order.  Locking it twice from one
+ * thread deadlocks.
+ * @retval TSU_OK               the caller holds the mutex.
+ * @retval TSU_ERR_NULL_POINTER mutex is NULL. */
 TSU_API tsu_status_t tsu_ult_mutex_lock(tsu_ult_mutex_t *mutex);
-/* TSU_OK when taken, TSU_EAGAIN when held by someone else. */
+/** Locks if the mutex is free; never waits.
+ * @retval TSU_OK               taken.
+ * @retval TSU_EAGAIN           held by someone (the caller included).
+ * @retval TSU_ERR_NULL_POINTER mutex is NULL. */
 TSU_API tsu_status_t tsu_ult_mutex_trylock(tsu_ult_mutex_t *mutex);
+/** Unlocks; with waiters, the first one gets the mutex directly.
+ * @retval TSU_OK               unlocked (or handed to a waiter).
+ * @retval TSU_ERR_NULL_POINTER mutex is NULL.
+ * @retval TSU_ERR_INVALID_ARG  the mutex is not locked. */
 TSU_API tsu_status_t tsu_ult_mutex_unlock(tsu_ult_mutex_t *mutex);
 
 /* Condition variable (no spurious wake-ups are promised either way: wait in a
  * loop on your predicate, as with pthreads). */
 typedef struct tsu_ult_cond { uint64_t opaque[4]; } tsu_ult_cond_t;
 #define TSU_ULT_COND_INITIALIZER {{0, 0, 0, 0}}
+/** Sets a condition variable to no waiters (as TSU_ULT_COND_INITIALIZER).
+ * @retval TSU_OK               initialized.
+ * @retval TSU_ERR_NULL_POINTER cond is NULL. */
 TSU_API tsu_status_t tsu_ult_cond_init(tsu_ult_cond_t *cond);
+/** Checks that a condition variable may be discarded.
+ * @retval TSU_OK               nobody waits on it.
+ * @retval TSU_EAGAIN           threads wait on it: wake them first.
+ * @retval TSU_ERR_NULL_POINTER cond is NULL. */
 TSU_API tsu_status_t tsu_ult_cond_destroy(tsu_ult_cond_t *cond);
+/** Unlocks `mutex` (which the caller must hold: not checked), waits for a
+ * signal or broadcast, and locks `mutex` again before returning.
+ * @retval TSU_OK               woken; the caller holds mutex again.
+ * @retval TSU_ERR_NULL_POINTER cond or mutex is NULL. */
 TSU_API tsu_status_t tsu_ult_cond_wait(tsu_ult_cond_t *cond, tsu_ult_mutex_t *mutex);
+/** Wakes the longest waiting thread, if any.
+ * @retval TSU_OK               done (also when nobody waited).
+ * @retval TSU_ERR_NULL_POINTER cond is NULL. */
 TSU_API tsu_status_t tsu_ult_cond_signal(tsu_ult_cond_t *cond);
+/** Wakes every waiting thread.
+ * @retval TSU_OK               done (also when nobody waited).
+ * @retval TSU_ERR_NULL_POINTER cond is NULL. */
 TSU_API tsu_status_t tsu_ult_cond_broadcast(tsu_ult_cond_t *cond);
 
 /* Barrier of `count` threads (ULTs and pthreads may mix).  wait returns
  * TSU_ULT_BARRIER_SERIAL in exactly one of them per round, TSU_OK in the
- * others. */
+ * others.  A zero-filled barrier must be initialized (count) before use. */
 typedef struct tsu_ult_barrier { uint64_t opaque[6]; } tsu_ult_barrier_t;
-#define TSU_ULT_BARRIER_SERIAL 2
+#define TSU_ULT_BARRIER_SERIAL 2 /**< tsu_ult_barrier_wait's result in one thread per round */
+/** Sets up a barrier for `count` threads (no round in progress).
+ * @retval TSU_OK               initialized.
+ * @retval TSU_ERR_NULL_POINTER barrier is NULL.
+ * @retval TSU_ERR_INVALID_ARG  count is 0. */
 TSU_API tsu_status_t tsu_ult_barrier_init(tsu_ult_barrier_t *barrier, uint32_t count);
+/** Checks that a barrier may be discarded.
+ * @retval TSU_OK               no thread waits in it.
+ * @retval TSU_EAGAIN           a round is in progress (some threads wait).
+ * @retval TSU_ERR_NULL_POINTER barrier is NULL. */
 TSU_API tsu_status_t tsu_ult_barrier_destroy(tsu_ult_barrier_t *barrier);
+/** Waits until `count` threads have called it in this round, then all go on
+ * and the barrier is ready for the next round.
+ * @retval TSU_ULT_BARRIER_SERIAL the last thread to arrive (one per round; a positive
+ *                              value, not a status code).
+ * @retval TSU_OK               the other threads of the round.
+ * @retval TSU_ERR_NULL_POINTER barrier is NULL.
+ * @retval TSU_ERR_INVALID_ARG  the barrier was never initialized (count 0). */
 TSU_API tsu_status_t tsu_ult_barrier_wait(tsu_ult_barrier_t *barrier);
 
 /* ------------------------------------------------------------------------- */
@@ -174,12 +283,28 @@ TSU_API tsu_status_t tsu_ult_barrier_wait(tsu_ult_barrier_t *barrier);
 /* ------------------------------------------------------------------------- */
 typedef uint32_t tsu_ult_key_t;
 #define TSU_ULT_KEYS_MAX 128u
-/* destructor (may be NULL) runs at a ULT's end for each non-NULL value, up to
- * 4 rounds, as with pthreads (pthreads' values: not called). */
+/** Creates a key (process-wide, for every ULT and pthread).  destructor (may be
+ * NULL) runs at a ULT's end for each non-NULL value, up to 4 rounds, as with
+ * pthreads (pthreads' values: not called).  Needs no scheduler.
+ * @retval TSU_OK               *key written.
+ * @retval TSU_ERR_NULL_POINTER key is NULL.
+ * @retval TSU_ERR_LIMIT        TSU_ULT_KEYS_MAX keys exist. */
 TSU_API tsu_status_t tsu_ult_key_create(tsu_ult_key_t *key, void (*destructor)(void *));
+/** Deletes a key; no destructor runs for its values.  The values threads set
+ * for it are not cleared: a key created later with the same number may see
+ * them (set the values to NULL before deleting the key).
+ * @retval TSU_OK               deleted.
+ * @retval TSU_ERR_INVALID_ARG  key >= TSU_ULT_KEYS_MAX, or not a live key. */
 TSU_API tsu_status_t tsu_ult_key_delete(tsu_ult_key_t key);
+/** Sets the calling thread's (ULT's or pthread's) value for `key`.
+ * @retval TSU_OK               set.
+ * @retval TSU_ERR_INVALID_ARG  key >= TSU_ULT_KEYS_MAX, or not a live key.
+ * @retval TSU_ERR_NO_MEMORY    no memory for the ULT's table of values (its first
+ *                              non-NULL value). */
 TSU_API tsu_status_t tsu_ult_setspecific(tsu_ult_key_t key, const void *value);
-/* NULL when unset or for a bad key. */
+/** The calling thread's value for `key`.
+ * @return the value; NULL when unset or for key >= TSU_ULT_KEYS_MAX (a deleted key
+ *         still gives the value set before its deletion). */
 TSU_API void *tsu_ult_getspecific(tsu_ult_key_t key);
 
 /* ------------------------------------------------------------------------- */
@@ -214,27 +339,63 @@ TSU_API void *tsu_ult_getspecific(tsu_ult_key_t key);
 typedef void (*tsu_ult_remote_fn_t)(const void *arg, size_t arg_len, void *value,
                                     size_t *value_len);
 
-/* Collective (when tsunagi is initialized): every rank registers the same id
- * for the same function before any rank spawns with it.  fn NULL removes. */
+/** Collective (when tsunagi is initialized): every rank registers the same id
+ * for the same function before any rank spawns with it.  fn NULL removes.
+ * Needs no tsu_ult_init.  The id is set locally before the barrier, also when
+ * the barrier fails.
+ * @retval TSU_OK               registered (on every rank, when collective).
+ * @retval TSU_ERR_INVALID_ARG  fn_id > TSU_ULT_FN_MAX.
+ * @retval TSU_ERR_UNSUPPORTED  (collective) called from a completion callback or a
+ *                              handler.
+ * @retval TSU_ERR_BOOTSTRAP    (collective) the tsu_barrier failed. */
 TSU_API tsu_status_t tsu_ult_register(uint32_t fn_id, tsu_ult_remote_fn_t fn);
 
-/* Starts fn_id(arg) on `rank` (this rank included), or on a rank chosen by
+/** Starts fn_id(arg) on `rank` (this rank included), or on a rank chosen by
  * the balancer with TSU_ULT_ANY_RANK.  attr: name and detached are used
  * (stack_size applies on the running rank too).  *out (may be NULL when
  * detached) is joined with tsu_ult_join_value (or tsu_ult_join, which
- * gives the value NULL).  TSU_ERR_BAD_RANK, TSU_ERR_INVALID_ARG (unknown id,
- * arg too long), TSU_ERR_PEER_LOST (rank known lost). */
+ * gives the value NULL).  Without tsunagi (a job of one rank) an unregistered
+ * id is not refused here: the join returns TSU_ERR_INVALID_ARG.
+ * @retval TSU_OK               started or queued for its rank (failures to start it
+ *                              there reach the join).
+ * @retval TSU_ERR_NOT_INITIALIZED the scheduler does not run.
+ * @retval TSU_ERR_INVALID_ARG  a bad attr (as tsu_ult_create), fn_id > TSU_ULT_FN_MAX
+ *                              or (with tsunagi) not registered here, arg_len >
+ *                              TSU_ULT_ARG_MAX, or arg NULL with arg_len > 0.
+ * @retval TSU_ERR_NULL_POINTER out is NULL for a joinable thread.
+ * @retval TSU_ERR_BAD_RANK     rank >= job size and not TSU_ULT_ANY_RANK.
+ * @retval TSU_ERR_PEER_LOST    rank is known to be lost.
+ * @retval TSU_ERR_NO_MEMORY    no memory for the thread's record. */
 TSU_API tsu_status_t tsu_ult_spawn(tsu_ult_t *out, uint32_t rank, uint32_t fn_id, const void *arg,
                                    size_t arg_len, const tsu_ult_attr_t *attr);
 
-/* Joins a spawned thread and copies its exit value (up to cap bytes; *len
- * (may be NULL) gets its full length).  Returns TSU_ERR_PEER_LOST when the
- * rank running it was lost before it ended (never hangs on a lost rank),
- * TSU_ERR_TRUNCATED when cap was too small (the value is cut). */
+/** Joins a spawned thread and copies its exit value (up to cap bytes; *len
+ * (may be NULL) gets its full length).  Never hangs on a lost rank.  As
+ * tsu_ult_join otherwise (once per thread, not detached, not itself).
+ * @retval TSU_OK               ended; the value copied; the handle is gone.
+ * @retval TSU_ERR_NOT_INITIALIZED the scheduler does not run.
+ * @retval TSU_ERR_NULL_POINTER thread is NULL.
+ * @retval TSU_ERR_INVALID_ARG  thread was not made by tsu_ult_spawn (use tsu_ult_join),
+ *                              is detached, is being joined, or is the caller; or its
+ *                              function id is not registered on the rank that ran
+ *                              it: the handle is then not freed and nothing copied.
+ * @retval TSU_ERR_TRUNCATED    cap was too small (the value is cut), or the function
+ *                              wrote more than TSU_ULT_VALUE_MAX bytes (cut to that);
+ *                              the handle is gone.
+ * @retval TSU_ERR_PEER_LOST    the rank running it was lost before it ended; the
+ *                              handle is gone.
+ * @retval TSU_ERR_UNREACHABLE  its spawn could not be sent to its rank; the handle is
+ *                              gone.
+ * @retval TSU_ERR_NO_MEMORY    the running rank could not create the thread or give
+ *                              it a stack; the handle is gone. */
 TSU_API tsu_status_t tsu_ult_join_value(tsu_ult_t thread, void *value, size_t cap, size_t *len);
 
-/* The rank that runs (or ran) a spawned thread, as far as its creator knows
- * (it changes when another rank takes the thread before it starts). */
+/** The rank that runs (or ran) a spawned thread, as far as its creator knows
+ * (it changes when another rank takes the thread before it starts); this rank
+ * for a thread made by tsu_ult_create.
+ * @retval TSU_OK               *rank written.
+ * @retval TSU_ERR_NULL_POINTER thread or rank is NULL.
+ * @retval TSU_ERR_NOT_INITIALIZED the scheduler does not run. */
 TSU_API tsu_status_t tsu_ult_rank_of(tsu_ult_t thread, uint32_t *rank);
 
 /* ------------------------------------------------------------------------- */
@@ -248,10 +409,16 @@ typedef struct tsu_ult_counters_s {
   uint64_t migrated;  /* ULTs started on another rank, or taken by one        */
   uint64_t stacks;    /* stacks mapped (the pool's size)                      */
 } tsu_ult_counters_t;
+/** This rank's counters (sums over its workers).
+ * @retval TSU_OK               *out written.
+ * @retval TSU_ERR_NULL_POINTER out is NULL.
+ * @retval TSU_ERR_NOT_INITIALIZED the scheduler does not run (*out is zeroed). */
 TSU_API tsu_status_t tsu_ult_counters(tsu_ult_counters_t *out);
 
-/* Writes the counters, and one line per live ULT (id, name, state, where it
- * was created) to stderr.  Also printed by tsu_ult_finalize when TSU_STATS=1. */
+/** Writes the counters, and one line per live ULT (id, name, state, where it
+ * was created) to stderr.  Also printed by tsu_ult_finalize when TSU_STATS=1.
+ * @retval TSU_OK               written.
+ * @retval TSU_ERR_NOT_INITIALIZED the scheduler does not run. */
 TSU_API tsu_status_t tsu_ult_dump(void);
 
 #ifdef __cplusplus
