@@ -14,6 +14,10 @@
 // the peers' buffers by Cross Memory Attach (allreduce_direct.cpp; off by
 // default: slower than the message path where measured, see
 // docs/benchmarks-messaging.md).
+//
+// A team whose members all share this node (and that got a slot in their
+// layer areas) runs every collective through shared memory instead
+// (node_coll.hpp): no messages at all.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +28,7 @@
 #include <tuple>
 #include <vector>
 
+#include "coll/node_coll.hpp"
 #include "coll/scratch_pool.hpp"
 #include "core/message.hpp"
 #include "tsunagi/tsunagi.h"
@@ -76,6 +81,10 @@ class CollLayer {
   // complete with TSU_ERR_PEER_LOST, now and when started later.
   void on_peer_lost(uint32_t rank) noexcept;
 
+  // The node teams' collectives (progress context or any thread).
+  std::size_t poll() noexcept { return node_.poll(); }
+  bool idle() const noexcept { return node_.idle(); }
+
  private:
   struct Team {
     uint64_t ctx;                  // same on every member
@@ -84,6 +93,7 @@ class CollLayer {
     uint64_t next_seq = 0;         // collectives started on this team
     uint64_t splits = 0;           // splits of this team (context derivation)
     bool one_node = false;         // every member on this rank's node (CMA reaches them)
+    int32_t node = -1;             // NodeColl handle: collectives through shared memory
   };
   // Messages are matched by (source, round): the round is chosen by the
   // algorithm so that sender and receiver agree on it (their step indices
@@ -166,6 +176,9 @@ class CollLayer {
   static void add_barrier_steps(Op& op, uint32_t first_round, bool carry_status = false) noexcept;
   tsu_status_t wait_blocking(const std::function<tsu_status_t(tsu_cb_t)>& start_fn) noexcept;
   bool has_lost_member(const Team& t) const noexcept;  // mu_ held
+  // The team's NodeColl handle (-1: messages; -2: no such team), its size
+  // and this rank's place in it.
+  int32_t node_handle(tsu_team_t t, uint32_t& n, uint32_t& me) noexcept;
 
   core::Runtime& rt_;
   am::AmLayer& am_;
@@ -175,6 +188,7 @@ class CollLayer {
   std::map<StashKey, Stash> stash_;               // mu_
   ScratchPool pool_;                              // mu_
   std::vector<uint32_t> lost_;                    // mu_: ranks declared lost
+  NodeColl node_;
 };
 
 }  // namespace tsu::coll

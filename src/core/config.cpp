@@ -194,6 +194,11 @@ const SettingsTable<Config>& config_settings() {
                                 "buffers directly (Cross Memory Attach) from TSU_COLL_DIRECT_MIN up "
                                 "(off: slower than messages on the measured machine)",
                                 &C::coll_direct));
+    r.push_back(bool_setting<C>("TSU_COLL_NODE", "1",
+                                "1: collectives of a team whose members share a node go through "
+                                "shared memory (flags and data in the layer area, large data by "
+                                "Cross Memory Attach); 0: messages",
+                                &C::coll_node));
     r.push_back(size_setting<C>("TSU_COLL_DIRECT_MIN", "64K",
                                 "smallest allreduce (bytes) that takes the direct path",
                                 &C::coll_direct_min, 0, SIZE_MAX, "a size"));

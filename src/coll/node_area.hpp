@@ -1,0 +1,62 @@
+// The collectives' part of a rank's layer area (core/layer_area.hpp): one
+// slot per node team this rank belongs to.  A slot is written only by its
+// owner and read by the team's node peers, who map the area
+// (Transport::peer_layer_area).
+//
+// Flags: `ready` and `done` hold (team tag << 40 | count).  The tag tells a
+// team's values from those left by an earlier team in the same slot; counts
+// only grow.  For the team's collective number s:
+//   ready >= 2s+1  the owner's inputs of s are published (data[s%2] or pub[s%2])
+//   ready >= 2s+2  the owner's part of a two-phase collective is ready
+//   done  >= s+1   the owner reads nothing of anybody's for s any more
+// Memory ordering: the owner writes data/pub with plain stores, then stores
+// the flag (seq_cst: also the store half of the sleep handshake, see
+// NodeColl::idle); a reader loads the flag (seq_cst, at least acquire) before
+// it reads data/pub, and stores its done flag after its last read.  The owner
+// overwrites data[p]/pub[p] for s only after every peer's done >= s-1 (they
+// finished s-2, the previous user of that parity).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "core/layer_area.hpp"
+
+namespace tsu::coll::node {
+
+inline constexpr uint32_t kSlots = 16;
+inline constexpr std::size_t kDataBytes = 16u << 10;  // per parity: the small path
+
+struct Published {  // user buffer addresses, for peers' Cross Memory Attach reads
+  uint64_t src, dst;
+};
+
+struct SlotArea {
+  alignas(64) std::atomic<uint64_t> ready;
+  alignas(64) std::atomic<uint64_t> done;
+  alignas(64) Published pub[2];
+  alignas(64) std::byte data[2][kDataBytes];
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "flags are shared between processes");
+static_assert(sizeof(SlotArea) * kSlots <= core::kCollNodeAreaBytes,
+              "core/layer_area.hpp reserves the collectives' region");
+
+inline constexpr unsigned kCountBits = 40;
+inline constexpr uint64_t kCountMask = (uint64_t{1} << kCountBits) - 1;
+
+inline uint64_t flag_value(uint32_t tag, uint64_t count) noexcept {
+  return (uint64_t{tag} << kCountBits) | (count & kCountMask);
+}
+// True when flag value `v` is this team's (tag) and at least `count`.
+inline bool reached(uint64_t v, uint32_t tag, uint64_t count) noexcept {
+  return (v >> kCountBits) == tag && (v & kCountMask) >= count;
+}
+
+// The collectives' region of a layer area of `size` bytes (its last part).
+inline SlotArea* slots_of(std::byte* area, std::size_t size) noexcept {
+  if (!area || size < core::kCollNodeAreaBytes) return nullptr;
+  return reinterpret_cast<SlotArea*>(area + size - core::kCollNodeAreaBytes);
+}
+
+}  // namespace tsu::coll::node

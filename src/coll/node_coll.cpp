@@ -1,0 +1,394 @@
+#include "coll/node_coll.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "coll/reduce_ops.hpp"
+#include "core/log.hpp"
+#include "runtime/runtime.hpp"
+#include "transport/transport.hpp"
+
+namespace tsu::coll {
+
+using node::SlotArea;
+
+namespace {
+// Large reductions read a peer's slice a chunk at a time: the chunk stays in
+// cache between the cross-memory read and the combine.
+constexpr std::size_t kChunkBytes = 64u << 10;
+
+// Member j's slice of `count` elements: [lo, lo + len).
+void slice_of(uint32_t j, uint32_t n, std::size_t count, std::size_t& lo, std::size_t& len) {
+  const std::size_t base = count / n, extra = count % n;
+  lo = j * base + std::min<std::size_t>(j, extra);
+  len = base + (j < extra ? 1 : 0);
+}
+
+uint32_t tag_of(uint64_t ctx) noexcept {  // 24 bits, never 0 (a fresh area's value)
+  ctx ^= ctx >> 29;
+  ctx *= 0xbf58476d1ce4e5b9ull;
+  ctx ^= ctx >> 32;
+  return static_cast<uint32_t>(ctx % 0xffffffu) + 1;
+}
+}  // namespace
+
+struct NodeColl::Team {
+  std::vector<uint32_t> ranks;         // job ranks by team rank
+  std::vector<SlotArea*> slot;         // member j's slot, mapped here
+  std::vector<uint64_t> seen_done;     // last done count seen per member (saves loads)
+  uint32_t me = 0, n = 0, tag = 0;
+  uint64_t next_seq = 0;
+  std::deque<std::unique_ptr<Op>> queue;  // started, not complete, in order
+};
+
+struct NodeColl::Op {
+  Request r;
+  uint64_t seq = 0;
+  int stage = 0;
+  bool small = false;   // data through the slots (else CMA from user buffers)
+  bool exposes = false;  // peers read this rank's buffers: complete after their done
+  tsu_status_t status = TSU_OK;
+  const std::atomic<uint64_t>* wait_line = nullptr;  // what the op waits for
+  uint64_t wait_count = 0;
+  ScratchBuffer chunk;  // large reductions: a peer's chunk
+  ScratchBuffer slice;  // large reduce, non-root: its reduced slice
+};
+
+NodeColl::NodeColl(core::Runtime& rt) : rt_(rt), notify_(!rt.manual_progress()) {
+  std::size_t size = 0;
+  mine_ = node::slots_of(rt.layer_area(size), size);
+}
+
+NodeColl::~NodeColl() = default;
+
+uint32_t NodeColl::free_slots() const noexcept {
+  std::lock_guard lock(mu_);
+  if (!mine_) return 0;
+  return ~used_ & ((node::kSlots >= 32) ? ~0u : ((1u << node::kSlots) - 1));
+}
+
+int32_t NodeColl::add_team(const std::vector<uint32_t>& members, uint32_t me, uint32_t slot,
+                           uint64_t ctx) noexcept {
+  if (!mine_ || slot >= node::kSlots) return -1;
+  try {
+    auto t = std::make_unique<Team>();
+    t->ranks = members;
+    t->me = me;
+    t->n = static_cast<uint32_t>(members.size());
+    t->tag = tag_of(ctx);
+    t->seen_done.assign(t->n, 0);
+    for (uint32_t r : members) {
+      transport::Transport* tr = rt_.route(r);
+      std::size_t size = 0;
+      SlotArea* s = tr ? node::slots_of(tr->peer_layer_area(r, size), size) : nullptr;
+      if (!s) return -1;
+      t->slot.push_back(s + slot);
+    }
+    std::lock_guard lock(mu_);
+    used_ |= 1u << slot;
+    teams_.push_back(std::move(t));
+    return static_cast<int32_t>(teams_.size() - 1);
+  } catch (const std::bad_alloc&) {
+    return -1;
+  }
+}
+
+void NodeColl::free_team(int32_t handle) noexcept {
+  std::lock_guard lock(mu_);
+  if (handle >= 0 && static_cast<std::size_t>(handle) < teams_.size()) teams_[handle].reset();
+}
+
+// ---- Flags ------------------------------------------------------------------
+
+void NodeColl::publish(Team& t, bool ready, uint64_t count) noexcept {
+  SlotArea& mine = *t.slot[t.me];
+  // seq_cst: the store half of the sleep handshake (idle() loads seq_cst
+  // after the peer's engine published "asleep"; notify_peer reads that).
+  (ready ? mine.ready : mine.done).store(node::flag_value(t.tag, count), std::memory_order_seq_cst);
+  if (!notify_) return;
+  for (uint32_t j = 0; j < t.n; ++j)
+    if (j != t.me) {
+      transport::Transport* tr = rt_.route(t.ranks[j]);
+      if (tr) tr->notify_peer(t.ranks[j]);
+    }
+}
+
+bool NodeColl::wait_for(Team& t, Op& op, uint32_t j, bool ready, uint64_t count) noexcept {
+  if (!ready && t.seen_done[j] >= count) return true;
+  const std::atomic<uint64_t>& line = ready ? t.slot[j]->ready : t.slot[j]->done;
+  // acquire: what the owner wrote before the flag (data, pub) is visible.
+  const uint64_t v = line.load(std::memory_order_acquire);
+  if (node::reached(v, t.tag, count)) {
+    if (!ready) t.seen_done[j] = v & node::kCountMask;
+    return true;
+  }
+  op.wait_line = &line;
+  op.wait_count = count;
+  return false;
+}
+
+bool NodeColl::wait_all(Team& t, Op& op, bool ready, uint64_t count, int64_t only) noexcept {
+  for (uint32_t j = 0; j < t.n; ++j)
+    if (j != t.me && (only < 0 || j == only) && !wait_for(t, op, j, ready, count)) return false;
+  return true;
+}
+
+tsu_status_t NodeColl::read_peer(Team& t, uint32_t j, uint64_t addr, std::byte* to,
+                                 std::size_t n) noexcept {
+  if (!n) return TSU_OK;
+  const uint32_t rank = t.ranks[j];
+  transport::Transport* tr = rt_.route(rank);
+  transport::Access from;
+  tsu_status_t st = tr ? tr->resolve_process_memory(rank, addr, n, from) : TSU_ERR_UNREACHABLE;
+  if (st == TSU_OK) st = rt_.copy_access(transport::Access{transport::Access::kDirect, to, 0, 0}, from, n);
+  if (st != TSU_OK)
+    TSU_LOG_ERROR("collective: reading rank %u's buffer failed: %s", rank, tsu_strerror(st));
+  return st;
+}
+
+// ---- The collectives ----------------------------------------------------------
+
+void NodeColl::reduce_slice(Team& t, Op& op, std::byte* acc) noexcept {
+  const Request& r = op.r;
+  const std::size_t es = dtype_size(r.type);
+  const int p = static_cast<int>(op.seq & 1);
+  std::size_t lo = 0, len = 0;
+  slice_of(t.me, t.n, r.count, lo, len);
+  const std::size_t bytes = len * es;
+  if (!bytes) return;
+  if (acc != r.src + lo * es) std::memmove(acc, r.src + lo * es, bytes);
+  op.chunk.resize(std::min(bytes, kChunkBytes));
+  for (std::size_t off = 0; off < bytes; off += kChunkBytes) {
+    const std::size_t m = std::min(kChunkBytes, bytes - off);
+    for (uint32_t j = 0; j < t.n; ++j) {
+      if (j == t.me) continue;
+      const tsu_status_t st = read_peer(t, j, t.slot[j]->pub[p].src + lo * es + off, op.chunk.data(), m);
+      if (st != TSU_OK) {
+        if (op.status == TSU_OK) op.status = st;
+        return;
+      }
+      combine(r.type, r.rop, acc + off, op.chunk.data(), m / es);
+    }
+  }
+}
+
+bool NodeColl::advance(Team& t, Op& op) noexcept {
+  using K = Kind;
+  const Request& r = op.r;
+  const uint32_t n = t.n, me = t.me;
+  const uint64_t s = op.seq;
+  const int p = static_cast<int>(s & 1);
+  SlotArea& mine = *t.slot[me];
+  const bool all = r.kind == K::kAllreduce || r.kind == K::kAllgather || r.kind == K::kAlltoall;
+  const bool is_root = all || r.root == me;
+  const std::size_t es = (r.kind == K::kReduce || r.kind == K::kAllreduce) ? dtype_size(r.type) : 1;
+  auto fail = [&](tsu_status_t st) {
+    if (st != TSU_OK && op.status == TSU_OK) op.status = st;
+  };
+  for (;;) {
+    op.wait_line = nullptr;
+    switch (op.stage) {
+      case 0: {  // publish this rank's inputs
+        bool writes = true;
+        switch (r.kind) {
+          case K::kBarrier: writes = false; break;
+          case K::kBroadcast:
+            writes = me == r.root;
+            if (writes && s >= 2 && !wait_all(t, op, false, s - 1)) return false;
+            if (!writes) break;
+            if (op.small) {
+              if (r.bytes) std::memcpy(mine.data[p], r.dst, r.bytes);
+            } else {
+              mine.pub[p] = node::Published{reinterpret_cast<uint64_t>(r.dst), 0};
+            }
+            break;
+          case K::kReduce:
+          case K::kAllreduce:
+          case K::kGather:
+          case K::kAllgather:
+          case K::kAlltoall: {
+            // (A small gather's root and a small reduce's root write their
+            // slot as well: every member publishes alike.)
+            if (s >= 2 && !wait_all(t, op, false, s - 1)) return false;
+            const std::size_t len = r.kind == K::kAlltoall ? r.bytes * n : r.bytes;
+            if (op.small) {
+              if (len) std::memcpy(mine.data[p], r.src, len);
+            } else {
+              std::byte* slice_base = r.dst;
+              if (r.kind == K::kReduce && !is_root) {
+                std::size_t lo = 0, cnt = 0;
+                slice_of(me, n, r.count, lo, cnt);
+                op.slice.resize(cnt * es);
+                slice_base = op.slice.data() - lo * es;  // address arithmetic only
+              }
+              mine.pub[p] = node::Published{reinterpret_cast<uint64_t>(r.src),
+                                            reinterpret_cast<uint64_t>(slice_base)};
+            }
+            break;
+          }
+        }
+        publish(t, true, 2 * s + 1);
+        op.stage = 1;
+        break;
+      }
+      case 1: {  // read the peers' inputs
+        const uint64_t in = 2 * s + 1;
+        switch (r.kind) {
+          case K::kBarrier:
+            if (!wait_all(t, op, true, in)) return false;
+            break;
+          case K::kBroadcast:
+            if (me == r.root) break;
+            if (!wait_for(t, op, r.root, true, in)) return false;
+            if (op.small) {
+              if (r.bytes) std::memcpy(r.dst, t.slot[r.root]->data[p], r.bytes);
+            } else {
+              fail(read_peer(t, r.root, t.slot[r.root]->pub[p].src, r.dst, r.bytes));
+            }
+            break;
+          case K::kReduce:
+          case K::kAllreduce:
+            if (!op.small) {
+              if (!wait_all(t, op, true, in)) return false;
+              std::size_t lo = 0, cnt = 0;
+              slice_of(me, n, r.count, lo, cnt);
+              reduce_slice(t, op, is_root ? r.dst + lo * es : op.slice.data());
+              publish(t, true, 2 * s + 2);
+              op.stage = 2;
+              continue;
+            }
+            if (!is_root) break;
+            if (!wait_all(t, op, true, in)) return false;
+            // Team-rank order on every member: bit-identical results.
+            if (r.bytes) {
+              std::memcpy(r.dst, t.slot[0]->data[p], r.bytes);
+              for (uint32_t j = 1; j < n; ++j) combine(r.type, r.rop, r.dst, t.slot[j]->data[p], r.count);
+            }
+            break;
+          case K::kGather:
+          case K::kAllgather:
+          case K::kAlltoall: {
+            if (!is_root) break;
+            if (!wait_all(t, op, true, in)) return false;
+            for (uint32_t j = 0; j < n && r.bytes; ++j) {
+              std::byte* to = r.dst + std::size_t{j} * r.bytes;
+              const std::size_t from_off = r.kind == K::kAlltoall ? std::size_t{me} * r.bytes : 0;
+              if (j == me) {
+                std::memmove(to, r.src + from_off, r.bytes);
+              } else if (op.small) {
+                std::memcpy(to, t.slot[j]->data[p] + from_off, r.bytes);
+              } else {
+                fail(read_peer(t, j, t.slot[j]->pub[p].src + from_off, to, r.bytes));
+              }
+            }
+            break;
+          }
+        }
+        op.stage = 3;
+        break;
+      }
+      case 2: {  // large reductions: copy the peers' reduced slices
+        if (is_root) {
+          if (!wait_all(t, op, true, 2 * s + 2)) return false;
+          for (uint32_t j = 0; j < n; ++j) {
+            if (j == me) continue;
+            std::size_t lo = 0, cnt = 0;
+            slice_of(j, n, r.count, lo, cnt);
+            fail(read_peer(t, j, t.slot[j]->pub[p].dst + lo * es, r.dst + lo * es, cnt * es));
+          }
+        }
+        op.stage = 3;
+        break;
+      }
+      case 3:  // this rank reads nothing of s any more
+        publish(t, false, s + 1);
+        op.stage = 4;
+        break;
+      default:  // peers reading this rank's buffers are through
+        return !op.exposes || wait_all(t, op, false, s + 1);
+    }
+  }
+}
+
+std::size_t NodeColl::drive(Team& t, std::vector<std::unique_ptr<Op>>& done) noexcept {
+  std::size_t work = 0;
+  while (!t.queue.empty()) {
+    Op& head = *t.queue.front();
+    const int before = head.stage;
+    if (!advance(t, head)) {
+      if (head.stage != before) ++work;
+      break;
+    }
+    ++work;
+    pool_.give(std::move(head.chunk));
+    pool_.give(std::move(head.slice));
+    done.push_back(std::move(t.queue.front()));
+    t.queue.pop_front();
+  }
+  return work;
+}
+
+void NodeColl::finish(std::vector<std::unique_ptr<Op>>& done) noexcept {
+  for (auto& op : done) core::run_callback(op->r.cb, op->status);
+}
+
+void NodeColl::start(int32_t handle, const Request& req) noexcept {
+  std::vector<std::unique_ptr<Op>> done;
+  {
+    std::lock_guard lock(mu_);
+    Team& t = *teams_[handle];
+    auto op = std::make_unique<Op>();
+    op->r = req;
+    op->seq = t.next_seq++;
+    const std::size_t published = req.kind == Kind::kAlltoall ? req.bytes * t.n : req.bytes;
+    op->small = published <= node::kDataBytes;
+    const bool all = req.kind == Kind::kAllreduce || req.kind == Kind::kAllgather ||
+                     req.kind == Kind::kAlltoall;
+    const bool is_root = all || req.root == t.me;
+    switch (req.kind) {
+      case Kind::kBarrier: break;
+      case Kind::kBroadcast: op->exposes = !op->small && is_root; break;
+      case Kind::kGather: op->exposes = !op->small && !is_root; break;
+      default: op->exposes = !op->small; break;
+    }
+    op->chunk = pool_.take();
+    op->slice = pool_.take();
+    t.queue.push_back(std::move(op));
+    pending_.fetch_add(1, std::memory_order_relaxed);
+    if (t.queue.size() == 1) drive(t, done);
+    pending_.fetch_sub(static_cast<uint32_t>(done.size()), std::memory_order_relaxed);
+  }
+  finish(done);
+}
+
+std::size_t NodeColl::poll() noexcept {
+  if (!pending_.load(std::memory_order_relaxed)) return 0;
+  std::vector<std::unique_ptr<Op>> done;
+  std::size_t work = 0;
+  {
+    std::unique_lock lock(mu_, std::try_to_lock);
+    if (!lock.owns_lock()) return 0;
+    for (auto& t : teams_)
+      if (t && !t->queue.empty()) work += drive(*t, done);
+    pending_.fetch_sub(static_cast<uint32_t>(done.size()), std::memory_order_relaxed);
+  }
+  finish(done);
+  return work;
+}
+
+bool NodeColl::idle() const noexcept {
+  if (!pending_.load(std::memory_order_seq_cst)) return true;
+  std::unique_lock lock(mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return false;
+  for (const auto& t : teams_) {
+    if (!t || t->queue.empty()) continue;
+    const Op& head = *t->queue.front();
+    // seq_cst: after the engine published "asleep" (see publish()).
+    if (!head.wait_line ||
+        node::reached(head.wait_line->load(std::memory_order_seq_cst), t->tag, head.wait_count))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace tsu::coll

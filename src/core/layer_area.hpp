@@ -1,0 +1,15 @@
+// The layer area (Transport::peer_layer_area) is shared by two layers: the
+// tagged layer's posted-receive queue at its start, and the collectives'
+// node region (coll/node_area.hpp) in its last kCollNodeAreaBytes.  The
+// runtime sizes the area; each layer finds its part from the area's size.
+#pragma once
+
+#include <cstddef>
+
+namespace tsu::core {
+
+// 16 team slots of two 64-byte flag lines, an address line and two 16 KiB
+// data buffers each (coll/node_area.hpp checks that its layout fits).
+inline constexpr std::size_t kCollNodeAreaBytes = 16 * (3 * 64 + 2 * (16u << 10));
+
+}  // namespace tsu::core
