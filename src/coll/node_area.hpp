@@ -6,15 +6,18 @@
 // Flags: `ready` and `done` hold (team tag << 40 | count).  The tag tells a
 // team's values from those left by an earlier team in the same slot; counts
 // only grow.  For the team's collective number s:
-//   ready >= 2s+1  the owner's inputs of s are published (data[s%2] or pub[s%2])
+//   ready >= 2s+1  the owner's inputs of s are published (data[s%kDepth],
+//                  pub[s%kDepth]); it has completed every collective before s
 //   ready >= 2s+2  the owner's part of a two-phase collective is ready
-//   done  >= s+1   the owner reads nothing of anybody's for s any more
+//   done  >= s+1   the owner reads nothing of anybody's for s any more (stored
+//                  only by collectives whose buffers peers read in place)
 // Memory ordering: the owner writes data/pub with plain stores, then stores
-// the flag (seq_cst: also the store half of the sleep handshake, see
-// NodeColl::idle); a reader loads the flag (seq_cst, at least acquire) before
-// it reads data/pub, and stores its done flag after its last read.  The owner
-// overwrites data[p]/pub[p] for s only after every peer's done >= s-1 (they
-// finished s-2, the previous user of that parity).
+// the flag (release; seq_cst where engines sleep: the store half of the
+// sleep handshake, see NodeColl::idle); a reader loads the flag (acquire)
+// before it reads data/pub.  The owner overwrites data[b]/pub[b] for s only
+// after every peer's ready >= 2(s-kDepth+1)+1: they started s-kDepth+1, so
+// they completed s-kDepth, the previous user of that buffer.  (Every member
+// starts every collective of the team, so that wait ends.)
 #pragma once
 
 #include <atomic>
@@ -26,7 +29,8 @@
 namespace tsu::coll::node {
 
 inline constexpr uint32_t kSlots = 16;
-inline constexpr std::size_t kDataBytes = 16u << 10;  // per parity: the small path
+inline constexpr uint32_t kDepth = 4;  // buffers per slot: a root may run kDepth-1 ahead
+inline constexpr std::size_t kDataBytes = 8u << 10;  // per buffer: the small path
 
 struct Published {  // user buffer addresses, for peers' Cross Memory Attach reads
   uint64_t src, dst;
@@ -35,8 +39,8 @@ struct Published {  // user buffer addresses, for peers' Cross Memory Attach rea
 struct SlotArea {
   alignas(64) std::atomic<uint64_t> ready;
   alignas(64) std::atomic<uint64_t> done;
-  alignas(64) Published pub[2];
-  alignas(64) std::byte data[2][kDataBytes];
+  alignas(64) Published pub[kDepth];
+  alignas(64) std::byte data[kDepth][kDataBytes];
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "flags are shared between processes");
 static_assert(sizeof(SlotArea) * kSlots <= core::kCollNodeAreaBytes,

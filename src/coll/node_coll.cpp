@@ -16,6 +16,7 @@ namespace {
 // Large reductions read a peer's slice a chunk at a time: the chunk stays in
 // cache between the cross-memory read and the combine.
 constexpr std::size_t kChunkBytes = 64u << 10;
+constexpr std::size_t kCmaPiece = 256u << 10;
 
 // Member j's slice of `count` elements: [lo, lo + len).
 void slice_of(uint32_t j, uint32_t n, std::size_t count, std::size_t& lo, std::size_t& len) {
@@ -47,6 +48,7 @@ struct NodeColl::Op {
   int stage = 0;
   bool small = false;   // data through the slots (else CMA from user buffers)
   bool exposes = false;  // peers read this rank's buffers: complete after their done
+  bool done_read = false;  // peers wait for this rank's done flag (large data)
   tsu_status_t status = TSU_OK;
   const std::atomic<uint64_t>* wait_line = nullptr;  // what the op waits for
   uint64_t wait_count = 0;
@@ -104,8 +106,12 @@ void NodeColl::publish(Team& t, bool ready, uint64_t count) noexcept {
   SlotArea& mine = *t.slot[t.me];
   // seq_cst: the store half of the sleep handshake (idle() loads seq_cst
   // after the peer's engine published "asleep"; notify_peer reads that).
-  (ready ? mine.ready : mine.done).store(node::flag_value(t.tag, count), std::memory_order_seq_cst);
-  if (!notify_) return;
+  std::atomic<uint64_t>& line = ready ? mine.ready : mine.done;
+  if (!notify_) {
+    line.store(node::flag_value(t.tag, count), std::memory_order_release);
+    return;
+  }
+  line.store(node::flag_value(t.tag, count), std::memory_order_seq_cst);
   for (uint32_t j = 0; j < t.n; ++j)
     if (j != t.me) {
       transport::Transport* tr = rt_.route(t.ranks[j]);
@@ -138,9 +144,16 @@ tsu_status_t NodeColl::read_peer(Team& t, uint32_t j, uint64_t addr, std::byte* 
   if (!n) return TSU_OK;
   const uint32_t rank = t.ranks[j];
   transport::Transport* tr = rt_.route(rank);
-  transport::Access from;
-  tsu_status_t st = tr ? tr->resolve_process_memory(rank, addr, n, from) : TSU_ERR_UNREACHABLE;
-  if (st == TSU_OK) st = rt_.copy_access(transport::Access{transport::Access::kDirect, to, 0, 0}, from, n);
+  tsu_status_t st = TSU_OK;
+  // In pieces: one large process_vm_readv pins every page of both ranges at
+  // once and runs out of cache (measured: slower than 256 KiB pieces).
+  for (std::size_t off = 0; off < n && st == TSU_OK; off += kCmaPiece) {
+    const std::size_t m = std::min(kCmaPiece, n - off);
+    transport::Access from;
+    st = tr ? tr->resolve_process_memory(rank, addr + off, m, from) : TSU_ERR_UNREACHABLE;
+    if (st == TSU_OK)
+      st = rt_.copy_access(transport::Access{transport::Access::kDirect, to + off, 0, 0}, from, m);
+  }
   if (st != TSU_OK)
     TSU_LOG_ERROR("collective: reading rank %u's buffer failed: %s", rank, tsu_strerror(st));
   return st;
@@ -151,7 +164,7 @@ tsu_status_t NodeColl::read_peer(Team& t, uint32_t j, uint64_t addr, std::byte* 
 void NodeColl::reduce_slice(Team& t, Op& op, std::byte* acc) noexcept {
   const Request& r = op.r;
   const std::size_t es = dtype_size(r.type);
-  const int p = static_cast<int>(op.seq & 1);
+  const uint32_t p = static_cast<uint32_t>(op.seq % node::kDepth);
   std::size_t lo = 0, len = 0;
   slice_of(t.me, t.n, r.count, lo, len);
   const std::size_t bytes = len * es;
@@ -177,7 +190,9 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
   const Request& r = op.r;
   const uint32_t n = t.n, me = t.me;
   const uint64_t s = op.seq;
-  const int p = static_cast<int>(s & 1);
+  const uint32_t p = static_cast<uint32_t>(s % node::kDepth);
+  // Before overwriting buffer p: every peer completed s - kDepth (node_area.hpp).
+  const uint64_t reuse = s >= node::kDepth ? 2 * (s - node::kDepth + 1) + 1 : 0;
   SlotArea& mine = *t.slot[me];
   const bool all = r.kind == K::kAllreduce || r.kind == K::kAllgather || r.kind == K::kAlltoall;
   const bool is_root = all || r.root == me;
@@ -194,7 +209,7 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
           case K::kBarrier: writes = false; break;
           case K::kBroadcast:
             writes = me == r.root;
-            if (writes && s >= 2 && !wait_all(t, op, false, s - 1)) return false;
+            if (writes && reuse && !wait_all(t, op, true, reuse)) return false;
             if (!writes) break;
             if (op.small) {
               if (r.bytes) std::memcpy(mine.data[p], r.dst, r.bytes);
@@ -209,7 +224,7 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
           case K::kAlltoall: {
             // (A small gather's root and a small reduce's root write their
             // slot as well: every member publishes alike.)
-            if (s >= 2 && !wait_all(t, op, false, s - 1)) return false;
+            if (reuse && !wait_all(t, op, true, reuse)) return false;
             const std::size_t len = r.kind == K::kAlltoall ? r.bytes * n : r.bytes;
             if (op.small) {
               if (len) std::memcpy(mine.data[p], r.src, len);
@@ -300,8 +315,8 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
         op.stage = 3;
         break;
       }
-      case 3:  // this rank reads nothing of s any more
-        publish(t, false, s + 1);
+      case 3:  // this rank reads nothing of s any more (said where peers wait for it)
+        if (op.done_read) publish(t, false, s + 1);
         op.stage = 4;
         break;
       default:  // peers reading this rank's buffers are through
@@ -351,6 +366,7 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
       case Kind::kGather: op->exposes = !op->small && !is_root; break;
       default: op->exposes = !op->small; break;
     }
+    op->done_read = !op->small && req.kind != Kind::kBarrier;
     op->chunk = pool_.take();
     op->slice = pool_.take();
     t.queue.push_back(std::move(op));

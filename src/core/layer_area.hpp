@@ -8,8 +8,8 @@
 
 namespace tsu::core {
 
-// 16 team slots of two 64-byte flag lines, an address line and two 16 KiB
+// 16 team slots of two 64-byte flag lines, an address line and four 8 KiB
 // data buffers each (coll/node_area.hpp checks that its layout fits).
-inline constexpr std::size_t kCollNodeAreaBytes = 16 * (3 * 64 + 2 * (16u << 10));
+inline constexpr std::size_t kCollNodeAreaBytes = 16 * (3 * 64 + 4 * (8u << 10));
 
 }  // namespace tsu::core
