@@ -58,7 +58,8 @@ struct NodeColl::Op {
 
 NodeColl::NodeColl(core::Runtime& rt) : rt_(rt), notify_(!rt.manual_progress()) {
   std::size_t size = 0;
-  mine_ = node::slots_of(rt.layer_area(size), size);
+  std::byte* area = rt.layer_area(size);  // (sets size: not in one expression)
+  mine_ = node::slots_of(area, size);
 }
 
 NodeColl::~NodeColl() = default;
@@ -82,7 +83,8 @@ int32_t NodeColl::add_team(const std::vector<uint32_t>& members, uint32_t me, ui
     for (uint32_t r : members) {
       transport::Transport* tr = rt_.route(r);
       std::size_t size = 0;
-      SlotArea* s = tr ? node::slots_of(tr->peer_layer_area(r, size), size) : nullptr;
+      std::byte* area = tr ? tr->peer_layer_area(r, size) : nullptr;
+      SlotArea* s = node::slots_of(area, size);
       if (!s) return -1;
       t->slot.push_back(s + slot);
     }
