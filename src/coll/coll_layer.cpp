@@ -9,6 +9,7 @@
 #include "core/log.hpp"
 #include "runtime/progress_engine.hpp"
 #include "runtime/runtime.hpp"
+#include "coll/hierarchy.hpp"
 #include "coll/reduce_ops.hpp"
 #include "util/backoff.hpp"
 
@@ -40,16 +41,19 @@ CollLayer::CollLayer(core::Runtime& rt, am::AmLayer& am) : rt_(rt), am_(am), nod
   world->one_node = on_one_node(world->members);
   if (world->one_node && rt.size() > 1 && rt.config().coll_node)
     world->node = node_.add_team(world->members, world->me, 0, world->ctx);
+  const bool spread = !world->one_node && rt.size() > 1 && rt.config().coll_node;
   teams_.push_back(std::move(world));
+  if (spread) setup_hierarchy(*teams_[0], 0);
   rt.handlers().set(kHandlerCollData, on_data, this);
 }
 
 CollLayer::~CollLayer() = default;
 
-int32_t CollLayer::node_handle(tsu_team_t t, uint32_t& n, uint32_t& me) noexcept {
+int32_t CollLayer::node_handle(tsu_team_t t, uint32_t& n, uint32_t& me, bool* hier) noexcept {
   std::lock_guard lock(mu_);
   Team* tm = team(t);
   if (!tm) return -2;
+  if (hier) *hier = tm->hier;
   n = static_cast<uint32_t>(tm->members.size());
   me = tm->me;
   return tm->node;
@@ -282,6 +286,9 @@ tsu_status_t CollLayer::split(tsu_team_t parent, int32_t color, uint32_t key,
   t->ctx = mix(ctx ^ static_cast<uint32_t>(color));
   std::lock_guard lock(mu_);
   Team* p = team(parent);
+  uint32_t node_slots = ~0u;  // free on this node's members of the new team
+  for (const auto& [k, r] : order)
+    if (rt_.node_of(p->members[r]) == rt_.node_of(rt_.rank())) node_slots &= all[r].free_slots;
   for (const auto& [k, r] : order) {
     if (r == p->me) t->me = static_cast<uint32_t>(t->members.size());
     t->members.push_back(p->members[r]);
@@ -290,6 +297,8 @@ tsu_status_t CollLayer::split(tsu_team_t parent, int32_t color, uint32_t key,
   if (t->one_node && t->members.size() > 1 && common_slots && rt_.config().coll_node)
     t->node = node_.add_team(t->members, t->me, static_cast<uint32_t>(__builtin_ctz(common_slots)),
                              t->ctx);
+  if (!t->one_node && t->members.size() > 1 && rt_.config().coll_node)
+    setup_hierarchy(*t, node_slots ? __builtin_ctz(node_slots) : -1);
   teams_.push_back(std::move(t));
   out = static_cast<tsu_team_t>(teams_.size() - 1);
   return TSU_OK;
@@ -299,6 +308,13 @@ tsu_status_t CollLayer::free_team(tsu_team_t t) noexcept {
   std::lock_guard lock(mu_);
   if (t == TSU_TEAM_WORLD || !team(t))
     return core::fail(TSU_ERR_INVALID_ARG, "tsu_team_free: team %u cannot be freed", t);
+  if (teams_[t]->hier_busy)
+    return core::fail(TSU_ERR_INVALID_ARG, "tsu_team_free: team %u has a collective in flight", t);
+  for (tsu_team_t sub : {teams_[t]->node_team, teams_[t]->leaders})
+    if (sub != TSU_TEAM_NULL && teams_[sub]) {
+      if (teams_[sub]->node >= 0) node_.free_team(teams_[sub]->node);
+      teams_[sub].reset();
+    }
   if (teams_[t]->node >= 0) node_.free_team(teams_[t]->node);
   teams_[t].reset();
   return TSU_OK;
@@ -342,7 +358,15 @@ tsu_status_t CollLayer::team_job_rank(tsu_team_t t, uint32_t team_rank, uint32_t
 
 tsu_status_t CollLayer::barrier(tsu_team_t team_id, const tsu_cb_t& cb) noexcept {
   uint32_t nn = 0, nme = 0;
-  if (const int32_t h = node_handle(team_id, nn, nme); h >= 0) {
+  bool hier = false;
+  const int32_t h = node_handle(team_id, nn, nme, &hier);
+  if (hier) {
+    auto* ho = new (std::nothrow) HierOp{};
+    if (!ho) return core::fail(TSU_ERR_NO_MEMORY, "tsu_try_barrier: out of memory");
+    *ho = hier_op(this, team_id, HierKind::kBarrier, cb);
+    return start_hier(ho);
+  }
+  if (h >= 0) {
     NodeColl::Request req;
     req.kind = NodeColl::Kind::kBarrier;
     req.cb = cb;
@@ -383,7 +407,18 @@ tsu_status_t CollLayer::broadcast(tsu_team_t team_id, void* buf, std::size_t byt
                                   const tsu_cb_t& cb) noexcept {
   if (bytes && !buf) return core::fail(TSU_ERR_NULL_POINTER, "tsu_try_broadcast: buf is NULL");
   uint32_t nn = 0, nme = 0;
-  if (const int32_t h = node_handle(team_id, nn, nme); h >= 0 && root < nn) {
+  bool hier = false;
+  const int32_t h = node_handle(team_id, nn, nme, &hier);
+  if (hier && root < nn) {
+    auto* ho = new (std::nothrow) HierOp{};
+    if (!ho) return core::fail(TSU_ERR_NO_MEMORY, "tsu_try_broadcast: out of memory");
+    *ho = hier_op(this, team_id, HierKind::kBroadcast, cb);
+    ho->dst = static_cast<std::byte*>(buf);
+    ho->bytes = bytes;
+    ho->root = root;
+    return start_hier(ho);
+  }
+  if (h >= 0 && root < nn) {
     NodeColl::Request req;
     req.kind = NodeColl::Kind::kBroadcast;
     req.dst = static_cast<std::byte*>(buf);
@@ -426,9 +461,23 @@ tsu_status_t CollLayer::reduce(const char* fn, tsu_team_t team_id, const void* s
     return core::fail(TSU_ERR_INVALID_ARG, "%s: bitwise ops need an integer type", fn);
   {
     uint32_t nn = 0, nme = 0;
-    const int32_t h = node_handle(team_id, nn, nme);
+    bool hier = false;
+    const int32_t h = node_handle(team_id, nn, nme, &hier);
     const bool valid_root = root < 0 || root < nn;
     const bool has_dst = dst || (root >= 0 && static_cast<uint32_t>(root) != nme);
+    if (hier && valid_root && (!count || (src && has_dst))) {
+      auto* ho = new (std::nothrow) HierOp{};
+      if (!ho) return core::fail(TSU_ERR_NO_MEMORY, "%s: out of memory", fn);
+      *ho = hier_op(this, team_id, root < 0 ? HierKind::kAllreduce : HierKind::kReduce, cb);
+      ho->src = static_cast<const std::byte*>(src);
+      ho->dst = static_cast<std::byte*>(dst);
+      ho->count = count;
+      ho->bytes = count * es;
+      ho->type = type;
+      ho->rop = rop;
+      ho->root = root < 0 ? 0 : static_cast<uint32_t>(root);
+      return start_hier(ho);
+    }
     if (h >= 0 && valid_root && (!count || (src && has_dst))) {
       NodeColl::Request req;
       req.kind = root < 0 ? NodeColl::Kind::kAllreduce : NodeColl::Kind::kReduce;
