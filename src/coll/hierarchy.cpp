@@ -80,6 +80,9 @@ void CollLayer::setup_hierarchy(Team& t, int32_t node_slot) noexcept {
     if (t.members[t.me] == leader_ranks[t.leader_of[t.me]])
       t.leaders = sub(leader_ranks, mix(t.ctx ^ 0x6c656164ull));
     t.hier = true;
+    TSU_LOG_DEBUG("collectives: team ctx %llx is hierarchical: %zu nodes, %zu members here%s",
+                  static_cast<unsigned long long>(t.ctx), leader_ranks.size(), node_members.size(),
+                  nt.node >= 0 ? " (shared memory)" : "");
   } catch (const std::bad_alloc&) {
     TSU_LOG_WARN("collectives: no memory for a team's hierarchy; it stays flat");
   }

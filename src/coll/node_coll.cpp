@@ -90,6 +90,8 @@ int32_t NodeColl::add_team(const std::vector<uint32_t>& members, uint32_t me, ui
     }
     std::lock_guard lock(mu_);
     used_ |= 1u << slot;
+    TSU_LOG_DEBUG("collectives: team ctx %llx of %u members through shared memory (slot %u)",
+                  static_cast<unsigned long long>(ctx), t->n, slot);
     teams_.push_back(std::move(t));
     return static_cast<int32_t>(teams_.size() - 1);
   } catch (const std::bad_alloc&) {
