@@ -18,6 +18,11 @@
 // after every peer's ready >= 2(s-kDepth+1)+1: they started s-kDepth+1, so
 // they completed s-kDepth, the previous user of that buffer.  (Every member
 // starts every collective of the team, so that wait ends.)
+//
+// Tiny data (up to kTinyBytes published per member) rides with its own flag
+// in one line, tiny[s % kTinyDepth]: seq = (tag, s+1) stored (release) after
+// the data, so a reader pulls one line per peer; kTinyDepth lines let a
+// root run far ahead (reuse waits for every peer's ready >= 2(s-kTinyDepth+1)+1).
 #pragma once
 
 #include <atomic>
@@ -36,10 +41,20 @@ struct Published {  // user buffer addresses, for peers' Cross Memory Attach rea
   uint64_t src, dst;
 };
 
+inline constexpr uint32_t kTinyDepth = 16;
+inline constexpr std::size_t kTinyBytes = 56;
+
+struct alignas(64) TinyLine {
+  std::atomic<uint64_t> seq;
+  std::byte data[kTinyBytes];
+};
+static_assert(sizeof(TinyLine) == 64);
+
 struct SlotArea {
   alignas(64) std::atomic<uint64_t> ready;
   alignas(64) std::atomic<uint64_t> done;
   alignas(64) Published pub[kDepth];
+  TinyLine tiny[kTinyDepth];
   alignas(64) std::byte data[kDepth][kDataBytes];
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "flags are shared between processes");

@@ -37,6 +37,7 @@ struct NodeColl::Team {
   std::vector<uint32_t> ranks;         // job ranks by team rank
   std::vector<SlotArea*> slot;         // member j's slot, mapped here
   std::vector<uint64_t> seen_done;     // last done count seen per member (saves loads)
+  std::vector<uint64_t> seen_ready;    // last ready count seen per member
   uint32_t me = 0, n = 0, tag = 0;
   uint64_t next_seq = 0;
   std::deque<std::unique_ptr<Op>> queue;  // started, not complete, in order
@@ -47,6 +48,7 @@ struct NodeColl::Op {
   uint64_t seq = 0;
   int stage = 0;
   bool small = false;   // data through the slots (else CMA from user buffers)
+  bool tiny = false;    // small enough to ride with its flag (SlotArea::tiny)
   bool exposes = false;  // peers read this rank's buffers: complete after their done
   bool done_read = false;  // peers wait for this rank's done flag (large data)
   tsu_status_t status = TSU_OK;
@@ -80,6 +82,7 @@ int32_t NodeColl::add_team(const std::vector<uint32_t>& members, uint32_t me, ui
     t->n = static_cast<uint32_t>(members.size());
     t->tag = tag_of(ctx);
     t->seen_done.assign(t->n, 0);
+    t->seen_ready.assign(t->n, 0);
     for (uint32_t r : members) {
       transport::Transport* tr = rt_.route(r);
       std::size_t size = 0;
@@ -124,12 +127,20 @@ void NodeColl::publish(Team& t, bool ready, uint64_t count) noexcept {
 }
 
 bool NodeColl::wait_for(Team& t, Op& op, uint32_t j, bool ready, uint64_t count) noexcept {
-  if (!ready && t.seen_done[j] >= count) return true;
+  // Counts only grow: one seen is still reached (and its acquire load
+  // already ordered the reads that depend on it).
+  uint64_t& seen = ready ? t.seen_ready[j] : t.seen_done[j];
+  if (seen >= count) return true;
   const std::atomic<uint64_t>& line = ready ? t.slot[j]->ready : t.slot[j]->done;
+  return wait_line(t, op, line, count, &seen);
+}
+
+bool NodeColl::wait_line(Team& t, Op& op, const std::atomic<uint64_t>& line, uint64_t count,
+                         uint64_t* seen) noexcept {
   // acquire: what the owner wrote before the flag (data, pub) is visible.
   const uint64_t v = line.load(std::memory_order_acquire);
   if (node::reached(v, t.tag, count)) {
-    if (!ready) t.seen_done[j] = v & node::kCountMask;
+    if (seen) *seen = v & node::kCountMask;
     return true;
   }
   op.wait_line = &line;
@@ -195,9 +206,31 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
   const uint32_t n = t.n, me = t.me;
   const uint64_t s = op.seq;
   const uint32_t p = static_cast<uint32_t>(s % node::kDepth);
-  // Before overwriting buffer p: every peer completed s - kDepth (node_area.hpp).
-  const uint64_t reuse = s >= node::kDepth ? 2 * (s - node::kDepth + 1) + 1 : 0;
+  const uint32_t tb = static_cast<uint32_t>(s % node::kTinyDepth);
+  // Before overwriting buffer p (tiny line tb): every peer completed
+  // s - depth (node_area.hpp).
+  const uint64_t depth = op.tiny ? node::kTinyDepth : node::kDepth;
+  const uint64_t reuse = s >= depth ? 2 * (s - depth + 1) + 1 : 0;
   SlotArea& mine = *t.slot[me];
+  // Where member j's small inputs of s are, and waiting for them.
+  auto input = [&](uint32_t j) -> const std::byte* {
+    return op.tiny ? t.slot[j]->tiny[tb].data : t.slot[j]->data[p];
+  };
+  auto wait_input = [&](uint32_t j) {
+    return op.tiny ? wait_line(t, op, t.slot[j]->tiny[tb].seq, s + 1, nullptr)
+                   : wait_for(t, op, j, true, 2 * s + 1);
+  };
+  auto wait_inputs = [&]() {
+    for (uint32_t j = 0; j < n; ++j)
+      if (j != me && !wait_input(j)) return false;
+    return true;
+  };
+  // Publishes len bytes of small inputs (tiny: data, then its line's flag).
+  auto put_small = [&](const std::byte* from, std::size_t len) {
+    std::byte* to = op.tiny ? mine.tiny[tb].data : mine.data[p];
+    if (len) std::memcpy(to, from, len);
+    if (op.tiny) mine.tiny[tb].seq.store(node::flag_value(t.tag, s + 1), std::memory_order_release);
+  };
   const bool all = r.kind == K::kAllreduce || r.kind == K::kAllgather || r.kind == K::kAlltoall;
   const bool is_root = all || r.root == me;
   const std::size_t es = (r.kind == K::kReduce || r.kind == K::kAllreduce) ? dtype_size(r.type) : 1;
@@ -216,7 +249,7 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
             if (writes && reuse && !wait_all(t, op, true, reuse)) return false;
             if (!writes) break;
             if (op.small) {
-              if (r.bytes) std::memcpy(mine.data[p], r.dst, r.bytes);
+              put_small(r.dst, r.bytes);
             } else {
               mine.pub[p] = node::Published{reinterpret_cast<uint64_t>(r.dst), 0};
             }
@@ -231,7 +264,7 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
             if (reuse && !wait_all(t, op, true, reuse)) return false;
             const std::size_t len = r.kind == K::kAlltoall ? r.bytes * n : r.bytes;
             if (op.small) {
-              if (len) std::memcpy(mine.data[p], r.src, len);
+              put_small(r.src, len);
             } else {
               std::byte* slice_base = r.dst;
               if (r.kind == K::kReduce && !is_root) {
@@ -258,10 +291,11 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
             break;
           case K::kBroadcast:
             if (me == r.root) break;
-            if (!wait_for(t, op, r.root, true, in)) return false;
             if (op.small) {
-              if (r.bytes) std::memcpy(r.dst, t.slot[r.root]->data[p], r.bytes);
+              if (!wait_input(r.root)) return false;
+              if (r.bytes) std::memcpy(r.dst, input(r.root), r.bytes);
             } else {
+              if (!wait_for(t, op, r.root, true, in)) return false;
               fail(read_peer(t, r.root, t.slot[r.root]->pub[p].src, r.dst, r.bytes));
             }
             break;
@@ -277,25 +311,25 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
               continue;
             }
             if (!is_root) break;
-            if (!wait_all(t, op, true, in)) return false;
+            if (!wait_inputs()) return false;
             // Team-rank order on every member: bit-identical results.
             if (r.bytes) {
-              std::memcpy(r.dst, t.slot[0]->data[p], r.bytes);
-              for (uint32_t j = 1; j < n; ++j) combine(r.type, r.rop, r.dst, t.slot[j]->data[p], r.count);
+              std::memcpy(r.dst, input(0), r.bytes);
+              for (uint32_t j = 1; j < n; ++j) combine(r.type, r.rop, r.dst, input(j), r.count);
             }
             break;
           case K::kGather:
           case K::kAllgather:
           case K::kAlltoall: {
             if (!is_root) break;
-            if (!wait_all(t, op, true, in)) return false;
+            if (op.small ? !wait_inputs() : !wait_all(t, op, true, in)) return false;
             for (uint32_t j = 0; j < n && r.bytes; ++j) {
               std::byte* to = r.dst + std::size_t{j} * r.bytes;
               const std::size_t from_off = r.kind == K::kAlltoall ? std::size_t{me} * r.bytes : 0;
               if (j == me) {
                 std::memmove(to, r.src + from_off, r.bytes);
               } else if (op.small) {
-                std::memcpy(to, t.slot[j]->data[p] + from_off, r.bytes);
+                std::memcpy(to, input(j) + from_off, r.bytes);
               } else {
                 fail(read_peer(t, j, t.slot[j]->pub[p].src + from_off, to, r.bytes));
               }
@@ -361,6 +395,7 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
     op->seq = t.next_seq++;
     const std::size_t published = req.kind == Kind::kAlltoall ? req.bytes * t.n : req.bytes;
     op->small = published <= node::kDataBytes;
+    op->tiny = published <= node::kTinyBytes && req.kind != Kind::kBarrier;
     const bool all = req.kind == Kind::kAllreduce || req.kind == Kind::kAllgather ||
                      req.kind == Kind::kAlltoall;
     const bool is_root = all || req.root == t.me;

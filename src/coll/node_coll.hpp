@@ -85,6 +85,9 @@ class NodeColl {
   // Waits (records the wait) until member j's flag `which` reaches count.
   bool wait_for(Team& t, Op& op, uint32_t j, bool ready, uint64_t count) noexcept;
   bool wait_all(Team& t, Op& op, bool ready, uint64_t count, int64_t only = -1) noexcept;
+  // Whether `line` reached count (this team's tag); else records the wait.
+  bool wait_line(Team& t, Op& op, const std::atomic<uint64_t>& line, uint64_t count,
+                 uint64_t* seen) noexcept;
   void publish(Team& t, bool ready, uint64_t count) noexcept;
   tsu_status_t read_peer(Team& t, uint32_t j, uint64_t addr, std::byte* to, std::size_t n) noexcept;
   void reduce_slice(Team& t, Op& op, std::byte* acc) noexcept;

@@ -8,8 +8,9 @@
 
 namespace tsu::core {
 
-// 16 team slots of two 64-byte flag lines, an address line and four 8 KiB
-// data buffers each (coll/node_area.hpp checks that its layout fits).
-inline constexpr std::size_t kCollNodeAreaBytes = 16 * (3 * 64 + 4 * (8u << 10));
+// 16 team slots of two 64-byte flag lines, an address line, sixteen
+// 64-byte tiny-data lines and four 8 KiB data buffers each
+// (coll/node_area.hpp checks that its layout fits).
+inline constexpr std::size_t kCollNodeAreaBytes = 16 * (3 * 64 + 16 * 64 + 4 * (8u << 10));
 
 }  // namespace tsu::core
