@@ -363,9 +363,9 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
   }
 }
 
-std::size_t NodeColl::drive(Team& t, std::vector<std::unique_ptr<Op>>& done) noexcept {
+std::size_t NodeColl::drive(Team& t, Completed& done) noexcept {
   std::size_t work = 0;
-  while (!t.queue.empty()) {
+  while (!t.queue.empty() && done.count < done.items.size()) {
     Op& head = *t.queue.front();
     const int before = head.stage;
     if (!advance(t, head)) {
@@ -373,24 +373,33 @@ std::size_t NodeColl::drive(Team& t, std::vector<std::unique_ptr<Op>>& done) noe
       break;
     }
     ++work;
-    pool_.give(std::move(head.chunk));
-    pool_.give(std::move(head.slice));
-    done.push_back(std::move(t.queue.front()));
+    done.items[done.count++] = {head.r.cb, head.status};
+    pending_.fetch_sub(1, std::memory_order_relaxed);
+    if (head.chunk.capacity()) pool_.give(std::move(head.chunk));
+    if (head.slice.capacity()) pool_.give(std::move(head.slice));
+    if (free_ops_.size() < kKeptOps) free_ops_.push_back(std::move(t.queue.front()));
     t.queue.pop_front();
   }
   return work;
 }
 
-void NodeColl::finish(std::vector<std::unique_ptr<Op>>& done) noexcept {
-  for (auto& op : done) core::run_callback(op->r.cb, op->status);
+void NodeColl::finish(const Completed& done) noexcept {
+  for (std::size_t i = 0; i < done.count; ++i) core::run_callback(done.items[i].cb, done.items[i].status);
 }
 
 void NodeColl::start(int32_t handle, const Request& req) noexcept {
-  std::vector<std::unique_ptr<Op>> done;
+  Completed done;
   {
     std::lock_guard lock(mu_);
     Team& t = *teams_[handle];
-    auto op = std::make_unique<Op>();
+    std::unique_ptr<Op> op;
+    if (free_ops_.empty()) {
+      op = std::make_unique<Op>();
+    } else {  // recycled: no allocation on the small-message path
+      op = std::move(free_ops_.back());
+      free_ops_.pop_back();
+      *op = Op{};
+    }
     op->r = req;
     op->seq = t.next_seq++;
     const std::size_t published = req.kind == Kind::kAlltoall ? req.bytes * t.n : req.bytes;
@@ -406,26 +415,26 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
       default: op->exposes = !op->small; break;
     }
     op->done_read = !op->small && req.kind != Kind::kBarrier;
-    op->chunk = pool_.take();
-    op->slice = pool_.take();
+    if (!op->small) {  // scratch for large reductions
+      op->chunk = pool_.take();
+      op->slice = pool_.take();
+    }
     t.queue.push_back(std::move(op));
     pending_.fetch_add(1, std::memory_order_relaxed);
     if (t.queue.size() == 1) drive(t, done);
-    pending_.fetch_sub(static_cast<uint32_t>(done.size()), std::memory_order_relaxed);
   }
   finish(done);
 }
 
 std::size_t NodeColl::poll() noexcept {
   if (!pending_.load(std::memory_order_relaxed)) return 0;
-  std::vector<std::unique_ptr<Op>> done;
+  Completed done;
   std::size_t work = 0;
   {
     std::unique_lock lock(mu_, std::try_to_lock);
     if (!lock.owns_lock()) return 0;
     for (auto& t : teams_)
       if (t && !t->queue.empty()) work += drive(*t, done);
-    pending_.fetch_sub(static_cast<uint32_t>(done.size()), std::memory_order_relaxed);
   }
   finish(done);
   return work;

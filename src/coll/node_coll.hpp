@@ -22,6 +22,7 @@
 // changed (the writer wakes a sleeping engine: Transport::notify_peer).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -81,7 +82,16 @@ class NodeColl {
   // mu_ held: advances `op`; true when complete.
   bool advance(Team& t, Op& op) noexcept;
   // mu_ held: advances t's queue head(s); moves completed ones to `done`.
-  std::size_t drive(Team& t, std::vector<std::unique_ptr<Op>>& done) noexcept;
+  // Callbacks of completed ops, run after mu_ is released (no allocation).
+  struct Completed {
+    struct Item {
+      tsu_cb_t cb;
+      tsu_status_t status;
+    };
+    std::array<Item, 16> items;
+    std::size_t count = 0;
+  };
+  std::size_t drive(Team& t, Completed& done) noexcept;
   // Waits (records the wait) until member j's flag `which` reaches count.
   bool wait_for(Team& t, Op& op, uint32_t j, bool ready, uint64_t count) noexcept;
   bool wait_all(Team& t, Op& op, bool ready, uint64_t count, int64_t only = -1) noexcept;
@@ -91,7 +101,7 @@ class NodeColl {
   void publish(Team& t, bool ready, uint64_t count) noexcept;
   tsu_status_t read_peer(Team& t, uint32_t j, uint64_t addr, std::byte* to, std::size_t n) noexcept;
   void reduce_slice(Team& t, Op& op, std::byte* acc) noexcept;
-  static void finish(std::vector<std::unique_ptr<Op>>& done) noexcept;
+  static void finish(const Completed& done) noexcept;
 
   core::Runtime& rt_;
   const bool notify_;  // engines may sleep (thread progress): wake them after a store
@@ -101,6 +111,8 @@ class NodeColl {
   uint32_t used_ = 0;                         // slots taken (never given back)
   std::atomic<uint32_t> pending_{0};          // ops started, not complete
   ScratchPool pool_;                          // mu_
+  static constexpr std::size_t kKeptOps = 64;
+  std::vector<std::unique_ptr<Op>> free_ops_;  // mu_: finished ops, reused
 };
 
 }  // namespace tsu::coll
