@@ -243,7 +243,10 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
       case 0: {  // publish this rank's inputs
         bool writes = true;
         switch (r.kind) {
-          case K::kBarrier: writes = false; break;
+          case K::kBarrier:  // a flag in a tiny line, like any tiny collective
+            if (reuse && !wait_all(t, op, true, reuse)) return false;
+            put_small(nullptr, 0);
+            break;
           case K::kBroadcast:
             writes = me == r.root;
             if (writes && reuse && !wait_all(t, op, true, reuse)) return false;
@@ -287,7 +290,7 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
         const uint64_t in = 2 * s + 1;
         switch (r.kind) {
           case K::kBarrier:
-            if (!wait_all(t, op, true, in)) return false;
+            if (!wait_inputs()) return false;
             break;
           case K::kBroadcast:
             if (me == r.root) break;
@@ -404,7 +407,7 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
     op->seq = t.next_seq++;
     const std::size_t published = req.kind == Kind::kAlltoall ? req.bytes * t.n : req.bytes;
     op->small = published <= node::kDataBytes;
-    op->tiny = published <= node::kTinyBytes && req.kind != Kind::kBarrier;
+    op->tiny = published <= node::kTinyBytes;
     const bool all = req.kind == Kind::kAllreduce || req.kind == Kind::kAllgather ||
                      req.kind == Kind::kAlltoall;
     const bool is_root = all || req.root == t.me;
