@@ -23,6 +23,14 @@
 // in one line, tiny[s % kTinyDepth]: seq = (tag, s+1) stored (release) after
 // the data, so a reader pulls one line per peer; kTinyDepth lines let a
 // root run far ahead (reuse waits for every peer's ready >= 2(s-kTinyDepth+1)+1).
+//
+// Large data (up to kStageBytes published per member) is staged: the owner
+// copies it into `stage` a kStageChunk at a time and raises `staged` to
+// (tag, s * kStagedPerOp + chunks copied) after each chunk (release), so
+// readers copy out behind it (a pipeline across cores).  Reductions combine
+// straight out of the peers' stages (no copy) and leave each slice's result
+// in its owner's stage.  Before the owner stages for s, every peer's done
+// has reached the previous staged collective's s+1.
 #pragma once
 
 #include <atomic>
@@ -44,6 +52,11 @@ struct Published {  // user buffer addresses, for peers' Cross Memory Attach rea
 inline constexpr uint32_t kTinyDepth = 16;
 inline constexpr std::size_t kTinyBytes = 56;
 
+inline constexpr std::size_t kStageBytes = 1u << 20;
+inline constexpr std::size_t kStageChunk = 64u << 10;
+inline constexpr uint64_t kStagedPerOp = 32;  // > kStageBytes / kStageChunk
+static_assert(kStageBytes / kStageChunk < kStagedPerOp);
+
 struct alignas(64) TinyLine {
   std::atomic<uint64_t> seq;
   std::byte data[kTinyBytes];
@@ -53,9 +66,11 @@ static_assert(sizeof(TinyLine) == 64);
 struct SlotArea {
   alignas(64) std::atomic<uint64_t> ready;
   alignas(64) std::atomic<uint64_t> done;
+  alignas(64) std::atomic<uint64_t> staged;
   alignas(64) Published pub[kDepth];
   TinyLine tiny[kTinyDepth];
   alignas(64) std::byte data[kDepth][kDataBytes];
+  alignas(64) std::byte stage[kStageBytes];
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "flags are shared between processes");
 static_assert(sizeof(SlotArea) * kSlots <= core::kCollNodeAreaBytes,

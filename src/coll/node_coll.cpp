@@ -38,6 +38,7 @@ struct NodeColl::Team {
   std::vector<SlotArea*> slot;         // member j's slot, mapped here
   std::vector<uint64_t> seen_done;     // last done count seen per member (saves loads)
   std::vector<uint64_t> seen_ready;    // last ready count seen per member
+  uint64_t stage_free = 0;             // done count that frees the stages (last staged s+1)
   uint32_t me = 0, n = 0, tag = 0;
   uint64_t next_seq = 0;
   std::deque<std::unique_ptr<Op>> queue;  // started, not complete, in order
@@ -49,6 +50,10 @@ struct NodeColl::Op {
   int stage = 0;
   bool small = false;   // data through the slots (else CMA from user buffers)
   bool tiny = false;    // small enough to ride with its flag (SlotArea::tiny)
+  bool staged = false;  // large, through the stages (SlotArea::stage)
+  uint64_t stage_free = 0;  // staged: every peer's done must reach this first
+  uint32_t peer = 0;        // staged reading: the member being copied
+  std::size_t copied = 0;   // staged reading: bytes of it copied
   bool exposes = false;  // peers read this rank's buffers: complete after their done
   bool done_read = false;  // peers wait for this rank's done flag (large data)
   tsu_status_t status = TSU_OK;
@@ -200,7 +205,120 @@ void NodeColl::reduce_slice(Team& t, Op& op, std::byte* acc) noexcept {
   }
 }
 
+// Large data through the stages (node_area.hpp).  Stages: 0 stage this
+// member's data, 1 copy (or combine) the peers' data, 2 reductions: copy the
+// peers' slices, 3 say done.
+bool NodeColl::advance_staged(Team& t, Op& op) noexcept {
+  using K = Kind;
+  const Request& r = op.r;
+  const uint32_t n = t.n, me = t.me;
+  const uint64_t s = op.seq;
+  SlotArea& mine = *t.slot[me];
+  const bool reduction = r.kind == K::kReduce || r.kind == K::kAllreduce;
+  const bool all = r.kind == K::kAllreduce || r.kind == K::kAllgather || r.kind == K::kAlltoall;
+  const bool is_root = all || r.root == me;
+  const std::size_t es = reduction ? dtype_size(r.type) : 1;
+  const std::size_t len = r.kind == K::kAlltoall ? r.bytes * n : r.bytes;
+  auto chunks_for = [](std::size_t bytes) { return (bytes + node::kStageChunk - 1) / node::kStageChunk; };
+  // Waits until member j staged its first `bytes` bytes of s.
+  auto wait_staged = [&](uint32_t j, std::size_t bytes) {
+    return wait_line(t, op, t.slot[j]->staged, s * node::kStagedPerOp + chunks_for(bytes), nullptr);
+  };
+  // Copies member j's staged [from, from + m) to `to` as it gets staged
+  // (op.copied: progress, kept across calls).
+  auto copy_out = [&](uint32_t j, std::size_t from, std::byte* to, std::size_t m) {
+    while (op.copied < m) {
+      const std::size_t piece = std::min(node::kStageChunk, m - op.copied);
+      if (!wait_staged(j, from + op.copied + piece)) return false;
+      std::memcpy(to + op.copied, t.slot[j]->stage + from + op.copied, piece);
+      op.copied += piece;
+    }
+    op.copied = 0;
+    return true;
+  };
+  for (;;) {
+    op.wait_line = nullptr;
+    switch (op.stage) {
+      case 0: {  // stage this member's data
+        const bool writes = r.kind != K::kBroadcast || me == r.root;
+        if (writes) {
+          if (op.stage_free && !wait_all(t, op, false, op.stage_free)) return false;
+          const std::byte* from = r.kind == K::kBroadcast ? r.dst : r.src;
+          std::size_t k = 0;
+          for (std::size_t off = 0; off < len; off += node::kStageChunk) {
+            const std::size_t m = std::min(node::kStageChunk, len - off);
+            std::memcpy(mine.stage + off, from + off, m);
+            mine.staged.store(node::flag_value(t.tag, s * node::kStagedPerOp + ++k),
+                              std::memory_order_release);
+          }
+        }
+        publish(t, true, 2 * s + 1);
+        op.stage = 1;
+        break;
+      }
+      case 1: {  // the peers' data
+        switch (r.kind) {
+          case K::kBarrier:
+            break;
+          case K::kBroadcast:
+            if (me != r.root && !copy_out(r.root, 0, r.dst, r.bytes)) return false;
+            break;
+          case K::kGather:
+          case K::kAllgather:
+          case K::kAlltoall:
+            if (!is_root) break;
+            for (; op.peer < n; ++op.peer) {
+              const uint32_t j = op.peer;
+              std::byte* to = r.dst + std::size_t{j} * r.bytes;
+              const std::size_t from = r.kind == K::kAlltoall ? std::size_t{me} * r.bytes : 0;
+              if (j == me) {
+                std::memmove(to, r.src + from, r.bytes);
+              } else if (!copy_out(j, from, to, r.bytes)) {
+                return false;
+              }
+            }
+            break;
+          case K::kReduce:
+          case K::kAllreduce: {
+            for (uint32_t j = 0; j < n; ++j)
+              if (j != me && !wait_staged(j, len)) return false;
+            // Slice `me`, combined in place in this member's stage, straight
+            // out of the peers' stages; every element by one member only.
+            std::size_t lo = 0, cnt = 0;
+            slice_of(me, n, r.count, lo, cnt);
+            std::byte* acc = mine.stage + lo * es;
+            for (uint32_t j = 0; j < n; ++j)
+              if (j != me && cnt) combine(r.type, r.rop, acc, t.slot[j]->stage + lo * es, cnt);
+            if (is_root && cnt) std::memcpy(r.dst + lo * es, acc, cnt * es);
+            publish(t, true, 2 * s + 2);
+            op.stage = 2;
+            continue;
+          }
+        }
+        op.stage = 3;
+        break;
+      }
+      case 2:  // reductions: the peers' slices
+        if (is_root)
+          for (; op.peer < n; ++op.peer) {
+            const uint32_t j = op.peer;
+            if (j == me) continue;
+            if (!wait_for(t, op, j, true, 2 * s + 2)) return false;
+            std::size_t lo = 0, cnt = 0;
+            slice_of(j, n, r.count, lo, cnt);
+            if (cnt) std::memcpy(r.dst + lo * es, t.slot[j]->stage + lo * es, cnt * es);
+          }
+        op.stage = 3;
+        break;
+      default:  // this member reads no stage of s any more
+        publish(t, false, s + 1);
+        return true;
+    }
+  }
+}
+
 bool NodeColl::advance(Team& t, Op& op) noexcept {
+  if (op.staged) return advance_staged(t, op);
   using K = Kind;
   const Request& r = op.r;
   const uint32_t n = t.n, me = t.me;
@@ -418,7 +536,13 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
       default: op->exposes = !op->small; break;
     }
     op->done_read = !op->small && req.kind != Kind::kBarrier;
-    if (!op->small) {  // scratch for large reductions
+    op->staged = !op->small && published <= node::kStageBytes;
+    if (op->staged) {  // stages, not user buffers: nobody waits to complete
+      op->exposes = false;
+      op->stage_free = t.stage_free;
+      t.stage_free = op->seq + 1;
+    }
+    if (!op->small && !op->staged) {  // scratch for large reductions
       op->chunk = pool_.take();
       op->slice = pool_.take();
     }

@@ -1,7 +1,8 @@
 // Collectives of a team whose members share this node, through shared
 // memory: flags and small data in each member's slot of its layer area
-// (coll/node_area.hpp), large data read straight out of the peers' user
-// buffers by Cross Memory Attach (one copy per byte).
+// (coll/node_area.hpp), large data staged there and copied out behind the
+// writer, chunk by chunk, and beyond the stage's size read straight out of
+// the peers' user buffers by Cross Memory Attach (one copy per byte).
 //
 //   barrier      every member raises its ready flag and waits for all others'
 //   broadcast    the root publishes (data in its slot, or its buffer's
@@ -81,6 +82,7 @@ class NodeColl {
   struct Op;
   // mu_ held: advances `op`; true when complete.
   bool advance(Team& t, Op& op) noexcept;
+  bool advance_staged(Team& t, Op& op) noexcept;
   // mu_ held: advances t's queue head(s); moves completed ones to `done`.
   // Callbacks of completed ops, run after mu_ is released (no allocation).
   struct Completed {

@@ -8,9 +8,11 @@
 
 namespace tsu::core {
 
-// 16 team slots of two 64-byte flag lines, an address line, sixteen
-// 64-byte tiny-data lines and four 8 KiB data buffers each
-// (coll/node_area.hpp checks that its layout fits).
-inline constexpr std::size_t kCollNodeAreaBytes = 16 * (3 * 64 + 16 * 64 + 4 * (8u << 10));
+// 16 team slots of three 64-byte flag lines, an address line, sixteen
+// 64-byte tiny-data lines, four 8 KiB data buffers and a 1 MiB stage each
+// (coll/node_area.hpp checks that its layout fits).  Pages are only backed
+// where a team uses them.
+inline constexpr std::size_t kCollNodeAreaBytes =
+    16 * (4 * 64 + 16 * 64 + 4 * (8u << 10) + (1u << 20));
 
 }  // namespace tsu::core

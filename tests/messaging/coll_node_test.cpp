@@ -20,9 +20,9 @@ namespace {
 
 using namespace coll_test;
 
-// Around the 8 KiB buffer of the small path, and large enough for several
-// CMA pieces and reduction chunks.
-const std::size_t kSizes[] = {0, 1, 7, 8191, 8192, 8193, 70001, 600000};
+// Around the tiny lines (56 B) and the 8 KiB buffers of the small path, and
+// staged over several chunks.
+const std::size_t kSizes[] = {0, 1, 7, 56, 57, 8191, 8192, 8193, 70001, 600000};
 
 unsigned char byte_of(uint32_t r, std::size_t i, uint32_t salt) {
   return static_cast<unsigned char>(r * 31 + i * 7 + salt);
@@ -159,6 +159,14 @@ uint32_t my_node_color() {
 TEST(CollNode, EveryCollectiveEverySizeWorld) { every_collective(TSU_TEAM_WORLD); }
 
 TEST(CollNode, DeepOverlapWorld) { deep_overlap(TSU_TEAM_WORLD); }
+
+TEST(CollNode, BeyondTheStage) {
+  // Larger than a slot's 1 MiB stage: Cross Memory Attach from user buffers.
+  const std::size_t bytes = (std::size_t{1} << 20) + 24;
+  broadcast_every_root(TSU_TEAM_WORLD, bytes);
+  reductions(TSU_TEAM_WORLD, bytes);
+  gathers(TSU_TEAM_WORLD, bytes / mp::size() + 8);
+}
 
 TEST(CollNode, TeamsByNodeByParityAndReversed) {
   const uint32_t n = mp::size(), me = mp::rank();
