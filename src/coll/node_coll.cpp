@@ -536,7 +536,10 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
       default: op->exposes = !op->small; break;
     }
     op->done_read = !op->small && req.kind != Kind::kBarrier;
-    op->staged = !op->small && published <= node::kStageBytes;
+    // (Alltoall is never staged: each reader wants 1/n of what would be
+    // staged, so one CMA copy beats copying everything in; measured.)
+    op->staged = !op->small && req.kind != Kind::kAlltoall &&
+                 published <= std::min(node::kStageBytes, rt_.config().coll_stage_max);
     if (op->staged) {  // stages, not user buffers: nobody waits to complete
       op->exposes = false;
       op->stage_free = t.stage_free;
