@@ -118,12 +118,8 @@ void NodeColl::publish(Team& t, bool ready, uint64_t count) noexcept {
   SlotArea& mine = *t.slot[t.me];
   // seq_cst: the store half of the sleep handshake (idle() loads seq_cst
   // after the peer's engine published "asleep"; notify_peer reads that).
-  std::atomic<uint64_t>& line = ready ? mine.ready : mine.done;
-  if (!notify_) {
-    line.store(node::flag_value(t.tag, count), std::memory_order_release);
-    return;
-  }
-  line.store(node::flag_value(t.tag, count), std::memory_order_seq_cst);
+  store_flag(ready ? mine.ready : mine.done, node::flag_value(t.tag, count));
+  if (!notify_) return;
   for (uint32_t j = 0; j < t.n; ++j)
     if (j != t.me) {
       transport::Transport* tr = rt_.route(t.ranks[j]);
@@ -248,8 +244,7 @@ bool NodeColl::advance_staged(Team& t, Op& op) noexcept {
           for (std::size_t off = 0; off < len; off += node::kStageChunk) {
             const std::size_t m = std::min(node::kStageChunk, len - off);
             std::memcpy(mine.stage + off, from + off, m);
-            mine.staged.store(node::flag_value(t.tag, s * node::kStagedPerOp + ++k),
-                              std::memory_order_release);
+            store_flag(mine.staged, node::flag_value(t.tag, s * node::kStagedPerOp + ++k));
           }
         }
         publish(t, true, 2 * s + 1);
@@ -347,7 +342,7 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
   auto put_small = [&](const std::byte* from, std::size_t len) {
     std::byte* to = op.tiny ? mine.tiny[tb].data : mine.data[p];
     if (len) std::memcpy(to, from, len);
-    if (op.tiny) mine.tiny[tb].seq.store(node::flag_value(t.tag, s + 1), std::memory_order_release);
+    if (op.tiny) store_flag(mine.tiny[tb].seq, node::flag_value(t.tag, s + 1));
   };
   const bool all = r.kind == K::kAllreduce || r.kind == K::kAllgather || r.kind == K::kAlltoall;
   const bool is_root = all || r.root == me;
@@ -550,7 +545,7 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
       op->slice = pool_.take();
     }
     t.queue.push_back(std::move(op));
-    pending_.fetch_add(1, std::memory_order_relaxed);
+    pending_.fetch_add(1, std::memory_order_seq_cst);  // before its first flag load: see idle()
     if (t.queue.size() == 1) drive(t, done);
   }
   finish(done);

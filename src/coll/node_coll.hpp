@@ -101,6 +101,12 @@ class NodeColl {
   bool wait_line(Team& t, Op& op, const std::atomic<uint64_t>& line, uint64_t count,
                  uint64_t* seen) noexcept;
   void publish(Team& t, bool ready, uint64_t count) noexcept;
+  // A flag store: release (readers acquire); seq_cst where engines sleep, so
+  // that it is ordered before the notify_peer that follows (the sleeper
+  // publishes "asleep", then idle() loads the flag: one of them sees the other).
+  void store_flag(std::atomic<uint64_t>& line, uint64_t v) const noexcept {
+    line.store(v, notify_ ? std::memory_order_seq_cst : std::memory_order_release);
+  }
   tsu_status_t read_peer(Team& t, uint32_t j, uint64_t addr, std::byte* to, std::size_t n) noexcept;
   void reduce_slice(Team& t, Op& op, std::byte* acc) noexcept;
   static void finish(const Completed& done) noexcept;
