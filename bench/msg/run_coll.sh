@@ -28,13 +28,20 @@ for line in open(sys.argv[1]):
         rows[(f[1], int(f[4]), f[0], int(f[2]))].append(float(f[6]))
 print("| op, bytes | tsunagi 2 | Open MPI 2 | tsunagi 4 | Open MPI 4 |")
 print("|---|---:|---:|---:|---:|")
-order = {"barrier": 0, "allreduce": 1, "broadcast": 2, "allgather": 3}
+ahead = total = 0
+order = {"barrier": 0, "allreduce": 1, "broadcast": 2, "allgather": 3, "reduce": 4,
+         "gather": 5, "alltoall": 6}
 for op, size in sorted({(k[0], k[1]) for k in rows}, key=lambda k: (order.get(k[0], 9), k[1])):
     cells = []
     for n in (2, 4):
         for who in ("tsunagi", "openmpi"):
             v = rows.get((op, size, who, n))
             cells.append(f"{statistics.median(v):.3g}" if v else "-")
+        t, m = rows.get((op, size, "tsunagi", n)), rows.get((op, size, "openmpi", n))
+        if t and m:
+            total += 1
+            ahead += statistics.median(t) < statistics.median(m)
     print(f"| {op} {size} | " + " | ".join(cells) + " |")
+print(f"\ntsunagi ahead in {ahead} of {total} cells")
 PY
 echo "raw: $OUT"

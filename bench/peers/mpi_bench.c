@@ -71,10 +71,11 @@ static void pingpong(int me, int prepost, size_t maxb) {
 
 static void coll(int me, int n, size_t maxb) {
   double *a = malloc(maxb + 8), *b = malloc(maxb + 8);
-  char *g = malloc(maxb * (size_t)n + 1);
+  char *g = malloc(maxb * (size_t)n + 1), *x = malloc(maxb * (size_t)n + 1);
+  memset(x, 1, maxb * (size_t)n + 1);
   for (size_t i = 0; i < maxb / 8 + 1; ++i) a[i] = 1.0;
   /* Median of 5 repetitions of the slowest rank's time, as tsu-bench-msg. */
-  for (int kind = 0; kind < 4; ++kind) {
+  for (int kind = 0; kind < 7; ++kind) {
     for (size_t bytes = kind == 0 ? 0 : 8; bytes <= (kind == 0 ? 0 : maxb);
          bytes = bytes < maxb && bytes * 8 > maxb ? maxb : bytes * 8) {
       int iters = bytes <= 4096 ? 2000 : bytes <= 65536 ? 300 : 50;
@@ -89,6 +90,9 @@ static void coll(int me, int n, size_t maxb) {
           if (kind == 1) MPI_Allreduce(a, b, (int)(bytes / 8), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
           if (kind == 2) MPI_Bcast(a, (int)bytes, MPI_CHAR, 0, MPI_COMM_WORLD);
           if (kind == 3) MPI_Allgather(a, (int)bytes, MPI_CHAR, g, (int)bytes, MPI_CHAR, MPI_COMM_WORLD);
+          if (kind == 4) MPI_Reduce(a, b, (int)(bytes / 8), MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+          if (kind == 5) MPI_Gather(a, (int)bytes, MPI_CHAR, g, (int)bytes, MPI_CHAR, 0, MPI_COMM_WORLD);
+          if (kind == 6) MPI_Alltoall(x, (int)bytes, MPI_CHAR, g, (int)bytes, MPI_CHAR, MPI_COMM_WORLD);
         }
         double us = (MPI_Wtime() - t0) * 1e6 / iters;
         MPI_Allreduce(&us, &worst[rep], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -96,7 +100,8 @@ static void coll(int me, int n, size_t maxb) {
       for (int x = 0; x < 5; ++x)
         for (int y = x + 1; y < 5; ++y)
           if (worst[y] < worst[x]) { double t = worst[x]; worst[x] = worst[y]; worst[y] = t; }
-      static const char *names[] = {"barrier", "allreduce", "broadcast", "allgather"};
+      static const char *names[] = {"barrier", "allreduce", "broadcast", "allgather",
+                                    "reduce", "gather", "alltoall"};
       if (me == 0) printf("%-10s %3d ranks %10zu B %10.3f us (Open MPI)\n", names[kind], n, bytes, worst[2]);
       fflush(stdout);
       if (kind == 0) break;
@@ -105,6 +110,7 @@ static void coll(int me, int n, size_t maxb) {
   free(a);
   free(b);
   free(g);
+  free(x);
 }
 
 int main(int argc, char **argv) {

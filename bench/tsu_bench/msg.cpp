@@ -345,7 +345,7 @@ int coll_bench(const MsgOptions& o) {
   };
   run("barrier", 0, [&](tsu_cb_t cb) { tsu_try_barrier(TSU_TEAM_WORLD, cb); });
   std::vector<double> a(o.max / 8 + 1, 1.0), b(o.max / 8 + 1);
-  std::vector<unsigned char> g(o.max * n + 1);
+  std::vector<unsigned char> g(o.max * n + 1), a2a(o.max * n + 1, 1);
   // 8 B, x8 each step, and --max itself.
   for (size_t bytes = 8; bytes <= o.max; bytes = bytes < o.max ? std::min(bytes * 8, o.max) : o.max + 1) {
     run("allreduce", bytes, [&](tsu_cb_t cb) {
@@ -354,6 +354,15 @@ int coll_bench(const MsgOptions& o) {
     run("broadcast", bytes, [&](tsu_cb_t cb) { tsu_try_broadcast(TSU_TEAM_WORLD, a.data(), bytes, 0, cb); });
     run("allgather", bytes, [&](tsu_cb_t cb) {
       tsu_try_allgather(TSU_TEAM_WORLD, a.data(), g.data(), bytes, cb);
+    });
+    run("reduce", bytes, [&](tsu_cb_t cb) {
+      tsu_try_reduce(TSU_TEAM_WORLD, a.data(), b.data(), bytes / 8, TSU_DT_DOUBLE, TSU_OP_SUM, 0, cb);
+    });
+    run("gather", bytes, [&](tsu_cb_t cb) {
+      tsu_try_gather(TSU_TEAM_WORLD, a.data(), g.data(), bytes, 0, cb);
+    });
+    run("alltoall", bytes, [&](tsu_cb_t cb) {
+      tsu_try_alltoall(TSU_TEAM_WORLD, a2a.data(), g.data(), bytes, cb);
     });
   }
   return 0;

@@ -10,7 +10,11 @@
  * the team size: dissemination barrier, binomial broadcast/reduce/gather,
  * recursive doubling allreduce (reduce-scatter + allgather by recursive
  * halving/doubling from TSU_COLL_LARGE_MIN bytes), Bruck allgather; alltoall
- * is direct.  A callback's status is TSU_OK, or the error of a failed local
+ * is direct.  Teams whose members share a node run every collective through
+ * shared memory instead (flags and data in each rank's layer area, large data
+ * staged there or read by Cross Memory Attach; TSU_COLL_NODE=0: messages), and
+ * teams spread over nodes run barrier, broadcast, reduce and allreduce
+ * hierarchically (node, leaders, node).  A callback's status is TSU_OK, or the error of a failed local
  * step (e.g. cross-memory access refused on the optional direct path).
  * A team of one completes inside the call.
  * When a member of the team is lost (another node, peer-loss detection),

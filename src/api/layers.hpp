@@ -20,9 +20,9 @@ struct Layers final : core::Extension {
   explicit Layers(core::Runtime& rt) : am(rt), msg(rt, am), coll(rt, am) {
     lost_.reserve(rt.size());  // a rank is declared lost at most once
   }
-  std::size_t poll() noexcept override { return fail_lost_peers() + am.poll() + msg.poll(); }
+  std::size_t poll() noexcept override { return fail_lost_peers() + am.poll() + msg.poll() + coll.poll(); }
   bool idle() const noexcept override {
-    return am.idle() && msg.idle() && !lost_pending_.load(std::memory_order_acquire);
+    return am.idle() && msg.idle() && coll.idle() && !lost_pending_.load(std::memory_order_acquire);
   }
   // Also waits for off-node long AMs still waiting for their target's answer.
   bool quiescent() const noexcept override { return idle() && am.no_long_in_flight(); }

@@ -10,6 +10,7 @@
 #include "core/trace.hpp"
 #include "runtime/progress_engine.hpp"
 #include "runtime/runtime.hpp"
+#include "coll/hierarchy.hpp"
 #include "coll/reduce_ops.hpp"
 #include "core/wait_hook.hpp"
 #include "util/backoff.hpp"
@@ -40,18 +41,32 @@ constexpr core::trace::EventType kTraceStepEnd{"step", "coll", 'e', {nullptr, nu
 
 }  // namespace
 
-CollLayer::CollLayer(core::Runtime& rt, am::AmLayer& am) : rt_(rt), am_(am) {
+CollLayer::CollLayer(core::Runtime& rt, am::AmLayer& am) : rt_(rt), am_(am), node_(rt) {
   auto world = std::make_unique<Team>();
   world->ctx = kWorldContext;
   world->members.resize(rt.size());
   for (uint32_t r = 0; r < rt.size(); ++r) world->members[r] = r;
   world->me = rt.rank();
   world->one_node = on_one_node(world->members);
+  if (world->one_node && rt.size() > 1 && rt.config().coll_node)
+    world->node = node_.add_team(world->members, world->me, 0, world->ctx);
+  const bool spread = !world->one_node && rt.size() > 1 && rt.config().coll_node;
   teams_.push_back(std::move(world));
+  if (spread) setup_hierarchy(*teams_[0], 0);
   rt.handlers().set(kHandlerCollData, on_data, this);
 }
 
 CollLayer::~CollLayer() = default;
+
+int32_t CollLayer::node_handle(tsu_team_t t, uint32_t& n, uint32_t& me, bool* hier) noexcept {
+  std::lock_guard lock(mu_);
+  Team* tm = team(t);
+  if (!tm) return -2;
+  if (hier) *hier = tm->hier;
+  n = static_cast<uint32_t>(tm->members.size());
+  me = tm->me;
+  return tm->node;
+}
 
 bool CollLayer::on_one_node(const std::vector<uint32_t>& members) const noexcept {
   for (uint32_t r : members)
@@ -263,8 +278,9 @@ tsu_status_t CollLayer::split(tsu_team_t parent, int32_t color, uint32_t key,
   struct Entry {
     int32_t color;
     uint32_t key;
+    uint32_t free_slots;  // NodeColl slots this rank has free
   };
-  const Entry mine{color, key};
+  const Entry mine{color, key, node_.free_slots()};
   std::vector<Entry> all(n);
   tsu_status_t st = wait_blocking([&](tsu_cb_t cb) {
     return gather("tsu_team_split", parent, &mine, all.data(), sizeof(Entry), -1, cb);
@@ -276,18 +292,30 @@ tsu_status_t CollLayer::split(tsu_team_t parent, int32_t color, uint32_t key,
     return TSU_OK;
   }
   std::vector<std::pair<uint32_t, uint32_t>> order;  // (key, parent rank)
+  uint32_t common_slots = ~0u;  // free on every member: all choose the lowest alike
   for (uint32_t r = 0; r < n; ++r)
-    if (all[r].color == color) order.emplace_back(all[r].key, r);
+    if (all[r].color == color) {
+      order.emplace_back(all[r].key, r);
+      common_slots &= all[r].free_slots;
+    }
   std::sort(order.begin(), order.end());
   auto t = std::make_unique<Team>();
   t->ctx = mix(ctx ^ static_cast<uint32_t>(color));
   std::lock_guard lock(mu_);
   Team* p = team(parent);
+  uint32_t node_slots = ~0u;  // free on this node's members of the new team
+  for (const auto& [k, r] : order)
+    if (rt_.node_of(p->members[r]) == rt_.node_of(rt_.rank())) node_slots &= all[r].free_slots;
   for (const auto& [k, r] : order) {
     if (r == p->me) t->me = static_cast<uint32_t>(t->members.size());
     t->members.push_back(p->members[r]);
   }
   t->one_node = on_one_node(t->members);
+  if (t->one_node && t->members.size() > 1 && common_slots && rt_.config().coll_node)
+    t->node = node_.add_team(t->members, t->me, static_cast<uint32_t>(__builtin_ctz(common_slots)),
+                             t->ctx);
+  if (!t->one_node && t->members.size() > 1 && rt_.config().coll_node)
+    setup_hierarchy(*t, node_slots ? __builtin_ctz(node_slots) : -1);
   teams_.push_back(std::move(t));
   out = static_cast<tsu_team_t>(teams_.size() - 1);
   return TSU_OK;
@@ -297,6 +325,14 @@ tsu_status_t CollLayer::free_team(tsu_team_t t) noexcept {
   std::lock_guard lock(mu_);
   if (t == TSU_TEAM_WORLD || !team(t))
     return core::fail(TSU_ERR_INVALID_ARG, "tsu_team_free: team %u cannot be freed", t);
+  if (teams_[t]->hier_busy)
+    return core::fail(TSU_ERR_INVALID_ARG, "tsu_team_free: team %u has a collective in flight", t);
+  for (tsu_team_t sub : {teams_[t]->node_team, teams_[t]->leaders})
+    if (sub != TSU_TEAM_NULL && teams_[sub]) {
+      if (teams_[sub]->node >= 0) node_.free_team(teams_[sub]->node);
+      teams_[sub].reset();
+    }
+  if (teams_[t]->node >= 0) node_.free_team(teams_[t]->node);
   teams_[t].reset();
   return TSU_OK;
 }
@@ -339,6 +375,22 @@ tsu_status_t CollLayer::team_job_rank(tsu_team_t t, uint32_t team_rank, uint32_t
   op->cb = cb
 
 tsu_status_t CollLayer::barrier(tsu_team_t team_id, const tsu_cb_t& cb) noexcept {
+  uint32_t nn = 0, nme = 0;
+  bool hier = false;
+  const int32_t h = node_handle(team_id, nn, nme, &hier);
+  if (hier) {
+    auto* ho = new (std::nothrow) HierOp{};
+    if (!ho) return core::fail(TSU_ERR_NO_MEMORY, "tsu_try_barrier: out of memory");
+    *ho = hier_op(this, team_id, HierKind::kBarrier, cb);
+    return start_hier(ho);
+  }
+  if (h >= 0) {
+    NodeColl::Request req;
+    req.kind = NodeColl::Kind::kBarrier;
+    req.cb = cb;
+    node_.start(h, req);
+    return TSU_OK;
+  }
   TSU_COLL_TEAM("tsu_try_barrier");
   (void)n;
   (void)me;
@@ -372,6 +424,28 @@ void CollLayer::add_barrier_steps(Op& op, uint32_t first_round, bool carry_statu
 tsu_status_t CollLayer::broadcast(tsu_team_t team_id, void* buf, std::size_t bytes, uint32_t root,
                                   const tsu_cb_t& cb) noexcept {
   if (bytes && !buf) return core::fail(TSU_ERR_NULL_POINTER, "tsu_try_broadcast: buf is NULL");
+  uint32_t nn = 0, nme = 0;
+  bool hier = false;
+  const int32_t h = node_handle(team_id, nn, nme, &hier);
+  if (hier && root < nn) {
+    auto* ho = new (std::nothrow) HierOp{};
+    if (!ho) return core::fail(TSU_ERR_NO_MEMORY, "tsu_try_broadcast: out of memory");
+    *ho = hier_op(this, team_id, HierKind::kBroadcast, cb);
+    ho->dst = static_cast<std::byte*>(buf);
+    ho->bytes = bytes;
+    ho->root = root;
+    return start_hier(ho);
+  }
+  if (h >= 0 && root < nn) {
+    NodeColl::Request req;
+    req.kind = NodeColl::Kind::kBroadcast;
+    req.dst = static_cast<std::byte*>(buf);
+    req.bytes = bytes;
+    req.root = root;
+    req.cb = cb;
+    node_.start(h, req);
+    return TSU_OK;
+  }
   TSU_COLL_TEAM("tsu_try_broadcast");
   if (root >= n) return core::fail(TSU_ERR_BAD_RANK, "tsu_try_broadcast: root %u >= team size %u", root, n);
   auto* p = static_cast<std::byte*>(buf);
@@ -403,6 +477,40 @@ tsu_status_t CollLayer::reduce(const char* fn, tsu_team_t team_id, const void* s
     return core::fail(TSU_ERR_INVALID_ARG, "%s: unknown op %d", fn, static_cast<int>(rop));
   if ((rop == TSU_OP_BAND || rop == TSU_OP_BOR) && (type == TSU_DT_FLOAT || type == TSU_DT_DOUBLE))
     return core::fail(TSU_ERR_INVALID_ARG, "%s: bitwise ops need an integer type", fn);
+  {
+    uint32_t nn = 0, nme = 0;
+    bool hier = false;
+    const int32_t h = node_handle(team_id, nn, nme, &hier);
+    const bool valid_root = root < 0 || root < nn;
+    const bool has_dst = dst || (root >= 0 && static_cast<uint32_t>(root) != nme);
+    if (hier && valid_root && (!count || (src && has_dst))) {
+      auto* ho = new (std::nothrow) HierOp{};
+      if (!ho) return core::fail(TSU_ERR_NO_MEMORY, "%s: out of memory", fn);
+      *ho = hier_op(this, team_id, root < 0 ? HierKind::kAllreduce : HierKind::kReduce, cb);
+      ho->src = static_cast<const std::byte*>(src);
+      ho->dst = static_cast<std::byte*>(dst);
+      ho->count = count;
+      ho->bytes = count * es;
+      ho->type = type;
+      ho->rop = rop;
+      ho->root = root < 0 ? 0 : static_cast<uint32_t>(root);
+      return start_hier(ho);
+    }
+    if (h >= 0 && valid_root && (!count || (src && has_dst))) {
+      NodeColl::Request req;
+      req.kind = root < 0 ? NodeColl::Kind::kAllreduce : NodeColl::Kind::kReduce;
+      req.src = static_cast<const std::byte*>(src);
+      req.dst = static_cast<std::byte*>(dst);
+      req.count = count;
+      req.bytes = count * es;
+      req.type = type;
+      req.rop = rop;
+      req.root = root < 0 ? 0 : static_cast<uint32_t>(root);
+      req.cb = cb;
+      node_.start(h, req);
+      return TSU_OK;
+    }
+  }
   TSU_COLL_TEAM(fn);
   const bool all = root < 0;
   if (!all && root >= n) return core::fail(TSU_ERR_BAD_RANK, "%s: root %lld >= team size %u", fn, static_cast<long long>(root), n);
@@ -501,6 +609,23 @@ void CollLayer::add_fold_out(Op& op, std::byte* acc, std::size_t bytes, uint32_t
 
 tsu_status_t CollLayer::gather(const char* fn, tsu_team_t team_id, const void* src, void* dst,
                                std::size_t bytes, int64_t root, const tsu_cb_t& cb) noexcept {
+  {
+    uint32_t nn = 0, nme = 0;
+    const int32_t h = node_handle(team_id, nn, nme);
+    const bool valid_root = root < 0 || root < nn;
+    const bool has_dst = dst || (root >= 0 && static_cast<uint32_t>(root) != nme);
+    if (h >= 0 && valid_root && (!bytes || (src && has_dst))) {
+      NodeColl::Request req;
+      req.kind = root < 0 ? NodeColl::Kind::kAllgather : NodeColl::Kind::kGather;
+      req.src = static_cast<const std::byte*>(src);
+      req.dst = static_cast<std::byte*>(dst);
+      req.bytes = bytes;
+      req.root = root < 0 ? 0 : static_cast<uint32_t>(root);
+      req.cb = cb;
+      node_.start(h, req);
+      return TSU_OK;
+    }
+  }
   TSU_COLL_TEAM(fn);
   const bool all = root < 0;
   if (!all && root >= n) return core::fail(TSU_ERR_BAD_RANK, "%s: root %lld >= team size %u", fn, static_cast<long long>(root), n);
@@ -558,6 +683,17 @@ tsu_status_t CollLayer::alltoall(tsu_team_t team_id, const void* src, void* dst,
                                  const tsu_cb_t& cb) noexcept {
   if (bytes && (!src || !dst))
     return core::fail(TSU_ERR_NULL_POINTER, "tsu_try_alltoall: src or dst is NULL");
+  uint32_t nn = 0, nme = 0;
+  if (const int32_t h = node_handle(team_id, nn, nme); h >= 0) {
+    NodeColl::Request req;
+    req.kind = NodeColl::Kind::kAlltoall;
+    req.src = static_cast<const std::byte*>(src);
+    req.dst = static_cast<std::byte*>(dst);
+    req.bytes = bytes;
+    req.cb = cb;
+    node_.start(h, req);
+    return TSU_OK;
+  }
   TSU_COLL_TEAM("tsu_try_alltoall");
   const auto* in = static_cast<const std::byte*>(src);
   auto* out = static_cast<std::byte*>(dst);

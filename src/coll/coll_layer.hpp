@@ -14,9 +14,18 @@
 // the peers' buffers by Cross Memory Attach (allreduce_direct.cpp; off by
 // default: slower than the message path where measured, see
 // docs/benchmarks-messaging.md).
+//
+// A team whose members all share this node (and that got a slot in their
+// layer areas) runs every collective through shared memory instead
+// (node_coll.hpp): no messages at all.  A team spread over several nodes,
+// some with more than one member, runs barrier, broadcast, reduce and
+// allreduce hierarchically (hierarchy.cpp): a node phase through shared
+// memory, the inter-node algorithm among one leader per node over messages,
+// and a node phase again.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -24,6 +33,7 @@
 #include <tuple>
 #include <vector>
 
+#include "coll/node_coll.hpp"
 #include "coll/scratch_pool.hpp"
 #include "core/message.hpp"
 #include "tsunagi/tsunagi.h"
@@ -36,6 +46,8 @@ class AmLayer;
 }
 
 namespace tsu::coll {
+
+struct HierOp;  // hierarchy.cpp
 
 inline constexpr uint16_t kHandlerCollData = core::kHandlerCollFirst + 0;
 
@@ -76,6 +88,10 @@ class CollLayer {
   // complete with TSU_ERR_PEER_LOST, now and when started later.
   void on_peer_lost(uint32_t rank) noexcept;
 
+  // The node teams' collectives (progress context or any thread).
+  std::size_t poll() noexcept { return node_.poll(); }
+  bool idle() const noexcept { return node_.idle(); }
+
  private:
   struct Team {
     uint64_t ctx;                  // same on every member
@@ -84,6 +100,16 @@ class CollLayer {
     uint64_t next_seq = 0;         // collectives started on this team
     uint64_t splits = 0;           // splits of this team (context derivation)
     bool one_node = false;         // every member on this rank's node (CMA reaches them)
+    int32_t node = -1;             // NodeColl handle: collectives through shared memory
+    // Hierarchy (hierarchy.cpp), for a team spread over nodes: this rank's
+    // node members of the team (team-rank order: its first one leads), the
+    // leaders (one per node, leaders only), and per team rank: its node's
+    // leader's rank among the leaders and its own rank in its node's team.
+    bool hier = false;
+    tsu_team_t node_team = TSU_TEAM_NULL, leaders = TSU_TEAM_NULL;
+    std::vector<uint32_t> leader_of, local_of;
+    bool hier_busy = false;                      // mu_: a hierarchical op runs
+    std::deque<HierOp*> hier_waiting;     // mu_: started after it, in order
   };
   // Messages are matched by (source, round): the round is chosen by the
   // algorithm so that sender and receiver agree on it (their step indices
@@ -167,6 +193,17 @@ class CollLayer {
   static void add_barrier_steps(Op& op, uint32_t first_round, bool carry_status = false) noexcept;
   tsu_status_t wait_blocking(const std::function<tsu_status_t(tsu_cb_t)>& start_fn) noexcept;
   bool has_lost_member(const Team& t) const noexcept;  // mu_ held
+  // Hierarchy (hierarchy.cpp).  mu_ held: gives team `t` (spread over
+  // nodes) its node and leaders teams; node_slot: the NodeColl slot for the
+  // node team (every member of this node chose it alike), or -1.
+  void setup_hierarchy(Team& t, int32_t node_slot) noexcept;
+  tsu_status_t start_hier(HierOp* h) noexcept;  // takes ownership
+  void hier_step(HierOp* h) noexcept;
+  static void hier_done_step(tsu_status_t st, void* arg) noexcept;
+  // The team's NodeColl handle (-1: not a node team; -2: no such team), its size
+  // and this rank's place in it.
+  // hier: the team runs barrier/broadcast/reduce/allreduce hierarchically.
+  int32_t node_handle(tsu_team_t t, uint32_t& n, uint32_t& me, bool* hier = nullptr) noexcept;
 
   core::Runtime& rt_;
   am::AmLayer& am_;
@@ -176,6 +213,7 @@ class CollLayer {
   std::map<StashKey, Stash> stash_;               // mu_
   ScratchPool pool_;                              // mu_
   std::vector<uint32_t> lost_;                    // mu_: ranks declared lost
+  NodeColl node_;
 };
 
 }  // namespace tsu::coll

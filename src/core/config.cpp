@@ -198,6 +198,16 @@ const SettingsTable<Config>& config_settings() {
                                 "buffers directly (Cross Memory Attach) from TSU_COLL_DIRECT_MIN up "
                                 "(off: slower than messages on the measured machine)",
                                 &C::coll_direct));
+    r.push_back(bool_setting<C>("TSU_COLL_NODE", "1",
+                                "1: collectives of a team whose members share a node go through "
+                                "shared memory (flags and data in the layer area, large data by "
+                                "Cross Memory Attach); 0: messages",
+                                &C::coll_node));
+    r.push_back(size_setting<C>("TSU_COLL_STAGE_MAX", "1M",
+                                "node teams: data up to this many bytes per member is staged in "
+                                "shared memory (two copies, pipelined); above it, read from the "
+                                "peers' buffers by Cross Memory Attach (one copy, a system call)",
+                                &C::coll_stage_max, 0, 1u << 20, "0..1M"));
     r.push_back(size_setting<C>("TSU_COLL_DIRECT_MIN", "64K",
                                 "smallest allreduce (bytes) that takes the direct path",
                                 &C::coll_direct_min, 0, SIZE_MAX, "a size"));

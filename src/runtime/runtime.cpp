@@ -16,6 +16,7 @@
 #include <sys/random.h>
 
 #include "bootstrap/local/auth.hpp"
+#include "core/layer_area.hpp"
 #include "core/log.hpp"
 #include "transport/message_rma/message_rma.hpp"
 #include "transport/network.hpp"
@@ -39,9 +40,11 @@ std::string rank_key(uint32_t r) { return "tsu.rank." + std::to_string(r); }
 
 // The layer area holds the tagged layer's posted-receive queue (one 256-byte
 // entry per TSU_POSTED_SLOTS) and one cache line per rank of the job for
-// per-sender counters (msg/posted_queue.hpp checks that it fits).
+// per-sender counters (msg/posted_queue.hpp checks that it fits), then the
+// collectives' node region at its end (core/layer_area.hpp).
 std::size_t layer_area_bytes(const Config& cfg, uint32_t size) {
-  return 4096 + std::size_t{cfg.posted_slots} * 256 + std::size_t{size} * 64;
+  return 4096 + std::size_t{cfg.posted_slots} * 256 + std::size_t{size} * 64 +
+         kCollNodeAreaBytes;
 }
 }  // namespace
 

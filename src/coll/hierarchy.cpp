@@ -1,0 +1,197 @@
+// Collectives of a team spread over several nodes, by hierarchy: a phase
+// inside each node (the node team: NodeColl through shared memory), one
+// among the node leaders (over messages), a phase inside each node again.
+//
+//   barrier     node reduce of nothing to the leader; leaders' barrier;
+//               node broadcast of nothing from the leader
+//   allreduce   node reduce to the leader; leaders' allreduce (in place);
+//               node broadcast from the leader (every member gets the
+//               leaders' result: bit-identical everywhere)
+//   broadcast   on the root's node, node broadcast from the root; leaders'
+//               broadcast from the root's leader; node broadcast from the
+//               leader on the other nodes
+//   reduce      node reduce to the leader; leaders' reduce to the root's
+//               leader; on the root's node, node broadcast from the leader
+//               when the root does not lead
+// gather, allgather and alltoall of such teams stay flat (messages).
+//
+// The steps are collectives of the node and leaders teams, each started from
+// the previous one's callback.  A team's hierarchical collectives run one at
+// a time, in the order they were started (the node and leaders teams then
+// see their collectives in the same order on every member).
+#include <algorithm>
+#include <map>
+#include <cstring>
+
+#include "coll/hierarchy.hpp"
+#include "coll/reduce_ops.hpp"
+#include "core/log.hpp"
+#include "runtime/progress_engine.hpp"
+#include "runtime/runtime.hpp"
+
+namespace tsu::coll {
+
+namespace {
+uint64_t mix(uint64_t x) noexcept {  // splitmix64 finalizer
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+void CollLayer::setup_hierarchy(Team& t, int32_t node_slot) noexcept {
+  try {
+    const uint32_t n = static_cast<uint32_t>(t.members.size());
+    const uint32_t my_node = rt_.node_of(rt_.rank());
+    std::vector<uint32_t> node_members, leader_ranks, leader_node;
+    t.leader_of.assign(n, 0);
+    t.local_of.assign(n, 0);
+    std::map<uint32_t, uint32_t> seen;  // node -> members so far
+    bool shared = false;                // some node holds two members or more
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint32_t nd = rt_.node_of(t.members[i]);
+      auto [it, fresh] = seen.try_emplace(nd, 0);
+      if (fresh) {
+        leader_node.push_back(nd);
+        leader_ranks.push_back(t.members[i]);
+      }
+      t.local_of[i] = it->second++;
+      shared |= it->second > 1;
+      t.leader_of[i] = static_cast<uint32_t>(
+          std::find(leader_node.begin(), leader_node.end(), nd) - leader_node.begin());
+      if (nd == my_node) node_members.push_back(t.members[i]);
+    }
+    if (!shared || leader_ranks.size() < 2) return;
+    auto sub = [&](const std::vector<uint32_t>& members, uint64_t ctx) {
+      auto s = std::make_unique<Team>();
+      s->ctx = ctx;
+      s->members = members;
+      s->me = static_cast<uint32_t>(
+          std::find(members.begin(), members.end(), rt_.rank()) - members.begin());
+      s->one_node = on_one_node(members);
+      teams_.push_back(std::move(s));
+      return static_cast<tsu_team_t>(teams_.size() - 1);
+    };
+    t.node_team = sub(node_members, mix(t.ctx ^ 0x6e6f6465ull) ^ my_node);
+    Team& nt = *teams_[t.node_team];
+    if (nt.one_node && node_members.size() > 1 && node_slot >= 0)
+      nt.node = node_.add_team(nt.members, nt.me, static_cast<uint32_t>(node_slot), nt.ctx);
+    if (t.members[t.me] == leader_ranks[t.leader_of[t.me]])
+      t.leaders = sub(leader_ranks, mix(t.ctx ^ 0x6c656164ull));
+    t.hier = true;
+    TSU_LOG_DEBUG("collectives: team ctx %llx is hierarchical: %zu nodes, %zu members here%s",
+                  static_cast<unsigned long long>(t.ctx), leader_ranks.size(), node_members.size(),
+                  nt.node >= 0 ? " (shared memory)" : "");
+  } catch (const std::bad_alloc&) {
+    TSU_LOG_WARN("collectives: no memory for a team's hierarchy; it stays flat");
+  }
+}
+
+tsu_status_t CollLayer::start_hier(HierOp* h) noexcept {
+  {
+    std::lock_guard lock(mu_);
+    Team* t = team(h->team);
+    if (t->hier_busy) {
+      t->hier_waiting.push_back(h);
+      return TSU_OK;
+    }
+    t->hier_busy = true;
+  }
+  hier_step(h);
+  return TSU_OK;
+}
+
+void CollLayer::hier_done_step(tsu_status_t st, void* arg) noexcept {
+  auto* h = static_cast<HierOp*>(arg);
+  if (st != TSU_OK && h->status == TSU_OK) h->status = st;
+  ++h->step;
+  h->layer->hier_step(h);
+}
+
+// Starts h's next step that applies to this rank (its callback comes back
+// here), or completes h and starts the team's next hierarchical op.
+void CollLayer::hier_step(HierOp* h) noexcept {
+  tsu_team_t node_team = 0, leaders = 0;
+  bool leader = false, root_here = false, me_root = false;
+  uint32_t root_local = 0, root_leader = 0, my_leader = 0;
+  {
+    std::lock_guard lock(mu_);
+    Team& t = *team(h->team);
+    node_team = t.node_team;
+    leaders = t.leaders;
+    leader = leaders != TSU_TEAM_NULL;
+    my_leader = t.leader_of[t.me];
+    root_leader = t.leader_of[h->root];
+    root_here = root_leader == my_leader;
+    root_local = t.local_of[h->root];
+    me_root = t.me == h->root;
+    // Reduce: a buffer for the node's partial result where there is no dst
+    // (a leader that is not the root; the root's node when the root does
+    // not lead).
+    if (h->kind == HierKind::kReduce && h->step == 0 && !me_root && (leader || root_here))
+      h->tmp.resize(h->bytes);
+  }
+  const tsu_cb_t next = tsu_cb(&CollLayer::hier_done_step, h);
+  for (;;) {
+    tsu_status_t st = TSU_OK;
+    bool started = false;
+    switch (h->kind) {
+      case HierKind::kBarrier:
+        if (h->step == 0) st = reduce("tsu_try_barrier", node_team, nullptr, nullptr, 0, TSU_DT_UINT8, TSU_OP_SUM, 0, next), started = true;
+        else if (h->step == 1 && leader) st = barrier(leaders, next), started = true;
+        else if (h->step == 2) st = broadcast(node_team, nullptr, 0, 0, next), started = true;
+        break;
+      case HierKind::kAllreduce:
+        if (h->step == 0)
+          st = reduce("tsu_try_allreduce", node_team, h->src, leader ? h->dst : nullptr, h->count,
+                      h->type, h->rop, 0, next), started = true;
+        else if (h->step == 1 && leader)
+          st = reduce("tsu_try_allreduce", leaders, h->dst, h->dst, h->count, h->type, h->rop, -1, next),
+          started = true;
+        else if (h->step == 2) st = broadcast(node_team, h->dst, h->bytes, 0, next), started = true;
+        break;
+      case HierKind::kBroadcast:
+        if (h->step == 0 && root_here) st = broadcast(node_team, h->dst, h->bytes, root_local, next), started = true;
+        else if (h->step == 1 && leader) st = broadcast(leaders, h->dst, h->bytes, root_leader, next), started = true;
+        else if (h->step == 2 && !root_here) st = broadcast(node_team, h->dst, h->bytes, 0, next), started = true;
+        break;
+      case HierKind::kReduce: {
+        // The node's partial result: the root's dst where it leads, else tmp.
+        std::byte* acc = me_root ? h->dst : h->tmp.data();
+        if (h->step == 0)
+          st = reduce("tsu_try_reduce", node_team, h->src, leader ? acc : nullptr, h->count, h->type,
+                      h->rop, 0, next), started = true;
+        else if (h->step == 1 && leader)
+          st = reduce("tsu_try_reduce", leaders, acc, acc, h->count, h->type, h->rop, root_leader, next),
+          started = true;
+        else if (h->step == 2 && root_here && root_local != 0)
+          st = broadcast(node_team, acc, h->bytes, 0, next), started = true;
+        break;
+      }
+    }
+    if (started) {
+      if (st == TSU_OK) return;  // the callback continues
+      if (h->status == TSU_OK) h->status = st;
+    }
+    if (h->step >= 2) break;
+    ++h->step;
+  }
+  // Done: this op's callback, then the team's next hierarchical op.
+  HierOp* following = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    Team& t = *team(h->team);
+    if (t.hier_waiting.empty()) {
+      t.hier_busy = false;
+    } else {
+      following = t.hier_waiting.front();
+      t.hier_waiting.pop_front();
+    }
+  }
+  core::run_callback(h->cb, h->status);
+  delete h;
+  if (following) hier_step(following);
+}
+
+}  // namespace tsu::coll

@@ -1,0 +1,41 @@
+// A hierarchical collective in flight (hierarchy.cpp): what a team spread
+// over nodes runs instead of the flat algorithms.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "coll/coll_layer.hpp"
+#include "tsunagi/tsunagi.h"
+
+namespace tsu::coll {
+
+enum class HierKind : uint8_t { kBarrier, kBroadcast, kReduce, kAllreduce };
+
+struct HierOp {
+  CollLayer* layer = nullptr;
+  tsu_team_t team = 0;
+  HierKind kind = HierKind::kBarrier;
+  const std::byte* src = nullptr;
+  std::byte* dst = nullptr;  // broadcast: the buffer
+  std::size_t count = 0, bytes = 0;
+  tsu_dtype_t type = TSU_DT_UINT8;
+  tsu_op_t rop = TSU_OP_SUM;
+  uint32_t root = 0;
+  tsu_cb_t cb{};
+  tsu_status_t status = TSU_OK;
+  int step = 0;
+  std::vector<std::byte> tmp;  // a node's partial result where the rank has no dst
+};
+
+inline HierOp hier_op(CollLayer* layer, tsu_team_t team, HierKind kind, const tsu_cb_t& cb) {
+  HierOp h;
+  h.layer = layer;
+  h.team = team;
+  h.kind = kind;
+  h.cb = cb;
+  return h;
+}
+
+}  // namespace tsu::coll

@@ -1,0 +1,96 @@
+// The collectives' part of a rank's layer area (core/layer_area.hpp): one
+// slot per node team this rank belongs to.  A slot is written only by its
+// owner and read by the team's node peers, who map the area
+// (Transport::peer_layer_area).
+//
+// Flags: `ready` and `done` hold (team tag << 40 | count).  The tag tells a
+// team's values from those left by an earlier team in the same slot; counts
+// only grow.  For the team's collective number s:
+//   ready >= 2s+1  the owner's inputs of s are published (data[s%kDepth],
+//                  pub[s%kDepth]); it has completed every collective before s
+//   ready >= 2s+2  the owner's part of a two-phase collective is ready
+//   done  >= s+1   the owner reads nothing of anybody's for s any more (stored
+//                  only by collectives whose buffers peers read in place)
+// Memory ordering: the owner writes data/pub with plain stores, then stores
+// the flag (release; seq_cst where engines sleep: the store half of the
+// sleep handshake, see NodeColl::idle); a reader loads the flag (acquire)
+// before it reads data/pub.  The owner overwrites data[b]/pub[b] for s only
+// after every peer's ready >= 2(s-kDepth+1)+1: they started s-kDepth+1, so
+// they completed s-kDepth, the previous user of that buffer.  (Every member
+// starts every collective of the team, so that wait ends.)
+//
+// Tiny data (up to kTinyBytes published per member) rides with its own flag
+// in one line, tiny[s % kTinyDepth]: seq = (tag, s+1) stored (release) after
+// the data, so a reader pulls one line per peer; kTinyDepth lines let a
+// root run far ahead (reuse waits for every peer's ready >= 2(s-kTinyDepth+1)+1).
+//
+// Large data (up to kStageBytes published per member) is staged: the owner
+// copies it into `stage` a kStageChunk at a time and raises `staged` to
+// (tag, s * kStagedPerOp + chunks copied) after each chunk (release), so
+// readers copy out behind it (a pipeline across cores).  Reductions combine
+// straight out of the peers' stages (no copy) and leave each slice's result
+// in its owner's stage.  Before the owner stages for s, every peer's done
+// has reached the previous staged collective's s+1.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "core/layer_area.hpp"
+
+namespace tsu::coll::node {
+
+inline constexpr uint32_t kSlots = 16;
+inline constexpr uint32_t kDepth = 4;  // buffers per slot: a root may run kDepth-1 ahead
+inline constexpr std::size_t kDataBytes = 8u << 10;  // per buffer: the small path
+
+struct Published {  // user buffer addresses, for peers' Cross Memory Attach reads
+  uint64_t src, dst;
+};
+
+inline constexpr uint32_t kTinyDepth = 16;
+inline constexpr std::size_t kTinyBytes = 56;
+
+inline constexpr std::size_t kStageBytes = 1u << 20;
+inline constexpr std::size_t kStageChunk = 64u << 10;
+inline constexpr uint64_t kStagedPerOp = 32;  // > kStageBytes / kStageChunk
+static_assert(kStageBytes / kStageChunk < kStagedPerOp);
+
+struct alignas(64) TinyLine {
+  std::atomic<uint64_t> seq;
+  std::byte data[kTinyBytes];
+};
+static_assert(sizeof(TinyLine) == 64);
+
+struct SlotArea {
+  alignas(64) std::atomic<uint64_t> ready;
+  alignas(64) std::atomic<uint64_t> done;
+  alignas(64) std::atomic<uint64_t> staged;
+  alignas(64) Published pub[kDepth];
+  TinyLine tiny[kTinyDepth];
+  alignas(64) std::byte data[kDepth][kDataBytes];
+  alignas(64) std::byte stage[kStageBytes];
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "flags are shared between processes");
+static_assert(sizeof(SlotArea) * kSlots <= core::kCollNodeAreaBytes,
+              "core/layer_area.hpp reserves the collectives' region");
+
+inline constexpr unsigned kCountBits = 40;
+inline constexpr uint64_t kCountMask = (uint64_t{1} << kCountBits) - 1;
+
+inline uint64_t flag_value(uint32_t tag, uint64_t count) noexcept {
+  return (uint64_t{tag} << kCountBits) | (count & kCountMask);
+}
+// True when flag value `v` is this team's (tag) and at least `count`.
+inline bool reached(uint64_t v, uint32_t tag, uint64_t count) noexcept {
+  return (v >> kCountBits) == tag && (v & kCountMask) >= count;
+}
+
+// The collectives' region of a layer area of `size` bytes (its last part).
+inline SlotArea* slots_of(std::byte* area, std::size_t size) noexcept {
+  if (!area || size < core::kCollNodeAreaBytes) return nullptr;
+  return reinterpret_cast<SlotArea*>(area + size - core::kCollNodeAreaBytes);
+}
+
+}  // namespace tsu::coll::node

@@ -1,0 +1,126 @@
+// Collectives of a team whose members share this node, through shared
+// memory: flags and small data in each member's slot of its layer area
+// (coll/node_area.hpp), large data staged there and copied out behind the
+// writer, chunk by chunk, and beyond the stage's size read straight out of
+// the peers' user buffers by Cross Memory Attach (one copy per byte).
+//
+//   barrier      every member raises its ready flag and waits for all others'
+//   broadcast    the root publishes (data in its slot, or its buffer's
+//                address); the others copy once out of it
+//   reduce,      small: every member publishes its vector in its slot; each
+//   allreduce    reader combines all of them in team-rank order (the same
+//                order everywhere: bit-identical results).  Large: member j
+//                reduces slice j out of every peer's src, chunk by chunk
+//                (the chunk stays in cache between the read and the
+//                combine), publishes it, and the others copy the slices
+//   gather, allgather, alltoall   one copy of each block, from the peer's slot
+//                or its user buffer
+//
+// A team's collectives run in the order they were started (as every member
+// starts them); each is a small state machine advanced by start() and poll().
+// The waits never block: an op records the flag it waits for, poll() checks
+// it again, and idle() tells the engine it may sleep when no recorded flag
+// changed (the writer wakes a sleeping engine: Transport::notify_peer).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "coll/node_area.hpp"
+#include "coll/scratch_pool.hpp"
+#include "tsunagi/tsunagi.h"
+
+namespace tsu::core {
+class Runtime;
+}
+
+namespace tsu::coll {
+
+class NodeColl {
+ public:
+  enum class Kind : uint8_t { kBarrier, kBroadcast, kReduce, kAllreduce, kGather, kAllgather, kAlltoall };
+  struct Request {
+    Kind kind = Kind::kBarrier;
+    const std::byte* src = nullptr;
+    std::byte* dst = nullptr;  // broadcast: the buffer
+    std::size_t bytes = 0;      // per member block (gather, alltoall) or vector bytes
+    std::size_t count = 0;      // reductions: elements
+    tsu_dtype_t type = TSU_DT_UINT8;
+    tsu_op_t rop = TSU_OP_SUM;
+    uint32_t root = 0;
+    tsu_cb_t cb{};
+  };
+
+  explicit NodeColl(core::Runtime& rt);
+  ~NodeColl();
+  NodeColl(const NodeColl&) = delete;
+  NodeColl& operator=(const NodeColl&) = delete;
+
+  // This rank's slots not yet taken (bit k: slot k).
+  uint32_t free_slots() const noexcept;
+  // A team over `members` (job ranks, all on this node, this rank among them
+  // at `me`) in `slot`, which every member chose alike from their free slots.
+  // Returns its handle, or -1 where a member's area cannot be mapped (the
+  // team then uses messages).  Slots are not reused after free_team: a peer
+  // may still be finishing the last collective that used one.
+  int32_t add_team(const std::vector<uint32_t>& members, uint32_t me, uint32_t slot,
+                   uint64_t ctx) noexcept;
+  void free_team(int32_t handle) noexcept;  // no collective of it in flight
+
+  // Starts a collective; runs the callbacks of what completed.
+  void start(int32_t handle, const Request& req) noexcept;
+  std::size_t poll() noexcept;
+  bool idle() const noexcept;
+
+ private:
+  struct Team;
+  struct Op;
+  // mu_ held: advances `op`; true when complete.
+  bool advance(Team& t, Op& op) noexcept;
+  bool advance_staged(Team& t, Op& op) noexcept;
+  // mu_ held: advances t's queue head(s); moves completed ones to `done`.
+  // Callbacks of completed ops, run after mu_ is released (no allocation).
+  struct Completed {
+    struct Item {
+      tsu_cb_t cb;
+      tsu_status_t status;
+    };
+    std::array<Item, 16> items;
+    std::size_t count = 0;
+  };
+  std::size_t drive(Team& t, Completed& done) noexcept;
+  // Waits (records the wait) until member j's flag `which` reaches count.
+  bool wait_for(Team& t, Op& op, uint32_t j, bool ready, uint64_t count) noexcept;
+  bool wait_all(Team& t, Op& op, bool ready, uint64_t count, int64_t only = -1) noexcept;
+  // Whether `line` reached count (this team's tag); else records the wait.
+  bool wait_line(Team& t, Op& op, const std::atomic<uint64_t>& line, uint64_t count,
+                 uint64_t* seen) noexcept;
+  void publish(Team& t, bool ready, uint64_t count) noexcept;
+  // A flag store: release (readers acquire); seq_cst where engines sleep, so
+  // that it is ordered before the notify_peer that follows (the sleeper
+  // publishes "asleep", then idle() loads the flag: one of them sees the other).
+  void store_flag(std::atomic<uint64_t>& line, uint64_t v) const noexcept {
+    line.store(v, notify_ ? std::memory_order_seq_cst : std::memory_order_release);
+  }
+  tsu_status_t read_peer(Team& t, uint32_t j, uint64_t addr, std::byte* to, std::size_t n) noexcept;
+  void reduce_slice(Team& t, Op& op, std::byte* acc) noexcept;
+  static void finish(const Completed& done) noexcept;
+
+  core::Runtime& rt_;
+  const bool notify_;  // engines may sleep (thread progress): wake them after a store
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<Team>> teams_;  // handle = index; null when freed
+  node::SlotArea* mine_ = nullptr;            // this rank's slots
+  uint32_t used_ = 0;                         // slots taken (never given back)
+  std::atomic<uint32_t> pending_{0};          // ops started, not complete
+  ScratchPool pool_;                          // mu_
+  static constexpr std::size_t kKeptOps = 64;
+  std::vector<std::unique_ptr<Op>> free_ops_;  // mu_: finished ops, reused
+};
+
+}  // namespace tsu::coll

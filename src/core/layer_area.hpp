@@ -1,0 +1,18 @@
+// The layer area (Transport::peer_layer_area) is shared by two layers: the
+// tagged layer's posted-receive queue at its start, and the collectives'
+// node region (coll/node_area.hpp) in its last kCollNodeAreaBytes.  The
+// runtime sizes the area; each layer finds its part from the area's size.
+#pragma once
+
+#include <cstddef>
+
+namespace tsu::core {
+
+// 16 team slots of three 64-byte flag lines, an address line, sixteen
+// 64-byte tiny-data lines, four 8 KiB data buffers and a 1 MiB stage each
+// (coll/node_area.hpp checks that its layout fits).  Pages are only backed
+// where a team uses them.
+inline constexpr std::size_t kCollNodeAreaBytes =
+    16 * (4 * 64 + 16 * 64 + 4 * (8u << 10) + (1u << 20));
+
+}  // namespace tsu::core
