@@ -156,10 +156,14 @@ std::size_t ProgressEngine::pass() noexcept {
   std::size_t work = 0;
   std::size_t finished_now = 0;
   work += execute_batch(finished_now);
-  // Transports: arrived messages, acknowledgements, timers.  Message handlers
-  // and layer work run in progress context (they must not block), also when
-  // tsu_progress() runs them in a user thread.
+  // Message handlers, layer work and callbacks run in progress context (they
+  // must not block), also when tsu_progress() runs them in a user thread.
   ProgressContextScope in_progress;
+  // Requests that finished at once (memory transports) complete before the
+  // transports are polled: their issuers wait for exactly this, and a poll
+  // of every transport would sit between the command and its callback.
+  if (finished_now) work += run_completer();
+  // Transports: arrived messages, acknowledgements, timers.
   if (handlers_) {
     std::size_t msgs = 0;
     for (auto* t : transports_) msgs += t->poll(*handlers_);
@@ -168,7 +172,10 @@ std::size_t ProgressEngine::pass() noexcept {
   }
   for (auto* p : pollers_) work += p->poll();
   work += executor_.continue_pending();
-  // Completer.
+  return work + run_completer();
+}
+
+std::size_t ProgressEngine::run_completer() noexcept {
   // Completions are counted per issuing thread in runs: one atomic add per run
   // instead of one per request (the issuer polls that cache line in quiet).
   ThreadContext* run_issuer = nullptr;
@@ -184,7 +191,7 @@ std::size_t ProgressEngine::pass() noexcept {
   });
   if (run_issuer) run_issuer->completed.fetch_add(run_length, std::memory_order_release);
   if (done) bump(stats_.callbacks, done);
-  return work + done;
+  return done;
 }
 
 void ProgressEngine::idle_sleep() noexcept {
@@ -238,9 +245,16 @@ void ProgressEngine::thread_main() {
   // sleep anyway steals the core the peer needs (a request/reply over udp
   // here has 40 us idle gaps).  So: an idle gap no longer than the budget
   // restores the full budget, a longer one halves it (to zero).
+  //
+  // The clock is read once per kClockEvery idle passes, not per pass: an idle
+  // pass costs less than a clock read, and every nanosecond of the polling
+  // period is latency added to the next request (issue 16).  The idle time
+  // is then known to within kClockEvery passes (well below a microsecond).
+  constexpr uint32_t kClockEvery = 32;
   const uint64_t max_spin_ns = uint64_t{cfg_.spin_us} * 1000;
   uint64_t spin_ns = max_spin_ns;
   uint64_t idle_since = 0;
+  uint32_t idle_passes = 0;
   while (!stop_.load(std::memory_order_acquire)) {
     if (progress()) {
       if (idle_since) {
@@ -248,8 +262,10 @@ void ProgressEngine::thread_main() {
         spin_ns = gap <= max_spin_ns ? max_spin_ns : spin_ns / 2;
         idle_since = 0;
       }
+      idle_passes = 0;
       continue;
     }
+    if (idle_passes++ % kClockEvery != 0) continue;
     const uint64_t now = util::now_ns();
     if (!idle_since) idle_since = now;
     if (now - idle_since < spin_ns) {
