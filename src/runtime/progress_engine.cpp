@@ -245,16 +245,9 @@ void ProgressEngine::thread_main() {
   // sleep anyway steals the core the peer needs (a request/reply over udp
   // here has 40 us idle gaps).  So: an idle gap no longer than the budget
   // restores the full budget, a longer one halves it (to zero).
-  //
-  // The clock is read once per kClockEvery idle passes, not per pass: an idle
-  // pass costs less than a clock read, and every nanosecond of the polling
-  // period is latency added to the next request (issue 16).  The idle time
-  // is then known to within kClockEvery passes (well below a microsecond).
-  constexpr uint32_t kClockEvery = 32;
   const uint64_t max_spin_ns = uint64_t{cfg_.spin_us} * 1000;
   uint64_t spin_ns = max_spin_ns;
   uint64_t idle_since = 0;
-  uint32_t idle_passes = 0;
   while (!stop_.load(std::memory_order_acquire)) {
     if (progress()) {
       if (idle_since) {
@@ -262,14 +255,14 @@ void ProgressEngine::thread_main() {
         spin_ns = gap <= max_spin_ns ? max_spin_ns : spin_ns / 2;
         idle_since = 0;
       }
-      idle_passes = 0;
       continue;
     }
-    util::cpu_relax();  // fewer reads of the ring's head line the issuer writes next
-    if (idle_passes++ % kClockEvery != 0) continue;
     const uint64_t now = util::now_ns();
     if (!idle_since) idle_since = now;
-    if (now - idle_since < spin_ns) continue;
+    if (now - idle_since < spin_ns) {
+      util::cpu_relax();
+      continue;
+    }
     idle_sleep();
   }
   // Drain what is left so every accepted request completes.
