@@ -233,12 +233,7 @@ std::optional<RateFigure> RmaKernels::rate(const RmaPoint& p) {
       // Refill the window; at most `window` calls between deadline checks
       // (bypassed requests complete inline, so the window never fills).
       uint64_t accepted = 0;
-      // One read of the completion count per refill: reading it before
-      // every call would pull its cache line away from the completer once
-      // per request (the benchmark's own traffic, not the library's).
-      const uint64_t in_flight = s.outstanding();
-      const uint64_t room = in_flight < window ? window - in_flight : 0;
-      for (uint64_t k = 0; k < room; ++k) {
+      for (uint64_t k = 0; k < window && s.outstanding() < window; ++k) {
         const tsu_status_t st = issue(p, s, on_completion);
         if (st != TSU_OK) {
           failed = st < 0;
