@@ -159,10 +159,14 @@ std::size_t ProgressEngine::pass() noexcept {
   std::size_t work = 0;
   std::size_t finished_now = 0;
   work += execute_batch(finished_now);
-  // Transports: arrived messages, acknowledgements, timers.  Message handlers
-  // and layer work run in progress context (they must not block), also when
-  // tsu_progress() runs them in a user thread.
+  // Message handlers, layer work and callbacks run in progress context (they
+  // must not block), also when tsu_progress() runs them in a user thread.
   ProgressContextScope in_progress;
+  // Requests that finished at once (memory transports) complete before the
+  // transports are polled: their issuers wait for exactly this, and a poll
+  // of every transport would sit between the command and its callback.
+  std::size_t callbacks = finished_now ? run_completer() : 0;
+  // Transports: arrived messages, acknowledgements, timers.
   if (handlers_) {
     std::size_t msgs = 0;
     for (auto* t : transports_) msgs += t->poll(*handlers_);
@@ -171,7 +175,12 @@ std::size_t ProgressEngine::pass() noexcept {
   }
   for (auto* p : pollers_) work += p->poll();
   work += executor_.continue_pending();
-  // Completer.
+  callbacks += run_completer();
+  if (work + callbacks) TSU_TRACE_SPAN(trace::kPass, trace_t0, work, callbacks, 0);
+  return work + callbacks;
+}
+
+std::size_t ProgressEngine::run_completer() noexcept {
   // Completions are counted per issuing thread in runs: one atomic add per run
   // instead of one per request (the issuer polls that cache line in quiet).
   ThreadContext* run_issuer = nullptr;
@@ -187,8 +196,7 @@ std::size_t ProgressEngine::pass() noexcept {
   });
   if (run_issuer) run_issuer->completed.fetch_add(run_length, std::memory_order_release);
   if (done) bump(stats_.callbacks, done);
-  if (work + done) TSU_TRACE_SPAN(trace::kPass, trace_t0, work, done, 0);
-  return work + done;
+  return done;
 }
 
 void ProgressEngine::idle_sleep() noexcept {

@@ -142,6 +142,9 @@ class ProgressEngine {
   void thread_main();
   void idle_sleep() noexcept;
   std::size_t pass() noexcept;  // consumer role held
+  // Runs the callbacks of finished records and counts them per issuer
+  // (consumer role held, in progress context).  Returns how many ran.
+  std::size_t run_completer() noexcept;
   // Pops and starts one batch (consumer role held); counts the commands that
   // finished at once in `finished_now`.
   std::size_t execute_batch(std::size_t& finished_now) noexcept;
