@@ -38,6 +38,13 @@ constexpr core::trace::EventType kTraceCollBegin{"collective", "coll", 'b', {"te
 constexpr core::trace::EventType kTraceCollEnd{"collective", "coll", 'e', {"status", nullptr, nullptr}};
 constexpr core::trace::EventType kTraceStepBegin{"step", "coll", 'b', {"step", "sends", "recvs"}};
 constexpr core::trace::EventType kTraceStepEnd{"step", "coll", 'e', {nullptr, nullptr, nullptr}};
+// A collective taking the shared-memory node path or the hierarchy: an
+// instant at issue, named by its C entry point (its phases are not traced).
+constexpr core::trace::EventType kTraceCollShared{"collective", "coll", 'i',
+                                                  {"team_size", "hierarchy", nullptr}};
+void trace_shared_path(const char* fn, uint32_t team_size, bool hier) noexcept {
+  TSU_TRACE_NAMED(kTraceCollShared, fn, 0, team_size, hier, 0);
+}
 
 }  // namespace
 
@@ -378,6 +385,7 @@ tsu_status_t CollLayer::barrier(tsu_team_t team_id, const tsu_cb_t& cb) noexcept
   uint32_t nn = 0, nme = 0;
   bool hier = false;
   const int32_t h = node_handle(team_id, nn, nme, &hier);
+  if (h >= 0 || hier) trace_shared_path("tsu_try_barrier", nn, hier);
   if (hier) {
     auto* ho = new (std::nothrow) HierOp{};
     if (!ho) return core::fail(TSU_ERR_NO_MEMORY, "tsu_try_barrier: out of memory");
@@ -427,6 +435,7 @@ tsu_status_t CollLayer::broadcast(tsu_team_t team_id, void* buf, std::size_t byt
   uint32_t nn = 0, nme = 0;
   bool hier = false;
   const int32_t h = node_handle(team_id, nn, nme, &hier);
+  if (h >= 0 || hier) trace_shared_path("tsu_try_broadcast", nn, hier);
   if (hier && root < nn) {
     auto* ho = new (std::nothrow) HierOp{};
     if (!ho) return core::fail(TSU_ERR_NO_MEMORY, "tsu_try_broadcast: out of memory");
@@ -481,6 +490,7 @@ tsu_status_t CollLayer::reduce(const char* fn, tsu_team_t team_id, const void* s
     uint32_t nn = 0, nme = 0;
     bool hier = false;
     const int32_t h = node_handle(team_id, nn, nme, &hier);
+    if (h >= 0 || hier) trace_shared_path(fn, nn, hier);
     const bool valid_root = root < 0 || root < nn;
     const bool has_dst = dst || (root >= 0 && static_cast<uint32_t>(root) != nme);
     if (hier && valid_root && (!count || (src && has_dst))) {
@@ -612,6 +622,7 @@ tsu_status_t CollLayer::gather(const char* fn, tsu_team_t team_id, const void* s
   {
     uint32_t nn = 0, nme = 0;
     const int32_t h = node_handle(team_id, nn, nme);
+    if (h >= 0) trace_shared_path(fn, nn, false);
     const bool valid_root = root < 0 || root < nn;
     const bool has_dst = dst || (root >= 0 && static_cast<uint32_t>(root) != nme);
     if (h >= 0 && valid_root && (!bytes || (src && has_dst))) {
@@ -685,6 +696,7 @@ tsu_status_t CollLayer::alltoall(tsu_team_t team_id, const void* src, void* dst,
     return core::fail(TSU_ERR_NULL_POINTER, "tsu_try_alltoall: src or dst is NULL");
   uint32_t nn = 0, nme = 0;
   if (const int32_t h = node_handle(team_id, nn, nme); h >= 0) {
+    trace_shared_path("tsu_try_alltoall", nn, false);
     NodeColl::Request req;
     req.kind = NodeColl::Kind::kAlltoall;
     req.src = static_cast<const std::byte*>(src);

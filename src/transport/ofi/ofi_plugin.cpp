@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/log.hpp"
+#include "transport/ofi/fabric_library.hpp"
 #include "transport/ofi/ofi_transport.hpp"
 
 namespace tsu::transport::ofi {
@@ -98,16 +99,23 @@ tsu_status_t connect(const NetworkSetup& setup, std::unique_ptr<Transport>& out,
 // tsu-info: every provider offering reliable datagrams here, with what it
 // offers (the capabilities tsunagi looks at).
 void report(std::FILE* f) {
-  fi_info* hints = fi_allocinfo();
+  std::string error;
+  const FabricLibrary* lib = fabric_library(error);
+  if (!lib) {
+    std::fprintf(f, "         (not available: %s)\n", error.c_str());
+    return;
+  }
+  fi_info* hints = lib->allocinfo();
   if (!hints) return;
   hints->ep_attr->type = FI_EP_RDM;
   fi_info* list = nullptr;
-  const int rc = fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &list);
-  fi_freeinfo(hints);
+  const int rc = lib->getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &list);
+  lib->freeinfo(hints);
+  const uint32_t v = lib->version();
   std::fprintf(f, "         libfabric %u.%u providers with reliable datagrams here:\n",
-               FI_MAJOR(fi_version()), FI_MINOR(fi_version()));
+               FI_MAJOR(v), FI_MINOR(v));
   if (rc != 0 || !list) {
-    std::fprintf(f, "           (none: %s)\n", fi_strerror(-rc));
+    std::fprintf(f, "           (none: %s)\n", lib->strerror(-rc));
     return;
   }
   std::set<std::string> seen;
@@ -123,7 +131,7 @@ void report(std::FILE* f) {
     std::fprintf(f, "           %-22s%s, inject %zu B, max message %zu B\n", line.c_str(),
                  caps.c_str(), i->tx_attr->inject_size, i->ep_attr->max_msg_size);
   }
-  fi_freeinfo(list);
+  lib->freeinfo(list);
 }
 
 }  // namespace

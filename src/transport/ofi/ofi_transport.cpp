@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/log.hpp"
+#include "transport/ofi/fabric_library.hpp"
 #include "transport/ofi/ofi_rma.hpp"
 
 namespace tsu::transport::ofi {
@@ -16,7 +17,14 @@ namespace {
 constexpr uint32_t kApiVersion = FI_VERSION(1, 17);
 constexpr int kCqBatch = 32;
 
-std::string fi_text(int rc) { return std::string(fi_strerror(rc < 0 ? -rc : rc)); }
+// libfabric's text for an error (the library is loaded before any call that
+// can fail with one).
+std::string fi_text(int rc) {
+  std::string ignored;
+  const FabricLibrary* lib = fabric_library(ignored);
+  const int e = rc < 0 ? -rc : rc;
+  return lib ? std::string(lib->strerror(e)) : "error " + std::to_string(e);
+}
 
 // A transport-level string copy libfabric frees with fi_freeinfo.
 char* dup(const std::string& s) { return strdup(s.c_str()); }
@@ -43,7 +51,7 @@ OfiTransport::~OfiTransport() {
   if (cq_) fi_close(&cq_->fid);
   if (domain_) fi_close(&domain_->fid);
   if (fabric_) fi_close(&fabric_->fid);
-  if (info_) fi_freeinfo(info_);
+  if (info_) lib_->freeinfo(info_);
 }
 
 const char* OfiTransport::provider_name() const noexcept {
@@ -53,7 +61,9 @@ const char* OfiTransport::provider_name() const noexcept {
 }
 
 tsu_status_t OfiTransport::open(std::string& error) {
-  fi_info* hints = fi_allocinfo();
+  lib_ = fabric_library(error);
+  if (!lib_) return TSU_ERR_UNREACHABLE;
+  fi_info* hints = lib_->allocinfo();
   if (!hints) {
     error = "fi_allocinfo failed";
     return TSU_ERR_NO_MEMORY;
@@ -73,14 +83,14 @@ tsu_status_t OfiTransport::open(std::string& error) {
   int rc = -FI_ENODATA;
   if (cfg_.native_rma) {
     hints->caps = FI_MSG | FI_RMA;
-    rc = fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints, &info_);
+    rc = lib_->getinfo(kApiVersion, nullptr, nullptr, 0, hints, &info_);
     if (rc != 0) info_ = nullptr;
   }
   if (!info_) {
     hints->caps = FI_MSG;
-    rc = fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints, &info_);
+    rc = lib_->getinfo(kApiVersion, nullptr, nullptr, 0, hints, &info_);
   }
-  fi_freeinfo(hints);
+  lib_->freeinfo(hints);
   if (rc != 0 || !info_) {
     error = "no libfabric provider '" + cfg_.provider + "'" +
             (cfg_.iface.empty() ? std::string() : " on interface " + cfg_.iface) +
@@ -115,7 +125,7 @@ tsu_status_t OfiTransport::open(std::string& error) {
     error = std::string(what) + " (" + provider_name() + "): " + fi_text(r);
     return false;
   };
-  if (!step(fi_fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric") ||
+  if (!step(lib_->fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric") ||
       !step(fi_domain(fabric_, info_, &domain_, nullptr), "fi_domain"))
     return TSU_ERR_SYSTEM;
   fi_cq_attr cq_attr{};

@@ -44,6 +44,8 @@
 
 namespace tsu::transport::ofi {
 
+struct FabricLibrary;  // fabric_library.hpp: libfabric, loaded on first use
+
 // What libfabric hands back with a completion (FI_CONTEXT mode: the provider
 // owns the fi_context while the operation is in flight).
 struct OpContext {
@@ -150,6 +152,7 @@ class OfiTransport final : public Transport {
   std::size_t buffer_size_ = 0;
   std::size_t inject_size_ = 0;
 
+  const FabricLibrary* lib_ = nullptr;  // set by open()
   fi_info* info_ = nullptr;
   fid_fabric* fabric_ = nullptr;
   fid_domain* domain_ = nullptr;
