@@ -1,4 +1,5 @@
 #include "transport/message_rma/message_rma.hpp"
+#include "transport/message_rma/message_wire.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -17,8 +18,6 @@ using core::atomic_store_result;
 namespace {
 constexpr uint64_t kMaxGetInFlight = 4u << 20;  // per op: bounds the target's reply queue
 
-uint64_t status_arg(tsu_status_t st) { return static_cast<uint64_t>(static_cast<int64_t>(st)); }
-tsu_status_t arg_status(uint64_t a) { return static_cast<tsu_status_t>(static_cast<int64_t>(a)); }
 uint32_t lo32(uint64_t a) { return static_cast<uint32_t>(a); }
 uint32_t hi32(uint64_t a) { return static_cast<uint32_t>(a >> 32); }
 
@@ -30,14 +29,7 @@ uint64_t range_end(uint64_t offset, uint64_t len) {
 
 MessageHeader header(uint16_t handler, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
                      std::size_t payload_len) {
-  MessageHeader h{};
-  h.handler = handler;
-  h.payload_len = static_cast<uint32_t>(payload_len);
-  h.args[0] = a0;
-  h.args[1] = a1;
-  h.args[2] = a2;
-  h.args[3] = a3;
-  return h;
+  return rma_header(handler, a0, a1, a2, a3, payload_len);
 }
 }  // namespace
 

@@ -19,6 +19,7 @@
 
 #include "core/log.hpp"
 #include "transport/message_rma/message_rma.hpp"
+#include "transport/message_rma/message_wire.hpp"
 
 namespace tsu::transport {
 
@@ -31,18 +32,10 @@ struct Entry {
   uint64_t remote, len, local;
 };
 
-uint64_t status_arg(tsu_status_t st) { return static_cast<uint64_t>(static_cast<int64_t>(st)); }
-tsu_status_t arg_status(uint64_t a) { return static_cast<tsu_status_t>(static_cast<int64_t>(a)); }
 
 MessageHeader vec_header(uint16_t handler, uint64_t a0, uint64_t a1, uint64_t a2,
                          std::size_t payload_len) {
-  MessageHeader h{};
-  h.handler = handler;
-  h.payload_len = static_cast<uint32_t>(payload_len);
-  h.args[0] = a0;
-  h.args[1] = a1;
-  h.args[2] = a2;
-  return h;
+  return rma_header(handler, a0, a1, a2, 0, payload_len);
 }
 
 // Entries of a message, bounds-checked against its length: nullopt-like

@@ -3,13 +3,9 @@
 #include <cstring>
 
 #include "core/log.hpp"
+#include "transport/message_rma/message_wire.hpp"
 
 namespace tsu::transport::ofi {
-
-namespace {
-uint64_t status_arg(tsu_status_t st) { return static_cast<uint64_t>(static_cast<int64_t>(st)); }
-tsu_status_t arg_status(uint64_t a) { return static_cast<tsu_status_t>(static_cast<int64_t>(a)); }
-}  // namespace
 
 OfiRma::OfiRma(RmaHost& host, OfiTransport& transport)
     : host_(host), t_(transport), fallback_(host) {

@@ -498,35 +498,16 @@ void OfiTransport::deregister_memory(tsu_seg_t seg) noexcept {
 
 tsu_status_t OfiTransport::rma_write(uint32_t rank, const void* buf, std::size_t len,
                                      uint64_t raddr, uint64_t key, RmaContext* ctx) noexcept {
-  if (rank >= size_ || peers_[rank] == FI_ADDR_UNSPEC) return TSU_ERR_UNREACHABLE;
-  if (lost_[rank].load(std::memory_order_acquire)) return TSU_ERR_PEER_LOST;
-  ctx->kind = OpContext::kRma;
-  iovec iov{const_cast<void*>(buf), len};
-  fi_rma_iov riov{raddr, len, key};
-  fi_msg_rma msg{};
-  msg.msg_iov = &iov;
-  msg.iov_count = 1;
-  msg.addr = peers_[rank];
-  msg.rma_iov = &riov;
-  msg.rma_iov_count = 1;
-  msg.context = &ctx->ctx;
-  std::lock_guard lock(mu_);
-  const ssize_t rc = fi_writemsg(ep_, &msg, rma_flags_);
-  if (rc == 0) {
-    rma_ops_.fetch_add(1, std::memory_order_relaxed);
-    return TSU_OK;
-  }
-  if (rc == -FI_EAGAIN) {
-    fi_cq_read(cq_, nullptr, 0);
-    return TSU_EAGAIN;
-  }
-  TSU_LOG_WARN("ofi: fi_writemsg to rank %u failed: %s", rank,
-               fi_text(static_cast<int>(rc)).c_str());
-  return status_of(rc);
+  return rma(true, rank, const_cast<void*>(buf), len, raddr, key, ctx);
 }
 
 tsu_status_t OfiTransport::rma_read(uint32_t rank, void* buf, std::size_t len, uint64_t raddr,
                                     uint64_t key, RmaContext* ctx) noexcept {
+  return rma(false, rank, buf, len, raddr, key, ctx);
+}
+
+tsu_status_t OfiTransport::rma(bool write, uint32_t rank, void* buf, std::size_t len,
+                               uint64_t raddr, uint64_t key, RmaContext* ctx) noexcept {
   if (rank >= size_ || peers_[rank] == FI_ADDR_UNSPEC) return TSU_ERR_UNREACHABLE;
   if (lost_[rank].load(std::memory_order_acquire)) return TSU_ERR_PEER_LOST;
   ctx->kind = OpContext::kRma;
@@ -540,16 +521,19 @@ tsu_status_t OfiTransport::rma_read(uint32_t rank, void* buf, std::size_t len, u
   msg.rma_iov_count = 1;
   msg.context = &ctx->ctx;
   std::lock_guard lock(mu_);
-  const ssize_t rc = fi_readmsg(ep_, &msg, FI_COMPLETION);
+  // A write completes once delivered at the target (the put's contract); a
+  // read once its data is here.
+  const ssize_t rc =
+      write ? fi_writemsg(ep_, &msg, rma_flags_) : fi_readmsg(ep_, &msg, FI_COMPLETION);
   if (rc == 0) {
     rma_ops_.fetch_add(1, std::memory_order_relaxed);
     return TSU_OK;
   }
   if (rc == -FI_EAGAIN) {
-    fi_cq_read(cq_, nullptr, 0);
+    fi_cq_read(cq_, nullptr, 0);  // a progress nudge for manual providers
     return TSU_EAGAIN;
   }
-  TSU_LOG_WARN("ofi: fi_readmsg from rank %u failed: %s", rank,
+  TSU_LOG_WARN("ofi: fi_%smsg with rank %u failed: %s", write ? "write" : "read", rank,
                fi_text(static_cast<int>(rc)).c_str());
   return status_of(rc);
 }

@@ -137,6 +137,8 @@ class OfiTransport final : public Transport {
   static constexpr std::size_t kPrefix = sizeof(WirePrefix) + sizeof(core::MessageHeader);
 
   tsu_status_t post_recv(Buffer& b) noexcept;
+  tsu_status_t rma(bool write, uint32_t rank, void* buf, std::size_t len, uint64_t raddr,
+                   uint64_t key, RmaContext* ctx) noexcept;
   // Runs one well-formed message and any held ones it unblocks.
   void deliver(const core::MessageHandlerTable& handlers, const WirePrefix& prefix,
                const std::byte* msg, std::size_t len) noexcept;
