@@ -59,8 +59,20 @@ esac
 
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-timeout -k 10 "$limit" "${cmd[@]}" sh "$here/as_node.sh" "$k" "$@" >"$out" 2>&1
-rc=$?
+# The one-machine slurmd sometimes refuses a step while it still tears down
+# the previous one ("task N launch failed", before any task ran): that is
+# the local cluster, not the program; try such a step again (at most twice).
+for attempt in 1 2 3; do
+  timeout -k 10 "$limit" "${cmd[@]}" sh "$here/as_node.sh" "$k" "$@" >"$out" 2>&1
+  rc=$?
+  if [ "$launcher" = srun ] && [ "$attempt" -lt 3 ] &&
+     grep -q "aborted before step completely launched" "$out"; then
+    echo "run_job.sh: srun could not launch the step (attempt $attempt); again in 1 s"
+    sleep 1
+    continue
+  fi
+  break
+done
 cat "$out"
 if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
   echo "FAIL: the job did not end within ${limit} s"
