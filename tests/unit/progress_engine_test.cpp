@@ -249,7 +249,12 @@ TEST(ProgressEngine, BusyPollerOrExecutorKeepsTheThreadAwake) {
   ASSERT_EQ(f.engine->start(error), TSU_OK) << error;
   std::this_thread::sleep_for(50ms);
   EXPECT_EQ(f.engine->stats().sleeps.load(), 0u) << "slept with poller work pending";
-  f.exec.sleep_ok_.store(false);  // first: never both idle in between
+  // Executor busy first, and the poller idle only after two more full passes:
+  // a pass that read the executor's old "may sleep" has found the poller
+  // still busy by then, so the engine never sees both idle in between.
+  f.exec.sleep_ok_.store(false);
+  const uint64_t polls = f.poller.polls.load();
+  ASSERT_TRUE(eventually([&] { return f.poller.polls.load() >= polls + 2; }));
   f.poller.idle_.store(true);
   std::this_thread::sleep_for(50ms);
   EXPECT_EQ(f.engine->stats().sleeps.load(), 0u) << "slept with executor work pending";
