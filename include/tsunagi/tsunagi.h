@@ -74,7 +74,8 @@ enum {
   TSU_ERR_PEER_LOST = -15,          /**< the target rank is gone                   */
   TSU_ERR_TRUNCATED = -16,          /**< a message was longer than its buffer      */
   TSU_ERR_CANCELED = -17,           /**< the request was canceled                  */
-  TSU_ERR_LIMIT = -18               /**< a fixed limit was reached (e.g. segments) */
+  TSU_ERR_LIMIT = -18,              /**< a fixed limit was reached (e.g. segments) */
+  TSU_ERR_DEPENDENCY = -19          /**< a request this one followed failed         */
 };
 
 /** A fixed, human-readable name for a status code.
@@ -736,6 +737,132 @@ static inline tsu_status_t tsu_try_cas_u64(tsu_gaddr_t t, uint64_t expected, uin
                                            uint64_t *result, tsu_cb_t cb) {
   return tsu_try_atomic(t, TSU_AOP_CAS, TSU_TYPE_UINT64, &desired, &expected, result, cb);
 }
+
+/* ------------------------------------------------------------------------- */
+/* Ordered requests (seed 001: ACP's acp_copy handles)                        */
+/* ------------------------------------------------------------------------- */
+/* A put, get, copy or atomic issued with a *_ordered call gets a handle (a
+ * tsu_req_t: the calling thread's sequence number of ordered requests, from 1)
+ * and may name an earlier handle of the same thread as its predecessor:
+ *   after = a handle    it starts only once that request has completed (its
+ *                       callback returned); several requests naming the same
+ *                       handle run in parallel with each other after it;
+ *   after = TSU_REQ_ALL it starts once every earlier ordered request of the
+ *                       thread has completed;
+ *   after = TSU_REQ_NONE unordered (as tsu_try_*).
+ * A request held behind its predecessor is kept by the issuing process and
+ * started by its progress engine the moment the predecessor completes: the
+ * calling thread does not wait in between, and chains of third-party copies
+ * (A->B, B->C, C->D) need no tsu_req_wait between the links.  If the
+ * predecessor failed (or any earlier request, for TSU_REQ_ALL), the follower
+ * does not run: its callback gets TSU_ERR_DEPENDENCY, and its own followers
+ * fail the same way.  A failure stays visible to followers until a
+ * tsu_req_wait of the thread covering it has reported it.
+ * tsu_req_wait(h) waits for h and every ordered request the thread issued
+ * before it.  Handles belong to the thread that got them; plain tsu_try_*
+ * requests are outside this order (tsu_quiet waits for everything, ordered
+ * requests included, held ones too).  Held requests are checked at the call
+ * like any request; the target checks its side when the request runs. */
+typedef uint64_t tsu_req_t;
+#define TSU_REQ_NONE ((tsu_req_t)0)         /**< no predecessor: unordered      */
+#define TSU_REQ_ALL ((tsu_req_t)UINT64_MAX) /**< after every earlier request    */
+
+/** tsu_try_put that starts only after the request `after` (see "Ordered
+ * requests" above).  On TSU_OK, *req (if req is not NULL) is the new handle.
+ * @retval TSU_OK                accepted (run, or held behind `after`); the callback
+ *                               gets TSU_OK, TSU_ERR_DEPENDENCY (the predecessor
+ *                               failed: nothing was done), or a failure of the put
+ *                               itself (TSU_ERR_BAD_SEGMENT / TSU_ERR_OUT_OF_BOUNDS at
+ *                               the target, TSU_ERR_PEER_LOST, TSU_ERR_SYSTEM).
+ * @retval TSU_EAGAIN            the command ring is full or a fence is pending: retry
+ *                               (no handle was given out).
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_INVALID_ARG   `after` is not TSU_REQ_NONE, TSU_REQ_ALL or a handle
+ *                               this thread was given, or src.reserved is not 0.
+ * @retval TSU_ERR_BAD_RANK      dst.rank >= job size.
+ * @retval TSU_ERR_BAD_SEGMENT   src.seg is not a live segment of the caller.
+ * @retval TSU_ERR_OUT_OF_BOUNDS src.offset + len exceeds the caller's segment.
+ * @retval TSU_ERR_UNREACHABLE   no transport reaches dst.rank.
+ * @retval TSU_ERR_NO_MEMORY     the request could not be recorded. */
+TSU_API tsu_status_t tsu_try_put_ordered(tsu_gaddr_t dst, tsu_laddr_t src, size_t len,
+                                         tsu_req_t after, tsu_cb_t cb, tsu_req_t *req);
+/** tsu_try_get that starts only after the request `after` (see "Ordered
+ * requests" above).  On TSU_OK, *req (if not NULL) is the new handle.
+ * @retval TSU_OK                accepted; the callback gets TSU_OK, TSU_ERR_DEPENDENCY
+ *                               (the predecessor failed: nothing was read), or a
+ *                               failure of the get itself (as tsu_try_get).
+ * @retval TSU_EAGAIN            the command ring is full or a fence is pending: retry.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_INVALID_ARG   `after` is not TSU_REQ_NONE, TSU_REQ_ALL or a handle
+ *                               this thread was given, or dst.reserved is not 0.
+ * @retval TSU_ERR_BAD_RANK      src.rank >= job size.
+ * @retval TSU_ERR_BAD_SEGMENT   dst.seg is not a live segment of the caller.
+ * @retval TSU_ERR_OUT_OF_BOUNDS dst.offset + len exceeds the caller's segment.
+ * @retval TSU_ERR_UNREACHABLE   no transport reaches src.rank.
+ * @retval TSU_ERR_NO_MEMORY     the request could not be recorded. */
+TSU_API tsu_status_t tsu_try_get_ordered(tsu_laddr_t dst, tsu_gaddr_t src, size_t len,
+                                         tsu_req_t after, tsu_cb_t cb, tsu_req_t *req);
+/** tsu_try_copy (third party) that starts only after the request `after` (see
+ * "Ordered requests" above).  On TSU_OK, *req (if not NULL) is the new handle.
+ * @retval TSU_OK                accepted; the callback gets TSU_OK, TSU_ERR_DEPENDENCY
+ *                               (the predecessor failed: nothing was copied), or a
+ *                               failure of the copy itself (as tsu_try_copy).
+ * @retval TSU_EAGAIN            the command ring is full or a fence is pending: retry.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_INVALID_ARG   `after` is not TSU_REQ_NONE, TSU_REQ_ALL or a handle
+ *                               this thread was given.
+ * @retval TSU_ERR_BAD_RANK      dst.rank or src.rank >= job size.
+ * @retval TSU_ERR_OUT_OF_BOUNDS len exceeds any possible segment (2^57 B), or a side on
+ *                               the calling rank exceeds its segment.
+ * @retval TSU_ERR_BAD_SEGMENT   a side on the calling rank names no live segment.
+ * @retval TSU_ERR_UNREACHABLE   no transport reaches one of the ranks.
+ * @retval TSU_ERR_NO_MEMORY     the request could not be recorded. */
+TSU_API tsu_status_t tsu_try_copy_ordered(tsu_gaddr_t dst, tsu_gaddr_t src, size_t len,
+                                          tsu_req_t after, tsu_cb_t cb, tsu_req_t *req);
+/** tsu_try_atomic that starts only after the request `after` (see "Ordered
+ * requests" above).  `operand` and `compare` are read at the call; `result`
+ * must stay valid until the callback.  On TSU_OK, *req (if not NULL) is the
+ * new handle.
+ * @retval TSU_OK                accepted; the callback gets TSU_OK, TSU_ERR_DEPENDENCY
+ *                               (the predecessor failed: the word is unchanged), or a
+ *                               failure of the atomic itself (as tsu_try_atomic).
+ * @retval TSU_EAGAIN            the command ring is full or a fence is pending: retry.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_INVALID_ARG   `after` is not TSU_REQ_NONE, TSU_REQ_ALL or a handle
+ *                               this thread was given, or op is not valid for type.
+ * @retval TSU_ERR_NULL_POINTER  operand, compare or result is NULL where op needs it.
+ * @retval TSU_ERR_BAD_RANK      target.rank >= job size.
+ * @retval TSU_ERR_MISALIGNED    target.offset is not a multiple of the type's size.
+ * @retval TSU_ERR_UNREACHABLE   no transport reaches target.rank.
+ * @retval TSU_ERR_NO_MEMORY     the request could not be recorded. */
+TSU_API tsu_status_t tsu_try_atomic_ordered(tsu_gaddr_t target, tsu_aop_t op, tsu_atype_t type,
+                                            const void *operand, const void *compare,
+                                            void *result, tsu_req_t after, tsu_cb_t cb,
+                                            tsu_req_t *req);
+/** Waits until the ordered request `req` and every ordered request the calling
+ * thread issued before it have completed (their callbacks returned).
+ * TSU_REQ_ALL: every ordered request issued so far; TSU_REQ_NONE: returns at
+ * once.  Drives progress (manual mode) and yields inside user-level threads.
+ * Reports each failure once: the first failure among the covered requests
+ * since an earlier wait reported them, which then no longer fails followers.
+ * @retval TSU_OK                all of them succeeded.
+ * @retval (a request's error)   the first covered request that failed (its own
+ *                               status, or TSU_ERR_DEPENDENCY); tsu_last_error() names
+ *                               its handle.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_INVALID_ARG   req is not a handle this thread was given.
+ * @retval TSU_ERR_UNSUPPORTED   called from a completion callback, a handler or the
+ *                               progress thread (it would block progress). */
+TSU_API tsu_status_t tsu_req_wait(tsu_req_t req);
+/** tsu_req_wait without waiting: one progress pass if the caller may drive
+ * progress, then TSU_EAGAIN if `req` or an earlier ordered request of the
+ * thread has not completed, else what tsu_req_wait would return.
+ * @retval TSU_OK                all of them succeeded.
+ * @retval TSU_EAGAIN            not all of them have completed yet.
+ * @retval (a request's error)   as tsu_req_wait.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_INVALID_ARG   req is not a handle this thread was given. */
+TSU_API tsu_status_t tsu_req_test(tsu_req_t req);
 
 /* ------------------------------------------------------------------------- */
 /* Waiting inside user-level threads                                           */

@@ -275,6 +275,60 @@ status atomic_nbi(gaddr target, tsu_aop_t op, T operand = T{}, T compare = T{},
   });
 }
 
+// ---- Ordered requests (seed 001): start after an earlier request ----------
+// `after` is a handle of this thread, req_all or req_none; *out (if given)
+// receives the new handle.  try_* take a lambda on_done(tsu_status_t) and
+// never block; the plain forms carry no callback and retry TSU_EAGAIN.
+using req = tsu_req_t;
+inline constexpr req req_none = TSU_REQ_NONE;
+inline constexpr req req_all = TSU_REQ_ALL;
+template <typename F>
+status try_put_ordered(gaddr dst, laddr src, std::size_t len, req after, F&& on_done,
+                       req* out = nullptr) {
+  return detail::issue_with(
+      [&](tsu_cb_t cb) { return tsu_try_put_ordered(dst, src, len, after, cb, out); },
+      std::forward<F>(on_done));
+}
+template <typename F>
+status try_get_ordered(laddr dst, gaddr src, std::size_t len, req after, F&& on_done,
+                       req* out = nullptr) {
+  return detail::issue_with(
+      [&](tsu_cb_t cb) { return tsu_try_get_ordered(dst, src, len, after, cb, out); },
+      std::forward<F>(on_done));
+}
+template <typename F>
+status try_copy_ordered(gaddr dst, gaddr src, std::size_t len, req after, F&& on_done,
+                        req* out = nullptr) {
+  return detail::issue_with(
+      [&](tsu_cb_t cb) { return tsu_try_copy_ordered(dst, src, len, after, cb, out); },
+      std::forward<F>(on_done));
+}
+inline status put_ordered(gaddr dst, laddr src, std::size_t len, req after, req* out = nullptr) {
+  return detail::retry_eagain(
+      [&] { return tsu_try_put_ordered(dst, src, len, after, tsu_cb_none(), out); });
+}
+inline status get_ordered(laddr dst, gaddr src, std::size_t len, req after, req* out = nullptr) {
+  return detail::retry_eagain(
+      [&] { return tsu_try_get_ordered(dst, src, len, after, tsu_cb_none(), out); });
+}
+inline status copy_ordered(gaddr dst, gaddr src, std::size_t len, req after, req* out = nullptr) {
+  return detail::retry_eagain(
+      [&] { return tsu_try_copy_ordered(dst, src, len, after, tsu_cb_none(), out); });
+}
+// An ordered atomic without a callback; *result (fetching ops) is valid once
+// req_wait covers it.
+template <typename T>
+status atomic_ordered(gaddr target, tsu_aop_t op, T operand, req after, req* out = nullptr,
+                      T* result = nullptr, T compare = T{}) {
+  return detail::retry_eagain([&] {
+    return tsu_try_atomic_ordered(target, op, detail::atype<T>(), &operand, &compare, result,
+                                  after, tsu_cb_none(), out);
+  });
+}
+// Waits for r and every ordered request this thread issued before it.
+inline status req_wait(req r = req_all) { return tsu_req_wait(r); }
+inline status req_test(req r = req_all) { return tsu_req_test(r); }
+
 // ---- Active messages: lambdas as handlers ----------------------------------
 // What a handler receives.  reply() sends the one allowed reply (requests only).
 struct am_message {

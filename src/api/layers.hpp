@@ -12,17 +12,21 @@
 #include "am/am_layer.hpp"
 #include "coll/coll_layer.hpp"
 #include "msg/msg_layer.hpp"
+#include "api/ordered_requests.hpp"
 #include "runtime/runtime.hpp"
 
 namespace tsu::api {
 
 struct Layers final : core::Extension {
-  explicit Layers(core::Runtime& rt) : am(rt), msg(rt, am), coll(rt, am) {
+  explicit Layers(core::Runtime& rt) : am(rt), msg(rt, am), coll(rt, am), ordered(rt) {
     lost_.reserve(rt.size());  // a rank is declared lost at most once
   }
-  std::size_t poll() noexcept override { return fail_lost_peers() + am.poll() + msg.poll() + coll.poll(); }
+  std::size_t poll() noexcept override {
+    return fail_lost_peers() + am.poll() + msg.poll() + coll.poll() + ordered.poll();
+  }
   bool idle() const noexcept override {
-    return am.idle() && msg.idle() && coll.idle() && !lost_pending_.load(std::memory_order_acquire);
+    return am.idle() && msg.idle() && coll.idle() && ordered.idle() &&
+           !lost_pending_.load(std::memory_order_acquire);
   }
   // Also waits for off-node long AMs still waiting for their target's answer.
   bool quiescent() const noexcept override { return idle() && am.no_long_in_flight(); }
@@ -35,6 +39,7 @@ struct Layers final : core::Extension {
   am::AmLayer am;
   msg::MsgLayer msg;
   coll::CollLayer coll;
+  OrderedRequests ordered;  // held ordered requests' starts (seed 001)
 
  private:
   // Fails every request waiting on a rank the transport declared lost (in

@@ -1,5 +1,6 @@
 // tsu_try_put / get / copy, tsu_fence, tsu_quiet.
 #include "api/api_common.hpp"
+#include "api/request_checks.hpp"
 #include "core/wait_hook.hpp"
 #include "util/backoff.hpp"
 
@@ -8,20 +9,13 @@ using namespace tsu::api;
 
 namespace {
 
-// No segment can be larger than a process's address space (57-bit virtual
-// addresses with 5-level paging): a longer transfer is refused at the call.
-constexpr uint64_t kMaxSegmentBytes = uint64_t{1} << 57;
-
 // Common path once the local side is validated: bypass or engine.
 template <bool kImplicit = false>
 tsu_status_t issue_copy(Runtime& rt, ThreadContext& tc, const char* fn, const tsu_gaddr_t& dst,
                         const tsu_gaddr_t& src, std::size_t len, const tsu_cb_t& cb,
                         Counter op, Counter bytes) noexcept {
   const bool dst_mem = memory_route(rt, dst.rank), src_mem = memory_route(rt, src.rank);
-  if (!rt.route(dst.rank) || !rt.route(src.rank))
-    return rejected(tc, core::fail(TSU_ERR_UNREACHABLE,
-                                   "%s: no transport reaches rank %u from rank %u", fn,
-                                   rt.route(dst.rank) ? src.rank : dst.rank, rt.rank()));
+  if (const tsu_status_t st = check_routes(rt, tc, fn, dst, src); st != TSU_OK) return st;
   if (!fence_allows(rt, tc)) {
     tc.stats.add(Counter::kEagain);
     return TSU_EAGAIN;
@@ -40,26 +34,6 @@ tsu_status_t issue_copy(Runtime& rt, ThreadContext& tc, const char* fn, const ts
   cmd.issuer = &tc;
   cmd.kind = core::CommandKind::kCopy;
   return submit(rt, tc, cmd);
-}
-
-// Local addresses are the caller's own memory: checked before anything starts.
-tsu_status_t check_local(Runtime& rt, ThreadContext& tc, const char* fn, const char* what,
-                         const tsu_laddr_t& l, std::size_t len, std::byte*& p) noexcept {
-  if (l.reserved)
-    return rejected(tc, core::fail(TSU_ERR_INVALID_ARG, "%s: %s.reserved must be 0", fn, what));
-  const tsu_status_t st = rt.segments().translate(l.seg, l.offset, len, p);
-  if (st != TSU_OK)
-    return rejected(tc, core::fail(st, "%s: %s (segment %u, offset %llu, length %zu): %s", fn,
-                                   what, l.seg, static_cast<unsigned long long>(l.offset), len,
-                                   tsu_strerror(st)));
-  return TSU_OK;
-}
-
-tsu_status_t check_rank(Runtime& rt, ThreadContext& tc, const char* fn, const char* what,
-                        uint32_t rank) noexcept {
-  if (rank < rt.size()) [[likely]] return TSU_OK;
-  return rejected(tc, core::fail(TSU_ERR_BAD_RANK, "%s: %s rank %u >= job size %u", fn, what,
-                                 rank, rt.size()));
 }
 
 template <bool kImplicit>
@@ -102,23 +76,8 @@ template <bool kImplicit>
 tsu_status_t copy_impl(Runtime* rt, tsu_gaddr_t dst, tsu_gaddr_t src, size_t len, tsu_cb_t cb) {
   ThreadContext& tc = *rt->threads().current();
   if constexpr (kImplicit) cb = implicit_cb(tc);
-  tsu_status_t st = check_rank(*rt, tc, "tsu_try_copy", "destination", dst.rank);
-  if (st == TSU_OK) st = check_rank(*rt, tc, "tsu_try_copy", "source", src.rank);
-  // A side in the caller's own memory is checked at the call, as put and get
-  // check theirs; a length no segment can have is refused whoever holds the
-  // sides.  Other sides are checked whole where the copy is applied.
-  std::byte* unused = nullptr;
-  if (st == TSU_OK && len > kMaxSegmentBytes)
-    return rejected(tc, core::fail(TSU_ERR_OUT_OF_BOUNDS,
-                                   "tsu_try_copy: length %zu exceeds the largest possible "
-                                   "segment (%llu B)",
-                                   len, static_cast<unsigned long long>(kMaxSegmentBytes)));
-  if (st == TSU_OK && src.rank == rt->rank())
-    st = check_local(*rt, tc, "tsu_try_copy", "source", tsu_laddr(src.seg, src.offset), len, unused);
-  if (st == TSU_OK && dst.rank == rt->rank())
-    st = check_local(*rt, tc, "tsu_try_copy", "destination", tsu_laddr(dst.seg, dst.offset), len,
-                     unused);
-  if (st != TSU_OK) return st;
+  if (const tsu_status_t st = check_copy(*rt, tc, "tsu_try_copy", dst, src, len); st != TSU_OK)
+    return st;
   return issue_copy<kImplicit>(*rt, tc, "tsu_try_copy", dst, src, len, cb, Counter::kCopy,
                                Counter::kBytesCopy);
 }

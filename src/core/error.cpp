@@ -51,6 +51,7 @@ const char* tsu_strerror(tsu_status_t status) {
     case TSU_ERR_TRUNCATED: return "message truncated";
     case TSU_ERR_CANCELED: return "request canceled";
     case TSU_ERR_LIMIT: return "fixed limit reached";
+    case TSU_ERR_DEPENDENCY: return "a request it followed failed";
     default: return "unknown status";
   }
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/command_ring.hpp"
+#include "core/order_book.hpp"
 #include "core/stats.hpp"
 
 namespace tsu::core {
@@ -26,6 +27,9 @@ struct alignas(kCacheLine) ThreadContext {
   // since its last tsu_quiet, which reads and clears it.  Written by whoever
   // completes them (compare-exchange from TSU_OK: the first error stays).
   std::atomic<int32_t> implicit_error{0};
+  // This thread's ordered requests (tsu_try_*_ordered), made by the thread on
+  // its first one; completers reach the book through the request itself.
+  std::unique_ptr<OrderBook> orders;
 
   uint64_t outstanding() const noexcept {
     return issued.load(std::memory_order_relaxed) - completed.load(std::memory_order_acquire);

@@ -1,0 +1,258 @@
+// tsu_try_{put,get,copy,atomic}_ordered, tsu_req_wait, tsu_req_test: seed
+// 001's ordered requests (docs/requests.md).  The requests are checked at
+// the call exactly as their plain forms (request_checks.hpp), recorded in the
+// thread's OrderBook, and run now, held, or failed at once with
+// TSU_ERR_DEPENDENCY; ordered_requests.cpp starts the held ones later.
+#include "api/layers.hpp"
+#include "api/ordered_requests.hpp"
+#include "api/request_checks.hpp"
+#include "core/wait_hook.hpp"
+#include "util/backoff.hpp"
+
+using namespace tsu;
+using namespace tsu::api;
+
+namespace {
+
+OrderedRequests& ordered(Runtime& rt) noexcept { return layers(rt).ordered; }
+
+// Records a checked request and runs, holds or fails it.  `fn` names the
+// entry point in messages.
+tsu_status_t issue_ordered(Runtime& rt, ThreadContext& tc, const char* fn, core::Command cmd,
+                           tsu_req_t after, tsu_req_t* req_out) noexcept {
+  OrderedRequests& o = ordered(rt);
+  core::OrderBook* book = o.book_of(tc);
+  if (!book) [[unlikely]]
+    return rejected(tc, core::fail(TSU_ERR_NO_MEMORY, "%s: cannot allocate the thread's "
+                                                      "ordered-request book", fn));
+  if (!fence_allows(rt, tc)) {
+    tc.stats.add(Counter::kEagain);
+    return TSU_EAGAIN;
+  }
+  cmd.issuer = &tc;
+  // Counted as issued before the book can release it (a predecessor may
+  // complete on another thread the moment add() returns); taken back below
+  // unless it is held.
+  const uint64_t issued = tc.issued.load(std::memory_order_relaxed);
+  tc.issued.store(issued + 1, std::memory_order_relaxed);
+  core::OrderedRequest* req = nullptr;
+  core::OrderBook::Decision decision{};
+  const tsu_status_t st = book->add(cmd, after, req, decision);
+  if (decision != core::OrderBook::Decision::kHold || st != TSU_OK)
+    tc.issued.store(issued, std::memory_order_relaxed);
+  if (st == TSU_ERR_INVALID_ARG)
+    return rejected(tc, core::fail(st, "%s: after = %llu is not TSU_REQ_NONE, TSU_REQ_ALL or "
+                                       "a handle this thread was given (the last is %llu)",
+                                   fn, static_cast<unsigned long long>(after),
+                                   static_cast<unsigned long long>(book->last_id())));
+  if (st != TSU_OK)
+    return rejected(tc, core::fail(st, "%s: cannot record the request: %s", fn, tsu_strerror(st)));
+  const tsu_req_t id = req->id;
+  switch (decision) {
+    case core::OrderBook::Decision::kHold:
+      tc.stats.add(Counter::kQueued);
+      break;
+    case core::OrderBook::Decision::kFail:
+      // What it follows failed before this call: it completes at once.
+      tc.stats.add(Counter::kFailedAtTarget);
+      core::run_callback(cmd.cb, TSU_ERR_DEPENDENCY);
+      o.finish(req, TSU_ERR_DEPENDENCY);
+      break;
+    case core::OrderBook::Decision::kRun: {
+      core::Command run = cmd;
+      run.cb = OrderedRequests::done_cb(req);
+      if (o.runs_inline(run)) {
+        tc.stats.add(Counter::kBypassed);
+        const tsu_status_t done = rt.execute(run, UINT32_MAX);
+        if (done != TSU_OK) tc.stats.add(Counter::kFailedAtTarget);
+        core::run_callback(run.cb, done);
+      } else if (const tsu_status_t sub = submit(rt, tc, run); sub != TSU_OK) {
+        book->withdraw(req);  // ring full: nothing issued, no handle given out
+        return sub;
+      }
+      break;
+    }
+  }
+  if (req_out) *req_out = id;
+  return TSU_OK;
+}
+
+tsu_status_t put_ordered(Runtime& rt, tsu_gaddr_t dst, tsu_laddr_t src, size_t len,
+                         tsu_req_t after, tsu_cb_t cb, tsu_req_t* req) noexcept {
+  constexpr const char* fn = "tsu_try_put_ordered";
+  ThreadContext& tc = *rt.threads().current();
+  std::byte* local = nullptr;
+  const tsu_gaddr_t src_g = tsu_gaddr(rt.rank(), src.seg, src.offset);
+  tsu_status_t st = check_rank(rt, tc, fn, "destination", dst.rank);
+  if (st == TSU_OK) st = check_local(rt, tc, fn, "source", src, len, local);
+  if (st == TSU_OK) st = check_routes(rt, tc, fn, dst, src_g);
+  if (st != TSU_OK) return st;
+  core::Command cmd{};
+  cmd.dst = dst;
+  cmd.src = src_g;
+  cmd.len = len;
+  cmd.cb = cb;
+  cmd.kind = core::CommandKind::kCopy;
+  st = issue_ordered(rt, tc, fn, cmd, after, req);
+  if (st == TSU_OK) {
+    tc.stats.add(Counter::kPut);
+    tc.stats.add(Counter::kBytesPut, len);
+  }
+  return st;
+}
+
+tsu_status_t get_ordered(Runtime& rt, tsu_laddr_t dst, tsu_gaddr_t src, size_t len,
+                         tsu_req_t after, tsu_cb_t cb, tsu_req_t* req) noexcept {
+  constexpr const char* fn = "tsu_try_get_ordered";
+  ThreadContext& tc = *rt.threads().current();
+  std::byte* local = nullptr;
+  const tsu_gaddr_t dst_g = tsu_gaddr(rt.rank(), dst.seg, dst.offset);
+  tsu_status_t st = check_rank(rt, tc, fn, "source", src.rank);
+  if (st == TSU_OK) st = check_local(rt, tc, fn, "destination", dst, len, local);
+  if (st == TSU_OK) st = check_routes(rt, tc, fn, dst_g, src);
+  if (st != TSU_OK) return st;
+  core::Command cmd{};
+  cmd.dst = dst_g;
+  cmd.src = src;
+  cmd.len = len;
+  cmd.cb = cb;
+  cmd.kind = core::CommandKind::kCopy;
+  st = issue_ordered(rt, tc, fn, cmd, after, req);
+  if (st == TSU_OK) {
+    tc.stats.add(Counter::kGet);
+    tc.stats.add(Counter::kBytesGet, len);
+  }
+  return st;
+}
+
+}  // namespace
+
+extern "C" {
+
+tsu_status_t tsu_try_put_ordered(tsu_gaddr_t dst, tsu_laddr_t src, size_t len, tsu_req_t after,
+                                 tsu_cb_t cb, tsu_req_t* req) {
+  Runtime* rt = runtime();
+  if (!rt) [[unlikely]] return not_initialized("tsu_try_put_ordered");
+  return put_ordered(*rt, dst, src, len, after, cb, req);
+}
+
+tsu_status_t tsu_try_get_ordered(tsu_laddr_t dst, tsu_gaddr_t src, size_t len, tsu_req_t after,
+                                 tsu_cb_t cb, tsu_req_t* req) {
+  Runtime* rt = runtime();
+  if (!rt) [[unlikely]] return not_initialized("tsu_try_get_ordered");
+  return get_ordered(*rt, dst, src, len, after, cb, req);
+}
+
+tsu_status_t tsu_try_copy_ordered(tsu_gaddr_t dst, tsu_gaddr_t src, size_t len, tsu_req_t after,
+                                  tsu_cb_t cb, tsu_req_t* req) {
+  constexpr const char* fn = "tsu_try_copy_ordered";
+  Runtime* rt = runtime();
+  if (!rt) [[unlikely]] return not_initialized(fn);
+  ThreadContext& tc = *rt->threads().current();
+  tsu_status_t st = check_copy(*rt, tc, fn, dst, src, len);
+  if (st == TSU_OK) st = check_routes(*rt, tc, fn, dst, src);
+  if (st != TSU_OK) return st;
+  core::Command cmd{};
+  cmd.dst = dst;
+  cmd.src = src;
+  cmd.len = len;
+  cmd.cb = cb;
+  cmd.kind = core::CommandKind::kCopy;
+  st = issue_ordered(*rt, tc, fn, cmd, after, req);
+  if (st == TSU_OK) {
+    tc.stats.add(Counter::kCopy);
+    tc.stats.add(Counter::kBytesCopy, len);
+  }
+  return st;
+}
+
+tsu_status_t tsu_try_atomic_ordered(tsu_gaddr_t target, tsu_aop_t op, tsu_atype_t type,
+                                    const void* operand, const void* compare, void* result,
+                                    tsu_req_t after, tsu_cb_t cb, tsu_req_t* req) {
+  constexpr const char* fn = "tsu_try_atomic_ordered";
+  Runtime* rt = runtime();
+  if (!rt) [[unlikely]] return not_initialized(fn);
+  ThreadContext& tc = *rt->threads().current();
+  tsu_status_t st = check_atomic(*rt, tc, fn, target, op, type, operand, compare, result);
+  if (st != TSU_OK) return st;
+  core::Command cmd{};
+  cmd.dst = target;
+  cmd.operand = operand ? core::atomic_load_operand(operand, type) : 0;
+  cmd.compare = compare ? core::atomic_load_operand(compare, type) : 0;
+  cmd.result = result;
+  cmd.cb = cb;
+  cmd.kind = core::CommandKind::kAtomic;
+  cmd.aop = static_cast<uint8_t>(op);
+  cmd.atype = static_cast<uint8_t>(type);
+  st = issue_ordered(*rt, tc, fn, cmd, after, req);
+  if (st == TSU_OK) tc.stats.add(Counter::kAtomic);
+  return st;
+}
+
+namespace {
+
+// The id a wait covers up to, or an error (message set).
+tsu_status_t wait_target(const char* fn, core::OrderBook* book, tsu_req_t req,
+                         uint64_t& upto) noexcept {
+  const uint64_t last = book ? book->last_id() : 0;
+  if (req == TSU_REQ_ALL) {
+    upto = last;
+    return TSU_OK;
+  }
+  if (req > last)
+    return core::fail(TSU_ERR_INVALID_ARG,
+                      "%s: %llu is not a handle this thread was given (the last is %llu)", fn,
+                      static_cast<unsigned long long>(req), static_cast<unsigned long long>(last));
+  upto = req;
+  return TSU_OK;
+}
+
+// Everything up to `upto` has completed: its first failure, reported once.
+tsu_status_t report(const char* fn, core::OrderBook* book, uint64_t upto) noexcept {
+  uint64_t failed_id = 0;
+  tsu_status_t failed = TSU_OK;
+  if (!book || !book->take_failure(upto, failed_id, failed)) return TSU_OK;
+  return core::fail(failed, "%s: ordered request %llu failed: %s", fn,
+                    static_cast<unsigned long long>(failed_id), tsu_strerror(failed));
+}
+
+}  // namespace
+
+tsu_status_t tsu_req_wait(tsu_req_t req) {
+  constexpr const char* fn = "tsu_req_wait";
+  Runtime* rt = runtime();
+  if (!rt) return not_initialized(fn);
+  ThreadContext& tc = *rt->threads().current();
+  core::OrderBook* book = tc.orders.get();
+  uint64_t upto = 0;
+  if (const tsu_status_t st = wait_target(fn, book, req, upto); st != TSU_OK) return st;
+  if (!book || upto == 0) return TSU_OK;
+  if (book->done_below() <= upto && core::in_progress_context())
+    return core::fail(TSU_ERR_UNSUPPORTED,
+                      "%s: cannot block inside a completion callback or the progress thread", fn);
+  util::Backoff backoff;
+  while (book->done_below() <= upto) {
+    if (rt->engine().progress()) {
+      backoff.reset();
+    } else if (!core::wait_hook_yield()) {
+      backoff.pause();
+    }
+  }
+  return report(fn, book, upto);
+}
+
+tsu_status_t tsu_req_test(tsu_req_t req) {
+  constexpr const char* fn = "tsu_req_test";
+  Runtime* rt = runtime();
+  if (!rt) return not_initialized(fn);
+  ThreadContext& tc = *rt->threads().current();
+  core::OrderBook* book = tc.orders.get();
+  uint64_t upto = 0;
+  if (const tsu_status_t st = wait_target(fn, book, req, upto); st != TSU_OK) return st;
+  if (!book || upto == 0) return TSU_OK;
+  if (book->done_below() <= upto && !core::in_progress_context()) rt->engine().progress();
+  if (book->done_below() <= upto) return TSU_EAGAIN;
+  return report(fn, book, upto);
+}
+
+}  // extern "C"
