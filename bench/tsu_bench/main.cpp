@@ -122,6 +122,20 @@ int main(int argc, char** argv) {
   copy_cmd->add_option("--threads", copy_threads, "Thread counts")->capture_default_str();
   copy_cmd->add_option("--sizes", copy_sizes, std::string("Sizes (default ") + kCopySizes + ")");
 
+  ChainOptions chain;
+  std::string chain_sizes = "8,4K,64K";
+  CLI::App* chain_cmd = app.add_subcommand(
+      "chain", "Ordered requests (seed 001): a chain of third-party copies issued at once with "
+               "tsu_try_copy_ordered vs the issuer waiting per link (tsurun -n 3)");
+  const CommonFlags chain_flags = add_common(*chain_cmd, chain.common);
+  chain_cmd->add_option("--links", chain.links, "Copies per chain")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  chain_cmd->add_option("--chains", chain.iters, "Chains measured per size")
+      ->check(CLI::Range(10, 10000000))
+      ->capture_default_str();
+  chain_cmd->add_option("--sizes", chain_sizes, "Block sizes")->capture_default_str();
+
   AtomicOptions atomic;
   std::string atomic_ops = "fadd,cas", atomic_interference = "none,put,get,atomic",
               atomic_targets = "own,peer", atomic_threads = "1";
@@ -236,6 +250,12 @@ int main(int argc, char** argv) {
       parse_list(copy_threads, "--threads", copy.threads, parse_int_list);
       parse_list(copy_sizes, "--sizes", copy.sizes, parse_size_list);
       return run_copy(copy);
+    }
+    if (*chain_cmd) {
+      apply_quick(chain_flags, chain.common);
+      if (chain.common.quick) chain.iters = std::min(chain.iters, 100);
+      parse_list(chain_sizes, "--sizes", chain.sizes, parse_size_list);
+      return run_chain(chain);
     }
     if (*atomic_cmd) {
       apply_quick(atomic_flags, atomic.common);

@@ -41,6 +41,14 @@ struct CopyOptions {
   std::vector<std::size_t> sizes;  // default set in main (4 B .. 4 MiB)
 };
 
+// chain (chain.cpp): ordered third-party copies vs the issuer waiting per link.
+struct ChainOptions {
+  CommonOptions common;
+  int links = 4;
+  int iters = 2000;
+  std::vector<std::size_t> sizes{8, 4096, 65536};
+};
+
 struct AtomicOptions {
   CommonOptions common;
   std::vector<std::string> ops{"fadd", "cas"};
@@ -80,6 +88,7 @@ int run_bw(const BwOptions& opts);
 int run_limits(const LimitsOptions& opts);
 int run_summary(const SummaryOptions& opts);
 int run_copy(const CopyOptions& opts);
+int run_chain(const ChainOptions& opts);
 int run_atomic(const AtomicOptions& opts);
 int run_pingpong(const MsgOptions& opts);
 int run_stream(const MsgOptions& opts);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <set>
 #include <string>
 
@@ -20,6 +21,39 @@ uint32_t node_of(uint32_t r) {
   uint32_t node = UINT32_MAX;
   EXPECT_EQ(tsu_node_of(r, &node), TSU_OK);
   return node;
+}
+
+// Runs first (before any other test makes ranks 1 and 2 talk): ranks 1 and 2
+// sit in tsu_barrier while rank 0 asks for a third-party copy from rank 1 to
+// rank 2.  Rank 1's progress thread then contacts rank 2 for the first time
+// and looks its address up in the bootstrap service, whose connection rank
+// 1's barrier is using: the lookup must not wait for the barrier (which waits
+// for rank 0, which waits for the copy).
+TEST(Nodes, FirstContactWhileTheRankWaitsInTheBarrier) {
+  const uint32_t me = mp::rank(), n = mp::size();
+  if (n < 3 || node_of(1) == node_of(2) || node_of(0) == node_of(1)) {
+    barrier();
+    GTEST_SKIP() << "needs ranks 0, 1 and 2 on three nodes";
+  }
+  if (me == 0) {
+    uint8_t* base = mp::main_base();
+    // High in the segment: the tests below use the first 20 KiB.
+    constexpr uint64_t kSrc = 512 * 1024, kAt1 = 576 * 1024, kAt2 = 640 * 1024;
+    mp::fill_pattern(base + kSrc, 4096, 0, 0, 31);
+    ASSERT_EQ(mp::put_sync(tsu_gaddr(1, TSU_SEG_MAIN, kAt1), tsu_laddr(TSU_SEG_MAIN, kSrc), 4096),
+              TSU_OK);
+    EXPECT_EQ(mp::outcome([&](tsu_cb_t cb) {
+                return tsu_try_copy(tsu_gaddr(2, TSU_SEG_MAIN, kAt2),
+                                    tsu_gaddr(1, TSU_SEG_MAIN, kAt1), 4096, cb);
+              }),
+              TSU_OK)
+        << tsu_last_error();
+    std::memset(base + kSrc, 0, 4096);
+    ASSERT_EQ(mp::get_sync(tsu_laddr(TSU_SEG_MAIN, kSrc), tsu_gaddr(2, TSU_SEG_MAIN, kAt2), 4096),
+              TSU_OK);
+    EXPECT_EQ(mp::check_pattern(base + kSrc, 4096, 0, 0, 31), SIZE_MAX);
+  }
+  barrier();
 }
 
 TEST(Nodes, Layout) {

@@ -6,6 +6,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -271,8 +272,10 @@ tsu_status_t LocalBootstrap::call(wire::MsgType type, std::span<const std::byte>
   ++traffic_.requests;
   traffic_.bytes_out += frame.size();
   if (!send_all(frame)) return TSU_ERR_BOOTSTRAP;
-  if (!recv_frame(reply)) return TSU_ERR_BOOTSTRAP;
-  traffic_.bytes_in += wire::kHeaderSize + reply.payload.size();
+  do {
+    if (!recv_frame(reply)) return TSU_ERR_BOOTSTRAP;
+    traffic_.bytes_in += wire::kHeaderSize + reply.payload.size();
+  } while (keep_barrier_done(reply));
   if (reply.type == wire::MsgType::kError) {
     refused_ = true;
     return fail("bootstrap service refused " + std::string(type_name(type)) + ": " +
@@ -314,18 +317,72 @@ tsu_status_t LocalBootstrap::get(std::string_view key, std::vector<std::byte>& v
   return st;
 }
 
+bool LocalBootstrap::keep_barrier_done(const wire::Frame& f) {
+  if (!barrier_waiting_ || f.type != wire::MsgType::kBarrierDone) return false;
+  wire::Reader r(f.payload);
+  barrier_done_epoch_ = r.u64();
+  if (!r.ok() || !r.at_end()) barrier_done_epoch_ = ~uint64_t{0};  // reported by barrier()
+  barrier_done_ = true;
+  barrier_waiting_ = false;
+  return true;
+}
+
 tsu_status_t LocalBootstrap::barrier() {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
+  if (broken_) {
+    if (last_error_.empty()) last_error_ = "bootstrap connection is closed";
+    return TSU_ERR_BOOTSTRAP;
+  }
   wire::Writer w;
   w.u64(barrier_epoch_);
-  wire::Frame reply;
-  tsu_status_t st = call(wire::MsgType::kBarrier, w.data(), wire::MsgType::kBarrierDone, reply);
-  if (st != TSU_OK) return st;
-  wire::Reader r(reply.payload);
-  const uint64_t epoch = r.u64();
-  if (!r.ok() || !r.at_end() || epoch != barrier_epoch_) {
-    return fail("bootstrap barrier: launcher released epoch " + std::to_string(epoch) +
-                ", expected " + std::to_string(barrier_epoch_));
+  const auto frame = wire::make_frame(wire::MsgType::kBarrier, w.data());
+  ++traffic_.requests;
+  traffic_.bytes_out += frame.size();
+  if (!send_all(frame)) return TSU_ERR_BOOTSTRAP;
+  barrier_waiting_ = true;
+  barrier_done_ = false;
+  // Wait for BarrierDone, holding the lock only to read what has arrived:
+  // other threads' requests may go out and be answered meanwhile (the
+  // service serves a connection that waits in a barrier).
+  while (!barrier_done_) {
+    if (broken_) {
+      barrier_waiting_ = false;
+      return TSU_ERR_BOOTSTRAP;
+    }
+    wire::Frame f;
+    std::string err;
+    const auto got = decoder_.next(f, err);
+    if (got == wire::FrameDecoder::Result::kBad)
+      return fail("bootstrap protocol error from launcher: " + err);
+    if (got == wire::FrameDecoder::Result::kFrame) {
+      traffic_.bytes_in += wire::kHeaderSize + f.payload.size();
+      if (keep_barrier_done(f)) break;
+      if (f.type == wire::MsgType::kError) {
+        refused_ = true;
+        return fail("bootstrap service refused Barrier: " +
+                    std::string(wire::as_string(f.payload)));
+      }
+      return fail("bootstrap protocol error: expected BarrierDone, got " +
+                  std::string(type_name(f.type)));
+    }
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0) {
+      // Readable (nobody else reads while we hold the lock): one chunk.
+      std::byte buf[4096];
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n == 0) return fail("bootstrap connection closed by the launcher (tsurun exited?)");
+      if (n < 0 && errno != EINTR) return fail(errno_text("bootstrap recv", errno));
+      if (n > 0) decoder_.feed(std::span<const std::byte>(buf, static_cast<size_t>(n)));
+      continue;
+    }
+    lock.unlock();
+    ::poll(&p, 1, 10);  // woken by data; at most 10 ms before another look
+    lock.lock();
+  }
+  if (barrier_done_epoch_ != barrier_epoch_) {
+    return fail("bootstrap barrier: launcher released epoch " +
+                std::to_string(barrier_done_epoch_) + ", expected " +
+                std::to_string(barrier_epoch_));
   }
   ++barrier_epoch_;
   return TSU_OK;

@@ -79,6 +79,15 @@ class LocalBootstrap final : public Bootstrap {
   bool refused_ = false;  // the service answered Error
   std::string last_error_;
   wire::FrameDecoder decoder_;
+  // A barrier waits for its BarrierDone without holding mu_, so another
+  // thread (the progress thread looking up a peer's address on first
+  // contact) can use the connection meanwhile: a BarrierDone that such a
+  // call reads before its own reply is left here for the barrier.
+  bool barrier_waiting_ = false;  // mu_
+  bool barrier_done_ = false;     // mu_
+  uint64_t barrier_done_epoch_ = 0;
+  // Takes a BarrierDone the barrier waits for (true), else leaves `f`.
+  bool keep_barrier_done(const wire::Frame& f);
 };
 
 class SingletonBootstrap final : public Bootstrap {
