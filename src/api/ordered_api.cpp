@@ -37,7 +37,8 @@ tsu_status_t issue_ordered(Runtime& rt, ThreadContext& tc, const char* fn, core:
   tc.issued.store(issued + 1, std::memory_order_relaxed);
   core::OrderedRequest* req = nullptr;
   core::OrderBook::Decision decision{};
-  const tsu_status_t st = book->add(cmd, after, req, decision);
+  uint64_t id = 0;
+  const tsu_status_t st = book->add(cmd, after, req, id, decision);
   if (decision != core::OrderBook::Decision::kHold || st != TSU_OK)
     tc.issued.store(issued, std::memory_order_relaxed);
   if (st == TSU_ERR_INVALID_ARG)
@@ -47,9 +48,10 @@ tsu_status_t issue_ordered(Runtime& rt, ThreadContext& tc, const char* fn, core:
                                    static_cast<unsigned long long>(book->last_id())));
   if (st != TSU_OK)
     return rejected(tc, core::fail(st, "%s: cannot record the request: %s", fn, tsu_strerror(st)));
-  const tsu_req_t id = req->id;
   switch (decision) {
     case core::OrderBook::Decision::kHold:
+      // Not `req` from here on: its predecessor may complete on another
+      // thread, which then runs and finishes (and frees) it.
       tc.stats.add(Counter::kQueued);
       break;
     case core::OrderBook::Decision::kFail:

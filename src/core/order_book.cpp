@@ -3,11 +3,12 @@
 namespace tsu::core {
 
 tsu_status_t OrderBook::add(const Command& cmd, uint64_t after, OrderedRequest*& out,
-                            Decision& decision) noexcept {
+                            uint64_t& id, Decision& decision) noexcept {
   std::lock_guard lock(mu_);
   const uint64_t last = last_id_.load(std::memory_order_relaxed);
+  decision = Decision::kRun;
   if (after != TSU_REQ_NONE && after != TSU_REQ_ALL && after > last) return TSU_ERR_INVALID_ARG;
-  const uint64_t id = last + 1;
+  id = last + 1;
   bool after_all = false;
   decision = Decision::kRun;
   if (after == TSU_REQ_ALL) {

@@ -59,9 +59,11 @@ class OrderBook {
   // thread was given (else TSU_ERR_INVALID_ARG).  On TSU_OK `out` is the new
   // request and `decision` says what to do with it now: run it, leave it held
   // (it runs when released), or fail it with TSU_ERR_DEPENDENCY (what it
-  // follows failed).  The returned reference stays valid until the request
-  // is finished.
-  tsu_status_t add(const Command& cmd, uint64_t after, OrderedRequest*& out,
+  // follows failed).  `id` is its handle.  `out` stays valid until the
+  // request is finished; a held one may be released, run and finished by
+  // another thread at any moment after add() returns, so the caller must not
+  // touch `out` for a held request.
+  tsu_status_t add(const Command& cmd, uint64_t after, OrderedRequest*& out, uint64_t& id,
                    Decision& decision) noexcept;
   // Owner thread, right after add() decided kRun: the request could not be
   // started (the command ring was full); it is forgotten, its id reused.
