@@ -1,6 +1,7 @@
-// tsu_try_atomic.
+// tsu_try_atomic.  Its call checks are the same as check_atomic's
+// (request_checks.hpp, used by the ordered form); kept inline here because
+// the shared function measured slower on this hot path.
 #include "api/api_common.hpp"
-#include "api/request_checks.hpp"
 #include "core/atomic_exec.hpp"
 
 using namespace tsu;
@@ -13,11 +14,32 @@ tsu_status_t atomic_impl(Runtime* rt, tsu_gaddr_t target, tsu_aop_t op, tsu_atyp
                          const void* operand, const void* compare, void* result, tsu_cb_t cb) {
   ThreadContext& tc = *rt->threads().current();
   if constexpr (kImplicit) cb = implicit_cb(tc);
-  if (const tsu_status_t st =
-          check_atomic(*rt, tc, "tsu_try_atomic", target, op, type, operand, compare, result);
-      st != TSU_OK) [[unlikely]]
-    return st;
+  if (!core::atomic_op_valid(op, type)) [[unlikely]]
+    return rejected(tc, core::fail(TSU_ERR_INVALID_ARG,
+                                   "tsu_try_atomic: op %d is not valid for type %d",
+                                   static_cast<int>(op), static_cast<int>(type)));
+  if ((core::atomic_op_needs_operand(op) && !operand) ||
+      (core::atomic_op_needs_compare(op) && !compare) ||
+      (core::atomic_op_fetches(op) && !result)) [[unlikely]]
+    return rejected(tc, core::fail(TSU_ERR_NULL_POINTER,
+                                   "tsu_try_atomic: op %d needs %s, which is NULL",
+                                   static_cast<int>(op),
+                                   core::atomic_op_needs_operand(op) && !operand ? "an operand"
+                                   : core::atomic_op_needs_compare(op) && !compare
+                                       ? "a compare value"
+                                       : "a result pointer"));
+  if (target.rank >= rt->size()) [[unlikely]]
+    return rejected(tc, core::fail(TSU_ERR_BAD_RANK, "tsu_try_atomic: rank %u >= job size %u",
+                                   target.rank, rt->size()));
+  const std::size_t width = core::atomic_type_size(type);
+  if (target.offset % width) [[unlikely]]
+    return rejected(tc, core::fail(TSU_ERR_MISALIGNED,
+                                   "tsu_try_atomic: offset %llu is not a multiple of %zu",
+                                   static_cast<unsigned long long>(target.offset), width));
   const bool mem = memory_route(*rt, target.rank);
+  if (!rt->route(target.rank)) [[unlikely]]
+    return rejected(tc, core::fail(TSU_ERR_UNREACHABLE,
+                                   "tsu_try_atomic: no transport reaches rank %u", target.rank));
   if (!fence_allows(*rt, tc)) {
     tc.stats.add(Counter::kEagain);
     return TSU_EAGAIN;
