@@ -136,6 +136,22 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   chain_cmd->add_option("--sizes", chain_sizes, "Block sizes")->capture_default_str();
 
+  VectorOptions vec;
+  std::string vec_ops = "put,get", vec_sizes = "8,64,512,4K";
+  CLI::App* vec_cmd = app.add_subcommand(
+      "vector", "Vector put/get (one request) vs one contiguous request per piece, rank 0 -> 1");
+  const CommonFlags vec_flags = add_common(*vec_cmd, vec.common);
+  vec_cmd->add_option("--ops", vec_ops, "Operations: put, get")->capture_default_str();
+  vec_cmd->add_option("--sizes", vec_sizes, "Piece sizes")->capture_default_str();
+  vec_cmd->add_option("--pieces", vec.pieces, "Pieces per transfer")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  vec_cmd->add_option("--stride", vec.stride, "Distance between piece starts (B)")
+      ->capture_default_str();
+  vec_cmd->add_option("--transfers", vec.iters, "Transfers measured per point")
+      ->check(CLI::Range(10, 10000000))
+      ->capture_default_str();
+
   AtomicOptions atomic;
   std::string atomic_ops = "fadd,cas", atomic_interference = "none,put,get,atomic",
               atomic_targets = "own,peer", atomic_threads = "1";
@@ -250,6 +266,14 @@ int main(int argc, char** argv) {
       parse_list(copy_threads, "--threads", copy.threads, parse_int_list);
       parse_list(copy_sizes, "--sizes", copy.sizes, parse_size_list);
       return run_copy(copy);
+    }
+    if (*vec_cmd) {
+      apply_quick(vec_flags, vec.common);
+      if (vec.common.quick) vec.iters = std::min(vec.iters, 100);
+      parse_list(vec_ops, "--ops", vec.ops,
+                 [](const std::string& t) { return parse_word_list(t, {"put", "get"}); });
+      parse_list(vec_sizes, "--sizes", vec.sizes, parse_size_list);
+      return run_vector(vec);
     }
     if (*chain_cmd) {
       apply_quick(chain_flags, chain.common);

@@ -49,6 +49,16 @@ struct ChainOptions {
   std::vector<std::size_t> sizes{8, 4096, 65536};
 };
 
+// vector (vector.cpp): one vector request vs one request per piece.
+struct VectorOptions {
+  CommonOptions common;
+  std::vector<std::string> ops{"put", "get"};
+  std::vector<std::size_t> sizes{8, 64, 512, 4096};
+  std::size_t stride = 8192;
+  int pieces = 64;
+  int iters = 1000;
+};
+
 struct AtomicOptions {
   CommonOptions common;
   std::vector<std::string> ops{"fadd", "cas"};
@@ -89,6 +99,7 @@ int run_limits(const LimitsOptions& opts);
 int run_summary(const SummaryOptions& opts);
 int run_copy(const CopyOptions& opts);
 int run_chain(const ChainOptions& opts);
+int run_vector(const VectorOptions& opts);
 int run_atomic(const AtomicOptions& opts);
 int run_pingpong(const MsgOptions& opts);
 int run_stream(const MsgOptions& opts);

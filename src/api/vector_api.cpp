@@ -1,5 +1,6 @@
 // tsu_try_putv / getv / put_strided / get_strided: one request, one
 // completion, for a list of pieces (strided shapes become pieces here).
+#include <algorithm>
 #include <memory>
 #include <new>
 
@@ -65,7 +66,7 @@ tsu_status_t issue_vector(Runtime& rt, ThreadContext& tc, const tsu_cb_t& cb,
   tc.stats.add(req->is_put ? Counter::kBytesPut : Counter::kBytesGet, req->total);
   if (req->pieces.empty()) return complete_inline(tc, cb, TSU_OK);
   if (rt.bypass() && rt.memory_route(req->rank))
-    return complete_inline(tc, cb, rt.execute_vector(*req));
+    return complete_inline(tc, cb, rt.execute_vector(req->view()));
   core::Command cmd{};
   cmd.kind = core::CommandKind::kVector;
   cmd.dst = tsu_gaddr(req->rank, req->remote_seg, 0);
@@ -90,6 +91,29 @@ tsu_status_t vector_call(const char* fn, bool is_put, uint32_t rank, tsu_seg_t r
   if (count > kMaxPieces)
     return rejected(tc, core::fail(TSU_ERR_INVALID_ARG, "%s: %zu pieces (at most %zu)", fn,
                                    count, kMaxPieces));
+  // In the call (bypass to memory this process reaches): the caller's array
+  // is read in place, nothing is allocated.  The local side is checked as one
+  // range when it can be (else piece by piece, which names the bad one).
+  if (rt->bypass() && rank < rt->size() && rt->memory_route(rank) && !tc.fence_pending && count) {
+    const core::VectorView view{is_put, rank, remote_seg, local_seg,
+                                reinterpret_cast<const core::VectorPiece*>(pieces), count};
+    uint64_t lo = UINT64_MAX, hi = 0, total = 0;
+    bool wraps = false;
+    for (size_t i = 0; i < count; ++i) {
+      uint64_t end = 0;
+      wraps |= __builtin_add_overflow(pieces[i].local, pieces[i].len, &end);
+      wraps |= pieces[i].remote > UINT64_MAX - pieces[i].len;
+      lo = std::min(lo, pieces[i].local);
+      hi = std::max(hi, end);
+      total += pieces[i].len;
+    }
+    std::byte* unused = nullptr;
+    if (!wraps && lo < hi && rt->segments().translate(local_seg, lo, hi - lo, unused) == TSU_OK) {
+      tc.stats.add(is_put ? Counter::kPut : Counter::kGet);
+      tc.stats.add(is_put ? Counter::kBytesPut : Counter::kBytesGet, total);
+      return complete_inline(tc, cb, rt->execute_vector(view));
+    }
+  }
   std::unique_ptr<core::VectorRequest> req;
   tsu_status_t st = make_request(*rt, tc, fn, is_put, rank, remote_seg, local_seg, req);
   if (st != TSU_OK) return st;

@@ -11,6 +11,7 @@ namespace tsu::core {
 struct ThreadContext;
 
 struct VectorRequest;
+struct VectorView;
 
 // kVector: a vector or strided put/get (core/vector_request.hpp); dst names
 // its remote rank, `vec` the request, which the executor owns once started.

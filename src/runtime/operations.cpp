@@ -146,7 +146,7 @@ tsu_status_t Runtime::execute(const Command& cmd, uint32_t completion_id) noexce
   if (cmd.kind == CommandKind::kCopy) {
     st = execute_copy(cmd.dst, cmd.src, cmd.len);
   } else if (cmd.kind == CommandKind::kVector) {
-    st = execute_vector(*vector_of(cmd));
+    st = execute_vector(vector_of(cmd)->view());
     delete vector_of(cmd);
   } else {
     st = execute_atomic(cmd.dst, static_cast<tsu_aop_t>(cmd.aop),

@@ -69,7 +69,7 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
                               uint64_t operand, uint64_t compare, void* result) noexcept override;
   // A vector/strided put or get to a rank this process reaches: every piece
   // checked before any byte moves (runtime/vector_ops.cpp).
-  tsu_status_t execute_vector(const VectorRequest& req) noexcept;
+  tsu_status_t execute_vector(const VectorView& req) noexcept;
   std::size_t continue_pending() noexcept override { return rma_ ? rma_->pump() : 0; }
   // Ops waiting in an RMA protocol's backlog wait for transport room, which
   // only acknowledgements (a readable socket: the engine wakes) can make.
