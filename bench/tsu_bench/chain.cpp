@@ -12,10 +12,10 @@
 #include <atomic>
 #include <cstdio>
 #include <iostream>
-#include <numeric>
 #include <vector>
 
 #include "../common/host.hpp"
+#include "../common/stats.hpp"
 #include "../common/timer.hpp"
 #include "session.hpp"
 #include "subcommands.hpp"
@@ -23,19 +23,6 @@
 namespace bench {
 
 namespace {
-
-struct Stats {
-  double median, mean, p99;
-};
-
-Stats stats_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const double mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-  const auto at = [&](double q) {
-    return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
-  };
-  return {at(0.5), mean, at(0.99)};
-}
 
 void flag_cb(tsu_status_t st, void* arg) {
   static_cast<std::atomic<int32_t>*>(arg)->store(st == TSU_OK ? 1 : -1, std::memory_order_release);
@@ -136,7 +123,7 @@ int run_chain(const ChainOptions& opts) {
         status = 1;
         break;
       }
-      const Stats w = stats_of(waits), o = stats_of(ordered), s = stats_of(single);
+      const Tail w = tail_of(waits), o = tail_of(ordered), s = tail_of(single);
       std::printf("| %8zu | %8.2f / %6.2f / %6.2f | %8.2f / %6.2f / %6.2f | %8.2f / %6.2f / %6.2f | %6.2fx |\n",
                   size, w.median, w.mean, w.p99, o.median, o.mean, o.p99, s.median, s.mean, s.p99,
                   o.median > 0 ? w.median / o.median : 0.0);

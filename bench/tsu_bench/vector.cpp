@@ -10,10 +10,10 @@
 #include <atomic>
 #include <cstdio>
 #include <iostream>
-#include <numeric>
 #include <vector>
 
 #include "../common/host.hpp"
+#include "../common/stats.hpp"
 #include "../common/timer.hpp"
 #include "session.hpp"
 #include "subcommands.hpp"
@@ -21,19 +21,6 @@
 namespace bench {
 
 namespace {
-
-struct Stats {
-  double median, mean, p99;
-};
-
-Stats stats_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const double mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-  const auto at = [&](double q) {
-    return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
-  };
-  return {at(0.5), mean, at(0.99)};
-}
 
 struct Count {
   std::atomic<uint64_t> done{0};
@@ -141,7 +128,7 @@ int run_vector(const VectorOptions& opts) {
           status = 1;
           break;
         }
-        const Stats v = stats_of(vec), m = stats_of(many), w = stats_of(whole);
+        const Tail v = tail_of(vec), m = tail_of(many), w = tail_of(whole);
         std::printf("| %-4s | %8zu | %8.2f / %6.2f / %6.2f | %8.2f / %6.2f / %6.2f | %8.2f / %6.2f / %6.2f | %6.2fx |\n",
                     op.c_str(), size, v.median, v.mean, v.p99, m.median, m.mean, m.p99, w.median,
                     w.mean, w.p99, v.median > 0 ? m.median / v.median : 0.0);

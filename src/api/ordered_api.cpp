@@ -79,50 +79,28 @@ tsu_status_t issue_ordered(Runtime& rt, ThreadContext& tc, const char* fn, core:
   return TSU_OK;
 }
 
-tsu_status_t put_ordered(Runtime& rt, tsu_gaddr_t dst, tsu_laddr_t src, size_t len,
-                         tsu_req_t after, tsu_cb_t cb, tsu_req_t* req) noexcept {
-  constexpr const char* fn = "tsu_try_put_ordered";
+// A put (local side `local`, remote `remote`) or a get (the other way).
+tsu_status_t rma_ordered(Runtime& rt, const char* fn, bool is_put, tsu_gaddr_t remote,
+                         tsu_laddr_t local, size_t len, tsu_req_t after, tsu_cb_t cb,
+                         tsu_req_t* req) noexcept {
   ThreadContext& tc = *rt.threads().current();
-  std::byte* local = nullptr;
-  const tsu_gaddr_t src_g = tsu_gaddr(rt.rank(), src.seg, src.offset);
-  tsu_status_t st = check_rank(rt, tc, fn, "destination", dst.rank);
-  if (st == TSU_OK) st = check_local(rt, tc, fn, "source", src, len, local);
-  if (st == TSU_OK) st = check_routes(rt, tc, fn, dst, src_g);
+  std::byte* unused = nullptr;
+  const tsu_gaddr_t local_g = tsu_gaddr(rt.rank(), local.seg, local.offset);
+  tsu_status_t st = check_rank(rt, tc, fn, is_put ? "destination" : "source", remote.rank);
+  if (st == TSU_OK)
+    st = check_local(rt, tc, fn, is_put ? "source" : "destination", local, len, unused);
+  if (st == TSU_OK) st = check_routes(rt, tc, fn, remote, local_g);
   if (st != TSU_OK) return st;
   core::Command cmd{};
-  cmd.dst = dst;
-  cmd.src = src_g;
+  cmd.dst = is_put ? remote : local_g;
+  cmd.src = is_put ? local_g : remote;
   cmd.len = len;
   cmd.cb = cb;
   cmd.kind = core::CommandKind::kCopy;
   st = issue_ordered(rt, tc, fn, cmd, after, req);
   if (st == TSU_OK) {
-    tc.stats.add(Counter::kPut);
-    tc.stats.add(Counter::kBytesPut, len);
-  }
-  return st;
-}
-
-tsu_status_t get_ordered(Runtime& rt, tsu_laddr_t dst, tsu_gaddr_t src, size_t len,
-                         tsu_req_t after, tsu_cb_t cb, tsu_req_t* req) noexcept {
-  constexpr const char* fn = "tsu_try_get_ordered";
-  ThreadContext& tc = *rt.threads().current();
-  std::byte* local = nullptr;
-  const tsu_gaddr_t dst_g = tsu_gaddr(rt.rank(), dst.seg, dst.offset);
-  tsu_status_t st = check_rank(rt, tc, fn, "source", src.rank);
-  if (st == TSU_OK) st = check_local(rt, tc, fn, "destination", dst, len, local);
-  if (st == TSU_OK) st = check_routes(rt, tc, fn, dst_g, src);
-  if (st != TSU_OK) return st;
-  core::Command cmd{};
-  cmd.dst = dst_g;
-  cmd.src = src;
-  cmd.len = len;
-  cmd.cb = cb;
-  cmd.kind = core::CommandKind::kCopy;
-  st = issue_ordered(rt, tc, fn, cmd, after, req);
-  if (st == TSU_OK) {
-    tc.stats.add(Counter::kGet);
-    tc.stats.add(Counter::kBytesGet, len);
+    tc.stats.add(is_put ? Counter::kPut : Counter::kGet);
+    tc.stats.add(is_put ? Counter::kBytesPut : Counter::kBytesGet, len);
   }
   return st;
 }
@@ -135,14 +113,14 @@ tsu_status_t tsu_try_put_ordered(tsu_gaddr_t dst, tsu_laddr_t src, size_t len, t
                                  tsu_cb_t cb, tsu_req_t* req) {
   Runtime* rt = runtime();
   if (!rt) [[unlikely]] return not_initialized("tsu_try_put_ordered");
-  return put_ordered(*rt, dst, src, len, after, cb, req);
+  return rma_ordered(*rt, "tsu_try_put_ordered", true, dst, src, len, after, cb, req);
 }
 
 tsu_status_t tsu_try_get_ordered(tsu_laddr_t dst, tsu_gaddr_t src, size_t len, tsu_req_t after,
                                  tsu_cb_t cb, tsu_req_t* req) {
   Runtime* rt = runtime();
   if (!rt) [[unlikely]] return not_initialized("tsu_try_get_ordered");
-  return get_ordered(*rt, dst, src, len, after, cb, req);
+  return rma_ordered(*rt, "tsu_try_get_ordered", false, src, dst, len, after, cb, req);
 }
 
 tsu_status_t tsu_try_copy_ordered(tsu_gaddr_t dst, tsu_gaddr_t src, size_t len, tsu_req_t after,
@@ -220,8 +198,10 @@ tsu_status_t report(const char* fn, core::OrderBook* book, uint64_t upto) noexce
 
 }  // namespace
 
-tsu_status_t tsu_req_wait(tsu_req_t req) {
-  constexpr const char* fn = "tsu_req_wait";
+namespace {
+
+// tsu_req_wait (block) and tsu_req_test (one look).
+tsu_status_t req_wait_or_test(const char* fn, tsu_req_t req, bool block) noexcept {
   Runtime* rt = runtime();
   if (!rt) return not_initialized(fn);
   ThreadContext& tc = *rt->threads().current();
@@ -229,6 +209,11 @@ tsu_status_t tsu_req_wait(tsu_req_t req) {
   uint64_t upto = 0;
   if (const tsu_status_t st = wait_target(fn, book, req, upto); st != TSU_OK) return st;
   if (!book || upto == 0) return TSU_OK;
+  if (!block) {
+    if (book->done_below() <= upto && !core::in_progress_context()) rt->engine().progress();
+    if (book->done_below() <= upto) return TSU_EAGAIN;
+    return report(fn, book, upto);
+  }
   if (book->done_below() <= upto && core::in_progress_context())
     return core::fail(TSU_ERR_UNSUPPORTED,
                       "%s: cannot block inside a completion callback or the progress thread", fn);
@@ -243,18 +228,10 @@ tsu_status_t tsu_req_wait(tsu_req_t req) {
   return report(fn, book, upto);
 }
 
-tsu_status_t tsu_req_test(tsu_req_t req) {
-  constexpr const char* fn = "tsu_req_test";
-  Runtime* rt = runtime();
-  if (!rt) return not_initialized(fn);
-  ThreadContext& tc = *rt->threads().current();
-  core::OrderBook* book = tc.orders.get();
-  uint64_t upto = 0;
-  if (const tsu_status_t st = wait_target(fn, book, req, upto); st != TSU_OK) return st;
-  if (!book || upto == 0) return TSU_OK;
-  if (book->done_below() <= upto && !core::in_progress_context()) rt->engine().progress();
-  if (book->done_below() <= upto) return TSU_EAGAIN;
-  return report(fn, book, upto);
-}
+}  // namespace
+
+tsu_status_t tsu_req_wait(tsu_req_t req) { return req_wait_or_test("tsu_req_wait", req, true); }
+
+tsu_status_t tsu_req_test(tsu_req_t req) { return req_wait_or_test("tsu_req_test", req, false); }
 
 }  // extern "C"
