@@ -374,7 +374,7 @@ tsu_status_t Remote::spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
     }
     proxy->proxy = true;
     proxy->remote = info;
-    proxy->id = sched_.next_id();
+    proxy->id = sched_.next_id(on_worker ? w : nullptr);
     proxy->origin_rank = rank_;
     proxy->state.store(State::kBlocked, std::memory_order_relaxed);
     info->token = next_token_.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -549,7 +549,10 @@ void Remote::on_peer_lost(uint32_t peer) noexcept {
 
 uint32_t Remote::runnable() const noexcept {
   uint32_t n = 0;
-  for (uint32_t i = 0; i < sched_.worker_count(); ++i) n += sched_.worker(i).queue().size_hint();
+  for (uint32_t i = 0; i < sched_.worker_count(); ++i) {
+    Worker& w = sched_.worker(i);
+    n += w.queue().size_hint() + (w.has_nursery() ? 1 : 0);
+  }
   return n;
 }
 

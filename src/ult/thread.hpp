@@ -50,6 +50,7 @@ struct Ult {
   tsu_status_t error = TSU_OK;            // set when it could not run (no stack)
   RemoteInfo* remote = nullptr;    // spawned threads (remote.hpp), owned
   bool proxy = false;  // stands for a thread on another rank: never runs here
+  bool ended_into_joiner = false;  // its end switched straight to its ULT joiner
 
   // --- Join record: guarded by join_lock. ---
   Spinlock join_lock;
