@@ -22,6 +22,7 @@ uint64_t now_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 constexpr uint32_t kMaxFreeRecords = 1024;
+constexpr uint64_t kBusyPollNs = 20'000;
 }  // namespace
 
 __attribute__((noinline)) Worker* current_worker() noexcept {
@@ -241,8 +242,13 @@ void Worker::maybe_poll() noexcept {
   // (handlers may run here).  Only where the caller holds no lock: yield,
   // exit, the wait hook.  polling_: the wait hook must not park the caller
   // from inside this pass.
+  // Also at most one pass per kBusyPollNs: a pass costs a progress pass
+  // (about a microsecond), which every 64 switches would double a switch.
   Remote* r = sched_.remote();
   if (!r || (++poll_tick_ & 63) != 0 || polling_) return;
+  const uint64_t now = now_ns();
+  if (now - last_busy_poll_ns_ < kBusyPollNs && !r->has_outgoing()) return;
+  last_busy_poll_ns_ = now;
   polling_ = true;
   r->poll(*this, false);
   polling_ = false;

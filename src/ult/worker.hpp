@@ -155,6 +155,7 @@ class Worker {
   bool polling_ = false;  // inside the remote layer's pass (no parking)
   std::atomic<Ult*> nursery_{nullptr};
   uint64_t id_seq_ = 0;
+  uint64_t last_busy_poll_ns_ = 0;
   void flush_nursery() noexcept;
   Ult* free_records_ = nullptr;
   uint32_t free_count_ = 0;
