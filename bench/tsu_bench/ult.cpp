@@ -12,7 +12,6 @@
 // over the batches); remote latency: per-op median, mean, p99.
 #include <pthread.h>
 #include <sched.h>
-#include <time.h>
 #include <tsunagi/tsunagi.h>
 #include <tsunagi/ult.h>
 
@@ -222,9 +221,7 @@ Stat pthread_mutex(int reps, long n) {
 
 // ---- Across ranks -------------------------------------------------------------------
 constexpr uint32_t kEmptyFn = 7;
-constexpr uint32_t kAmPing = 100, kAmPong = 101, kAmSink = 102, kAmMediumPing = 103,
-                   kAmRemoteDone = 104;
-std::atomic<bool> g_remote_done{false};
+constexpr uint32_t kAmPing = 100, kAmPong = 101, kAmSink = 102, kAmMediumPing = 103;
 std::atomic<uint64_t> g_pongs{0}, g_sunk{0};
 void remote_empty(const void*, size_t, void*, size_t*) {}
 
@@ -254,8 +251,6 @@ int run_ult(const UltOptions& o) {
     static const unsigned char value[16] = {};
     tsu_am_reply(t, kAmPong, nullptr, 0, value, sizeof value);
   }, nullptr);
-  tsu_am_register(kAmRemoteDone, [](tsu_am_token_t*, const uint64_t*, uint32_t, void*, size_t,
-                                    void*) { g_remote_done.store(true); }, nullptr);
   tsu_am_register(kAmSink, [](tsu_am_token_t*, const uint64_t*, uint32_t, void*, size_t, void*) {
     g_sunk.fetch_add(1, std::memory_order_relaxed);
   }, nullptr);
@@ -344,17 +339,6 @@ int run_ult(const UltOptions& o) {
                 "%.2f M msgs/s one-way (mean %.2f) | - |\n",
                 k, rs.median, rs.mean, as.median, as.mean);
     std::fflush(stdout);
-    for (uint32_t r = 1; r < n; ++r)
-      while (tsu_try_am_short(r, kAmRemoteDone, nullptr, 0, tsu_cb_none()) == TSU_EAGAIN)
-        tsu_progress();
-  } else if (n >= 2) {
-    // The other ranks' main threads sleep meanwhile (their workers serve the
-    // spawns and pings): a main thread waiting in tsu_barrier would drive
-    // progress too (manual mode) and compete with the workers for the cores.
-    while (!g_remote_done.load()) {
-      timespec ts{0, 1'000'000};
-      nanosleep(&ts, nullptr);
-    }
   }
   tsu_barrier();
   tsu_ult_counters_t c{};
