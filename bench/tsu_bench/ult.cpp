@@ -221,7 +221,7 @@ Stat pthread_mutex(int reps, long n) {
 
 // ---- Across ranks -------------------------------------------------------------------
 constexpr uint32_t kEmptyFn = 7;
-constexpr uint32_t kAmPing = 100, kAmPong = 101, kAmSink = 102;
+constexpr uint32_t kAmPing = 100, kAmPong = 101, kAmSink = 102, kAmMediumPing = 103;
 std::atomic<uint64_t> g_pongs{0}, g_sunk{0};
 void remote_empty(const void*, size_t, void*, size_t*) {}
 
@@ -243,6 +243,13 @@ int run_ult(const UltOptions& o) {
   }, nullptr);
   tsu_am_register(kAmPong, [](tsu_am_token_t*, const uint64_t*, uint32_t, void*, size_t, void*) {
     g_pongs.fetch_add(1, std::memory_order_release);
+  }, nullptr);
+  // A medium ping (24 B, like one spawn record) answered by a medium reply
+  // (16 B, like one exit-value record): the messages remote spawns use.
+  tsu_am_register(kAmMediumPing, [](tsu_am_token_t* t, const uint64_t*, uint32_t, void*, size_t,
+                                    void*) {
+    static const unsigned char value[16] = {};
+    tsu_am_reply(t, kAmPong, nullptr, 0, value, sizeof value);
   }, nullptr);
   tsu_am_register(kAmSink, [](tsu_am_token_t*, const uint64_t*, uint32_t, void*, size_t, void*) {
     g_sunk.fetch_add(1, std::memory_order_relaxed);
@@ -291,10 +298,23 @@ int run_ult(const UltOptions& o) {
       while (g_pongs.load(std::memory_order_acquire) < want) tsu_progress();
       if (i >= lat_iters / 10) am_ns.push_back(ns_since(t0));
     }
+    std::vector<double> medium_ns;
+    for (long i = 0; i < lat_iters + lat_iters / 10; ++i) {
+      static const unsigned char record[24] = {};
+      const uint64_t want = g_pongs.load() + 1;
+      const auto t0 = Clock::now();
+      while (tsu_try_am_medium(1, kAmMediumPing, nullptr, 0, record, sizeof record,
+                               tsu_cb_none()) == TSU_EAGAIN)
+        tsu_progress();
+      while (g_pongs.load(std::memory_order_acquire) < want) tsu_progress();
+      if (i >= lat_iters / 10) medium_ns.push_back(ns_since(t0));
+    }
     std::printf("\nAcross ranks (rank 0 -> rank 1, one node: shm), ns\n\n");
-    std::printf("| operation | tsunagi-ult | active-message round trip (limit) |\n|---|---|---|\n");
-    std::printf("| remote create + join, latency | %s | %s |\n", cell(stat_of(spawn_ns)).c_str(),
-                cell(stat_of(am_ns)).c_str());
+    std::printf("| operation | tsunagi-ult | short-AM round trip (limit) | medium-AM round trip "
+                "(24 B out, 16 B back) |\n|---|---|---|---|\n");
+    std::printf("| remote create + join, latency | %s | %s | %s |\n",
+                cell(stat_of(spawn_ns)).c_str(), cell(stat_of(am_ns)).c_str(),
+                cell(stat_of(medium_ns)).c_str());
     std::fflush(stdout);
     // Rate: spawn k threads from one ULT, join them all.
     const long k = o.quick ? 2000 : 200000;
@@ -316,7 +336,7 @@ int run_ult(const UltOptions& o) {
     }
     const Stat rs = stat_of(rates), as = stat_of(am_rates);
     std::printf("| remote spawn + join rate, M threads/s (%ld per rep) | %.2f (mean %.2f) | "
-                "%.2f M msgs/s one-way (mean %.2f) |\n",
+                "%.2f M msgs/s one-way (mean %.2f) | - |\n",
                 k, rs.median, rs.mean, as.median, as.mean);
     std::fflush(stdout);
   }

@@ -96,10 +96,12 @@ TSU_API tsu_status_t tsu_ult_init(const tsu_ult_config_t *config);
  * @retval TSU_OK               stopped.
  * @retval TSU_ERR_NOT_INITIALIZED the scheduler does not run.
  * @retval TSU_ERR_UNSUPPORTED  called from a ULT.
+ * @retval TSU_ERR_PEER_LOST    a rank was lost: the survivors agreed without it
+ *                              (every join on it has failed); stopped all the same.
  * @retval (the collective's)   with tsunagi initialized: an error of the final
- *                              allreduce (e.g. TSU_ERR_PEER_LOST,
- *                              TSU_ERR_NOT_INITIALIZED after tsu_finalize,
- *                              TSU_EAGAIN); the scheduler is stopped all the same. */
+ *                              exchange (e.g. TSU_ERR_UNREACHABLE,
+ *                              TSU_ERR_NOT_INITIALIZED after tsu_finalize); the
+ *                              scheduler is stopped all the same. */
 TSU_API tsu_status_t tsu_ult_finalize(void);
 
 /** Number of worker pthreads.
@@ -291,8 +293,8 @@ typedef uint32_t tsu_ult_key_t;
  * @retval TSU_ERR_LIMIT        TSU_ULT_KEYS_MAX keys exist. */
 TSU_API tsu_status_t tsu_ult_key_create(tsu_ult_key_t *key, void (*destructor)(void *));
 /** Deletes a key; no destructor runs for its values.  The values threads set
- * for it are not cleared: a key created later with the same number may see
- * them (set the values to NULL before deleting the key).
+ * for it are gone: a key created later (even with the same number) reads NULL
+ * in every thread until that thread sets it.
  * @retval TSU_OK               deleted.
  * @retval TSU_ERR_INVALID_ARG  key >= TSU_ULT_KEYS_MAX, or not a live key. */
 TSU_API tsu_status_t tsu_ult_key_delete(tsu_ult_key_t key);

@@ -9,19 +9,24 @@
 namespace tsu::ult {
 
 namespace {
+// A key number is reused after delete; its generation is not: each slot
+// counts its creations, and a value is stored with the generation of the key
+// it was set for.  A value set before a delete is invisible to a key created
+// later with the same number (its generation differs), as with pthreads.
 struct KeySlot {
   std::atomic<bool> used{false};
+  std::atomic<uint64_t> generation{0};  // bumped by create (and delete)
   std::atomic<void (*)(void*)> destructor{nullptr};
 };
 KeySlot g_keys[TSU_ULT_KEYS_MAX];
 std::mutex g_keys_mu;  // serializes create/delete
-thread_local void* t_pthread_values[TSU_ULT_KEYS_MAX];
+thread_local KeyValue t_pthread_values[TSU_ULT_KEYS_MAX];
 constexpr int kDestructorRounds = 4;
 
-void** values_of(Ult* u, bool create) noexcept {
+KeyValue* values_of(Ult* u, bool create) noexcept {
   if (!u) return t_pthread_values;
   if (!u->keys && create)
-    u->keys = static_cast<void**>(std::calloc(TSU_ULT_KEYS_MAX, sizeof(void*)));
+    u->keys = static_cast<KeyValue*>(std::calloc(TSU_ULT_KEYS_MAX, sizeof(KeyValue)));
   return u->keys;
 }
 }  // namespace
@@ -30,9 +35,11 @@ void run_key_destructors(Ult* u) noexcept {
   for (int round = 0; round < kDestructorRounds && u->keys; ++round) {
     bool any = false;
     for (uint32_t k = 0; k < TSU_ULT_KEYS_MAX; ++k) {
-      void* v = u->keys[k];
+      void* v = u->keys[k].value;
       if (!v) continue;
-      u->keys[k] = nullptr;
+      const uint64_t gen = u->keys[k].generation;
+      u->keys[k] = KeyValue{};
+      if (gen != g_keys[k].generation.load(std::memory_order_acquire)) continue;  // deleted key
       auto* d = g_keys[k].destructor.load(std::memory_order_acquire);
       if (d && g_keys[k].used.load(std::memory_order_acquire)) {
         d(v);
@@ -60,6 +67,7 @@ tsu_status_t tsu_ult_key_create(tsu_ult_key_t* key, void (*destructor)(void*)) {
   for (uint32_t k = 0; k < TSU_ULT_KEYS_MAX; ++k) {
     if (!g_keys[k].used.load(std::memory_order_relaxed)) {
       g_keys[k].destructor.store(destructor, std::memory_order_relaxed);
+      g_keys[k].generation.fetch_add(1, std::memory_order_relaxed);
       g_keys[k].used.store(true, std::memory_order_release);
       *key = k;
       return TSU_OK;
@@ -73,6 +81,7 @@ tsu_status_t tsu_ult_key_delete(tsu_ult_key_t key) {
   std::lock_guard lock(g_keys_mu);
   if (!g_keys[key].used.load(std::memory_order_relaxed)) return TSU_ERR_INVALID_ARG;
   g_keys[key].used.store(false, std::memory_order_release);
+  g_keys[key].generation.fetch_add(1, std::memory_order_release);
   g_keys[key].destructor.store(nullptr, std::memory_order_relaxed);
   return TSU_OK;
 }
@@ -80,16 +89,21 @@ tsu_status_t tsu_ult_key_delete(tsu_ult_key_t key) {
 tsu_status_t tsu_ult_setspecific(tsu_ult_key_t key, const void* value) {
   if (key >= TSU_ULT_KEYS_MAX || !g_keys[key].used.load(std::memory_order_acquire))
     return TSU_ERR_INVALID_ARG;
-  void** values = values_of(current_ult(), value != nullptr);
+  KeyValue* values = values_of(current_ult(), value != nullptr);
   if (!values) return value ? TSU_ERR_NO_MEMORY : TSU_OK;
-  values[key] = const_cast<void*>(value);
+  values[key].value = const_cast<void*>(value);
+  values[key].generation = g_keys[key].generation.load(std::memory_order_acquire);
   return TSU_OK;
 }
 
 void* tsu_ult_getspecific(tsu_ult_key_t key) {
   if (key >= TSU_ULT_KEYS_MAX) return nullptr;
-  void** values = values_of(current_ult(), false);
-  return values ? values[key] : nullptr;
+  const KeyValue* values = values_of(current_ult(), false);
+  if (!values || !values[key].value) return nullptr;
+  // A value set for a deleted key (this number's earlier life) reads as unset.
+  if (values[key].generation != g_keys[key].generation.load(std::memory_order_acquire))
+    return nullptr;
+  return values[key].value;
 }
 
 }  // extern "C"

@@ -21,6 +21,8 @@ enum : uint32_t {
   kAmAsk,                        // short: {max threads}: "give me work"
   kAmMoved,                      // short: {token, new runner}
   kAmNothing,                    // short: answer to kAmAsk with no work
+  kAmReport,                     // medium: args {round}; sent[size], handled[size] (u32)
+  kAmDone,                       // short: {round}: termination decided, stop
 };
 
 struct SpawnRecord {
@@ -43,6 +45,20 @@ constexpr std::size_t pad8(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
 
 std::atomic<tsu_ult_remote_fn_t> g_fns[TSU_ULT_FN_MAX + 1];
 std::atomic<Remote*> g_remote{nullptr};
+// Handlers running now: ~Remote waits for 0 after clearing g_remote (both
+// seq_cst, so a handler either sees nullptr or is counted before the wait).
+std::atomic<int> g_in_handler{0};
+
+struct HandlerScope {
+  Remote* remote;
+  HandlerScope() noexcept {
+    g_in_handler.fetch_add(1, std::memory_order_seq_cst);
+    remote = g_remote.load(std::memory_order_seq_cst);
+  }
+  ~HandlerScope() { g_in_handler.fetch_sub(1, std::memory_order_release); }
+  HandlerScope(const HandlerScope&) = delete;
+  HandlerScope& operator=(const HandlerScope&) = delete;
+};
 
 uint64_t now_ns() {
   timespec ts;
@@ -61,10 +77,11 @@ std::size_t batch_max() {
 struct Handlers {
   static void spawn(tsu_am_token_t* tok, const uint64_t* args, uint32_t nargs, void* payload,
                     std::size_t len, void*) {
-    Remote* r = g_remote.load(std::memory_order_acquire);
+    HandlerScope scope;
+    Remote* r = scope.remote;
     uint32_t src = 0;
     if (!r || nargs < 2 || tsu_am_source(tok, &src) != TSU_OK) return;
-    r->received_.fetch_add(1, std::memory_order_relaxed);
+    r->count_handled(src);
     r->load_[src].store(static_cast<uint32_t>(args[1]), std::memory_order_relaxed);
     auto* p = static_cast<const unsigned char*>(payload);
     std::size_t off = 0;
@@ -91,10 +108,11 @@ struct Handlers {
   }
   static void values(tsu_am_token_t* tok, const uint64_t* args, uint32_t nargs, void* payload,
                      std::size_t len, void*) {
-    Remote* r = g_remote.load(std::memory_order_acquire);
+    HandlerScope scope;
+    Remote* r = scope.remote;
     uint32_t src = 0;
     if (!r || nargs < 2 || tsu_am_source(tok, &src) != TSU_OK) return;
-    r->received_.fetch_add(1, std::memory_order_relaxed);
+    r->count_handled(src);
     r->load_[src].store(static_cast<uint32_t>(args[1]), std::memory_order_relaxed);
     auto* p = static_cast<const unsigned char*>(payload);
     std::size_t off = 0;
@@ -110,26 +128,29 @@ struct Handlers {
   }
   static void load(tsu_am_token_t* tok, const uint64_t* args, uint32_t nargs, void*, std::size_t,
                    void*) {
-    Remote* r = g_remote.load(std::memory_order_acquire);
+    HandlerScope scope;
+    Remote* r = scope.remote;
     uint32_t src = 0;
     if (!r || nargs < 1 || tsu_am_source(tok, &src) != TSU_OK) return;
-    r->received_.fetch_add(1, std::memory_order_relaxed);
+    r->count_handled(src);
     r->load_[src].store(static_cast<uint32_t>(args[0]), std::memory_order_relaxed);
   }
   static void ask(tsu_am_token_t* tok, const uint64_t* args, uint32_t nargs, void*, std::size_t,
                   void*) {
-    Remote* r = g_remote.load(std::memory_order_acquire);
+    HandlerScope scope;
+    Remote* r = scope.remote;
     uint32_t src = 0;
     if (!r || nargs < 1 || tsu_am_source(tok, &src) != TSU_OK) return;
-    r->received_.fetch_add(1, std::memory_order_relaxed);
+    r->count_handled(src);
     r->give_work(src, static_cast<uint32_t>(std::min<uint64_t>(args[0], 1024)));
   }
   static void moved(tsu_am_token_t* tok, const uint64_t* args, uint32_t nargs, void*, std::size_t,
                     void*) {
-    Remote* r = g_remote.load(std::memory_order_acquire);
+    HandlerScope scope;
+    Remote* r = scope.remote;
     uint32_t src = 0;
     if (!r || nargs < 2 || tsu_am_source(tok, &src) != TSU_OK) return;
-    r->received_.fetch_add(1, std::memory_order_relaxed);
+    r->count_handled(src);
     if (args[1] >= r->size_) return;
     const auto runner = static_cast<uint32_t>(args[1]);
     {
@@ -142,11 +163,31 @@ struct Handlers {
     // The new runner may be lost already: then nothing will come.
     if (r->lost_[runner].load(std::memory_order_acquire)) r->on_peer_lost(runner);
   }
-  static void nothing(tsu_am_token_t*, const uint64_t*, uint32_t, void*, std::size_t, void*) {
-    Remote* r = g_remote.load(std::memory_order_acquire);
-    if (!r) return;
-    r->received_.fetch_add(1, std::memory_order_relaxed);
+  static void nothing(tsu_am_token_t* tok, const uint64_t*, uint32_t, void*, std::size_t, void*) {
+    HandlerScope scope;
+    Remote* r = scope.remote;
+    uint32_t src = 0;
+    if (!r || tsu_am_source(tok, &src) != TSU_OK) return;
+    r->count_handled(src);
     r->asking_.store(false, std::memory_order_release);
+  }
+  // Termination messages are not counted (they are the counting).
+  static void report(tsu_am_token_t* tok, const uint64_t* args, uint32_t nargs, void* payload,
+                     std::size_t len, void*) {
+    HandlerScope scope;
+    Remote* r = scope.remote;
+    uint32_t src = 0;
+    if (!r || nargs < 1 || tsu_am_source(tok, &src) != TSU_OK) return;
+    const std::size_t n = r->size_;
+    if (len != 2 * n * sizeof(uint32_t) || args[0] == 0 || args[0] > UINT32_MAX) return;
+    std::vector<uint32_t> v(2 * n);
+    std::memcpy(v.data(), payload, len);
+    r->store_report(src, static_cast<uint32_t>(args[0]), v.data(), v.data() + n,
+                    static_cast<uint32_t>(n));
+  }
+  static void done(tsu_am_token_t*, const uint64_t*, uint32_t, void*, std::size_t, void*) {
+    HandlerScope scope;
+    if (scope.remote) scope.remote->terminated_.store(true, std::memory_order_release);
   }
 };
 
@@ -186,7 +227,19 @@ bool load_lb_settings(LbSettings& out, const char*& error) noexcept {
 }
 
 Remote::Remote(Scheduler& s, uint32_t rank, uint32_t size, const LbSettings& lb)
-    : sched_(s), rank_(rank), size_(size), lb_(lb), load_(size), lost_(size) {
+    : sched_(s),
+      rank_(rank),
+      size_(size),
+      lb_(lb),
+      load_(size),
+      lost_(size),
+      sent_to_(new std::atomic<uint32_t>[size]),
+      handled_from_(new std::atomic<uint32_t>[size]),
+      reports_(size) {
+  for (uint32_t i = 0; i < size; ++i) {
+    sent_to_[i].store(0, std::memory_order_relaxed);
+    handled_from_[i].store(0, std::memory_order_relaxed);
+  }
   out_.reserve(size);
   watches_.reserve(size);
   for (uint32_t i = 0; i < size; ++i) {
@@ -198,7 +251,8 @@ Remote::Remote(Scheduler& s, uint32_t rank, uint32_t size, const LbSettings& lb)
 }
 
 Remote::~Remote() {
-  g_remote.store(nullptr, std::memory_order_release);
+  g_remote.store(nullptr, std::memory_order_seq_cst);
+  while (g_in_handler.load(std::memory_order_seq_cst) != 0) cpu_relax();
 }
 
 tsu_status_t Remote::start() {
@@ -207,7 +261,8 @@ tsu_status_t Remote::start() {
     uint32_t id;
     tsu_am_handler_t fn;
   } hs[] = {{kAmSpawn, Handlers::spawn}, {kAmValues, Handlers::values}, {kAmLoad, Handlers::load},
-            {kAmAsk, Handlers::ask},     {kAmMoved, Handlers::moved},   {kAmNothing, Handlers::nothing}};
+            {kAmAsk, Handlers::ask},     {kAmMoved, Handlers::moved},   {kAmNothing, Handlers::nothing},
+            {kAmReport, Handlers::report}, {kAmDone, Handlers::done}};
   for (const auto& h : hs) {
     const tsu_status_t st = tsu_am_register(h.id, h.fn, nullptr);
     if (st != TSU_OK) return st;
@@ -319,7 +374,7 @@ tsu_status_t Remote::spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
     }
     proxy->proxy = true;
     proxy->remote = info;
-    proxy->id = sched_.next_id();
+    proxy->id = sched_.next_id(on_worker ? w : nullptr);
     proxy->origin_rank = rank_;
     proxy->state.store(State::kBlocked, std::memory_order_relaxed);
     info->token = next_token_.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -328,6 +383,10 @@ tsu_status_t Remote::spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
       proxies_.emplace(info->token, proxy);
     }
     watch(rank);
+    // Lost between the check above and the insert: on_peer_lost's scan of
+    // the proxies may have missed ours (lost_ is set before that scan, which
+    // takes proxies_mu_ as our insert did), so fail it here.
+    if (lost_[rank].load(std::memory_order_acquire)) on_peer_lost(rank);
   }
   // Estimate: the target's queue grows by one until it tells us otherwise.
   load_[rank].fetch_add(1, std::memory_order_relaxed);
@@ -385,7 +444,7 @@ bool Remote::send_chunks(uint32_t dst, Batch& b, bool spawns) noexcept {
       break;
     }
     if (st == TSU_OK) {
-      sent_.fetch_add(1, std::memory_order_relaxed);
+      count_sent(dst);
     } else {
       // The rank is gone (or unreachable): our joiners get the error now;
       // exit values for it have nobody to go to.
@@ -490,7 +549,10 @@ void Remote::on_peer_lost(uint32_t peer) noexcept {
 
 uint32_t Remote::runnable() const noexcept {
   uint32_t n = 0;
-  for (uint32_t i = 0; i < sched_.worker_count(); ++i) n += sched_.worker(i).queue().size_hint();
+  for (uint32_t i = 0; i < sched_.worker_count(); ++i) {
+    Worker& w = sched_.worker(i);
+    n += w.queue().size_hint() + (w.has_nursery() ? 1 : 0);
+  }
   return n;
 }
 
@@ -526,7 +588,7 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
   }
   if (taken.empty()) {
     if (tsu_try_am_short(thief, kAmNothing, nullptr, 0, tsu_cb_none()) == TSU_OK)
-      sent_.fetch_add(1, std::memory_order_relaxed);
+      count_sent(thief);
     return;
   }
   for (Ult* u : taken) {
@@ -571,7 +633,7 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
         } else {
           const uint64_t moved[2] = {info->token, thief};
           if (tsu_try_am_short(info->creator, kAmMoved, moved, 2, tsu_cb_none()) == TSU_OK)
-            sent_.fetch_add(1, std::memory_order_relaxed);
+            count_sent(info->creator);
         }
       }
       if (u->home) u->home->live_remove(u);
@@ -603,8 +665,7 @@ void Remote::poll(Worker& w, bool idle) noexcept {
     const uint64_t arg = mine;
     for (uint32_t r = 0; r < size_; ++r) {
       if (r == rank_ || lost_[r].load(std::memory_order_relaxed)) continue;
-      if (tsu_try_am_short(r, kAmLoad, &arg, 1, tsu_cb_none()) == TSU_OK)
-        sent_.fetch_add(1, std::memory_order_relaxed);
+      if (tsu_try_am_short(r, kAmLoad, &arg, 1, tsu_cb_none()) == TSU_OK) count_sent(r);
     }
   }
   // Idle: ask the most loaded rank for threads that have not started.
@@ -623,7 +684,7 @@ void Remote::poll(Worker& w, bool idle) noexcept {
     if (victim == rank_) return;
     const uint64_t want = std::max<uint32_t>(1, most / 2);
     if (tsu_try_am_short(victim, kAmAsk, &want, 1, tsu_cb_none()) == TSU_OK) {
-      sent_.fetch_add(1, std::memory_order_relaxed);
+      count_sent(victim);
       asking_.store(true, std::memory_order_release);
       asked_ns_.store(now, std::memory_order_relaxed);
       load_[victim].store(most - static_cast<uint32_t>(want), std::memory_order_relaxed);
@@ -632,33 +693,152 @@ void Remote::poll(Worker& w, bool idle) noexcept {
 }
 
 // ---- Termination ---------------------------------------------------------------------
+//
+// Counting termination among the surviving ranks, by point-to-point
+// messages (a collective over the world fails once a rank is lost, and a
+// rank that left early would strand the others' spawns to it).  Round k:
+// each rank, once it runs nothing and has nothing left to send, sends every
+// rank it believes alive its report: messages of the layer sent to and
+// handled from each rank.  With the reports of round k from every survivor
+// (a lost rank is waited for no longer), a rank decides: terminated when,
+// for every pair a, b of survivors, a's sent-to-b equals b's handled-from-a
+// in round k, and no survivor's counts changed since round k-1 (it was quiet
+// at both reports and nothing reached it in between).  The decider tells the
+// survivors (kAmDone), so a rank whose view still holds a lost rank (it has
+// not noticed the loss yet, or it got the lost rank's last report) stops too.
+// A rank reaches round k+1 only after every survivor's round-k report, so
+// reports of rounds k-1..k+1 are all that are ever kept.
 
-tsu_status_t Remote::finish() {
+bool Remote::store_report(uint32_t src, uint32_t round, const uint32_t* sent,
+                          const uint32_t* handled, uint32_t n) noexcept {
+  std::lock_guard lock(reports_mu_);
+  Report& r = reports_[src][round % kReportSlots];
+  r.round = round;
+  r.sent.assign(sent, sent + n);
+  r.handled.assign(handled, handled + n);
+  return true;
+}
+
+bool Remote::have_reports(uint32_t round) noexcept {
+  std::lock_guard lock(reports_mu_);
+  for (uint32_t a = 0; a < size_; ++a) {
+    if (lost_[a].load(std::memory_order_acquire)) continue;
+    if (reports_[a][round % kReportSlots].round != round) return false;
+  }
+  return true;
+}
+
+bool Remote::terminated(uint32_t round) noexcept {
+  if (round < 2) return false;
+  std::lock_guard lock(reports_mu_);
+  auto alive = [&](uint32_t a) { return !lost_[a].load(std::memory_order_acquire); };
+  for (uint32_t a = 0; a < size_; ++a) {
+    if (!alive(a)) continue;
+    const Report& now = reports_[a][round % kReportSlots];
+    const Report& before = reports_[a][(round - 1) % kReportSlots];
+    if (now.round != round || before.round != round - 1) return false;
+    for (uint32_t b = 0; b < size_; ++b) {
+      if (!alive(b)) continue;
+      const Report& other = reports_[b][round % kReportSlots];
+      if (other.round != round) return false;
+      if (now.sent[b] != before.sent[b] || now.handled[b] != before.handled[b]) return false;
+      if (b != a && now.sent[b] != other.handled[a]) return false;
+    }
+  }
+  return true;
+}
+
+bool Remote::send_to_survivors(uint32_t am, const uint64_t* args, uint32_t nargs,
+                               const void* payload, std::size_t len) noexcept {
+  for (uint32_t r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    for (;;) {
+      if (lost_[r].load(std::memory_order_acquire)) break;
+      const tsu_status_t st =
+          payload ? tsu_try_am_medium(r, am, args, nargs, payload, len, tsu_cb_none())
+                  : tsu_try_am_short(r, am, args, nargs, tsu_cb_none());
+      if (st == TSU_OK) break;
+      if (st == TSU_ERR_PEER_LOST) {
+        on_peer_lost(r);
+        break;
+      }
+      if (st != TSU_EAGAIN) return false;
+      tsu_progress();
+    }
+  }
+  return true;
+}
+
+tsu_status_t Remote::finish_by_allreduce() {
   uint64_t prev = UINT64_MAX;
   for (;;) {
-    // Quiet here: nothing runs, nothing waits to leave.
     while (sched_.live() != 0 || !flush()) {
       tsu_progress();
       timespec ts{0, 50'000};
       nanosleep(&ts, nullptr);
     }
-    uint64_t in[2] = {sent_.load(), received_.load()}, sum[2] = {0, 0};
+    uint64_t in[2] = {0, 0}, sum[2] = {0, 0};
+    for (uint32_t r = 0; r < size_; ++r) {
+      in[0] += sent_to_[r].load(std::memory_order_relaxed);
+      in[1] += handled_from_[r].load(std::memory_order_relaxed);
+    }
     tsu_counter_t c;
     tsu_counter_init(&c);
     tsu_status_t st = tsu_try_allreduce(TSU_TEAM_WORLD, in, sum, 2, TSU_DT_UINT64, TSU_OP_SUM,
                                         tsu_counter_cb(&c));
     if (st == TSU_OK) st = tsu_counter_wait(&c, 1);
     if (st != TSU_OK) return st;
-    // Every message sent was handled, twice in a row with nothing new: done.
-    if (sum[0] == sum[1] && sum[0] == prev) break;
+    if (sum[0] == sum[1] && sum[0] == prev) return TSU_OK;
     prev = sum[0] == sum[1] ? sum[0] : UINT64_MAX;
+  }
+}
+
+tsu_status_t Remote::finish() {
+  auto pause = [] {
+    tsu_progress();
+    timespec ts{0, 50'000};
+    nanosleep(&ts, nullptr);
+  };
+  tsu_status_t st = TSU_OK;
+  if (2 * size_ * sizeof(uint32_t) > tsu_am_medium_max()) {
+    // A report does not fit one message: the collective count (a rank lost
+    // meanwhile makes it fail with TSU_ERR_PEER_LOST).
+    st = finish_by_allreduce();
+  } else {
+    // Any rank's loss must end the wait for its report: watch them all.
+    for (uint32_t r = 0; r < size_; ++r) watch(r);
+    std::vector<uint32_t> mine(2 * size_);
+    for (uint32_t round = 1; !terminated_.load(std::memory_order_acquire); ++round) {
+      // Quiet here: nothing runs, nothing waits to leave.
+      while ((sched_.live() != 0 || !flush()) && !terminated_.load(std::memory_order_acquire))
+        pause();
+      if (terminated_.load(std::memory_order_acquire)) break;
+      for (uint32_t r = 0; r < size_; ++r) {
+        mine[r] = sent_to_[r].load(std::memory_order_relaxed);
+        mine[size_ + r] = handled_from_[r].load(std::memory_order_relaxed);
+      }
+      store_report(rank_, round, mine.data(), mine.data() + size_, size_);
+      const uint64_t arg = round;
+      if (!send_to_survivors(kAmReport, &arg, 1, mine.data(), mine.size() * sizeof(uint32_t))) {
+        st = TSU_ERR_UNREACHABLE;
+        break;
+      }
+      while (!have_reports(round) && !terminated_.load(std::memory_order_acquire)) pause();
+      if (terminated_.load(std::memory_order_acquire)) break;
+      if (terminated(round)) {
+        terminated_.store(true, std::memory_order_release);
+        send_to_survivors(kAmDone, &arg, 1, nullptr, 0);
+      }
+    }
+    for (uint32_t r = 0; r < size_; ++r)
+      if (lost_[r].load(std::memory_order_acquire) && st == TSU_OK) st = TSU_ERR_PEER_LOST;
   }
   for (auto& w : watches_) {
     if (w->state.load(std::memory_order_acquire) != 1) continue;
     tsu_recv_cancel(w->handle);
     while (w->state.load(std::memory_order_acquire) != 2) tsu_progress();
   }
-  return TSU_OK;
+  return st;
 }
 
 }  // namespace tsu::ult

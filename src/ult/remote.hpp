@@ -5,6 +5,7 @@
 // receive posted towards each rank we wait on reports that rank's loss.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <deque>
 #include <cstdint>
@@ -60,7 +61,8 @@ class Remote {
   bool has_outgoing() const noexcept { return outgoing_.load(std::memory_order_acquire) != 0; }
   // Sends every batch that can leave now; true when nothing is left.
   bool flush() noexcept;
-  // Collective: returns when no rank has spawned threads or messages left.
+  // Collective: returns when no surviving rank has spawned threads or
+  // messages left (copes with ranks lost before or during it).
   tsu_status_t finish();
   uint64_t migrated() const noexcept { return migrated_.load(std::memory_order_relaxed); }
   uint32_t rank() const noexcept { return rank_; }
@@ -89,7 +91,27 @@ class Remote {
     Remote* self = nullptr;
     uint32_t peer = 0;
   };
+  // Termination (finish): one rank's report for one round, sent when it
+  // runs nothing and has nothing to send: how many layer messages it sent
+  // to and handled from each rank (low 32 bits; compared for equality only).
+  struct Report {
+    uint32_t round = 0;  // 0: none
+    std::vector<uint32_t> sent, handled;
+  };
+  static constexpr uint32_t kReportSlots = 4;  // rounds k-1, k, k+1 are ever needed
   friend struct Handlers;
+
+  void count_sent(uint32_t dst) noexcept { sent_to_[dst].fetch_add(1, std::memory_order_relaxed); }
+  void count_handled(uint32_t src) noexcept {
+    handled_from_[src].fetch_add(1, std::memory_order_relaxed);
+  }
+  tsu_status_t finish_by_allreduce();  // jobs too large for the reports (no loss tolerance)
+  bool store_report(uint32_t src, uint32_t round, const uint32_t* sent, const uint32_t* handled,
+                    uint32_t n) noexcept;
+  bool have_reports(uint32_t round) noexcept;
+  bool terminated(uint32_t round) noexcept;
+  bool send_to_survivors(uint32_t am, const uint64_t* args, uint32_t nargs, const void* payload,
+                         std::size_t len) noexcept;
 
   void queue_spawn(uint32_t dst, const RemoteInfo& info, bool flush_now) noexcept;
   void queue_value(uint32_t dst, uint64_t token, tsu_status_t st, const void* v,
@@ -122,7 +144,11 @@ class Remote {
   std::vector<std::unique_ptr<Watch>> watches_;
   std::vector<std::atomic<uint32_t>> load_;      // last count each rank sent
   std::vector<std::atomic<bool>> lost_;
-  std::atomic<uint64_t> sent_{0}, received_{0};  // records, for termination
+  // Layer messages sent to / handled from each rank (termination counts).
+  std::unique_ptr<std::atomic<uint32_t>[]> sent_to_, handled_from_;
+  std::mutex reports_mu_;
+  std::vector<std::array<Report, kReportSlots>> reports_;  // [rank][round % slots], guarded
+  std::atomic<bool> terminated_{false};  // a rank decided: every survivor is done
   std::atomic<uint64_t> migrated_{0};
   std::atomic<uint64_t> last_lb_ns_{0};
   std::atomic<uint32_t> last_sent_load_{0};

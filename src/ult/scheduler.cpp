@@ -165,10 +165,9 @@ void Scheduler::start() {
 }
 
 void Scheduler::stop() {
-  for (;;) {
-    const uint32_t seq = done_seq_.load(std::memory_order_acquire);
-    if (live() == 0) break;
-    futex_wait(done_seq_, seq, 10'000'000);
+  while (live() != 0) {
+    timespec ts{0, 200'000};
+    nanosleep(&ts, nullptr);
   }
   stopping_.store(true, std::memory_order_release);
   wake_seq_.fetch_add(1, std::memory_order_seq_cst);
@@ -176,11 +175,23 @@ void Scheduler::stop() {
   for (auto& w : workers_) w->join_thread();
 }
 
-void Scheduler::note_finished() noexcept {
-  if (live_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    done_seq_.fetch_add(1, std::memory_order_release);
-    futex_wake(done_seq_, INT32_MAX);
-  }
+// Every count only grows, and a thread's creation is counted (release)
+// before it can run, so before it can end or create others.  The ends are
+// read first (acquire): every creation that led to an end read is then seen
+// by the reads of creations that follow, so created - finished is at least
+// the number live at the time of the later reads, and 0 only if none is.
+uint64_t Scheduler::live() const noexcept {
+  uint64_t finished = other_finished_.load(std::memory_order_acquire);
+  for (const auto& w : workers_) finished += w->counters.finished.load(std::memory_order_acquire);
+  uint64_t created = pthread_created_.load(std::memory_order_acquire);
+  for (const auto& w : workers_) created += w->counters.created.load(std::memory_order_acquire);
+  return created - finished;
+}
+
+uint64_t Scheduler::next_id(Worker* w) noexcept {
+  const uint64_t stride = workers_.size() + 1;
+  if (w) return w->take_id_seq() * stride + w->index() + 1;
+  return (next_id_.fetch_add(1, std::memory_order_relaxed) + 1) * stride;
 }
 
 Ult* Scheduler::new_record(Worker* w) noexcept {
@@ -201,6 +212,7 @@ Ult* Scheduler::new_record(Worker* w) noexcept {
     u->done = false;
     u->detached = false;
     u->joiner = nullptr;
+    u->ended_into_joiner = false;
     u->name[0] = '\0';
     return u;
   }
@@ -251,7 +263,7 @@ void Scheduler::notify() noexcept {
 
 bool Scheduler::any_queued() const noexcept {
   for (const auto& w : workers_)
-    if (w->queue().size_hint() != 0) return true;
+    if (w->queue().size_hint() != 0 || w->has_nursery()) return true;
   return false;
 }
 
@@ -303,6 +315,7 @@ void exit_current(Ult* self, void* value) noexcept {
   Ult* next = nullptr;
   self->join_lock.lock();
   if (self->joiner && self->joiner->ult && !self->detached) next = self->joiner->ult;
+  self->ended_into_joiner = next != nullptr;
   self->join_lock.unlock();
   if (!next) next = w->next_local();
   w->switch_to(self, next, Action::kFinish);
@@ -312,9 +325,18 @@ void exit_current(Ult* self, void* value) noexcept {
 void complete_thread(Ult* u) noexcept {
   Scheduler* s = scheduler();
   if (u->home) u->home->live_remove(u);
-  free_key_values(u);
-  Worker* w = current_worker();
-  if (w) WorkerCounters::bump(w->counters.finished);
+  if (u->keys) free_key_values(u);
+  Worker* w = current_worker();  // (always a worker: finish, ready_to_run)
+  if (u->ended_into_joiner) {
+    // exit_current saw its joiner (a ULT, blocked until now) under the lock
+    // and switched to it: the joiner runs this, nobody else touches the
+    // join record any more.
+    u->state.store(State::kDone, std::memory_order_relaxed);
+    u->done = true;
+    if (w) WorkerCounters::bump(w->counters.finished);
+    else s->note_finished();
+    return;
+  }
   u->join_lock.lock();
   u->state.store(State::kDone, std::memory_order_relaxed);
   u->done = true;
@@ -327,7 +349,8 @@ void complete_thread(Ult* u) noexcept {
   } else if (joiner && !(joiner->ult && w && joiner->ult == w->current())) {
     wake(joiner);  // (a ULT joiner already running here was switched to by exit)
   }
-  s->note_finished();
+  if (w) WorkerCounters::bump(w->counters.finished);
+  else s->note_finished();
 }
 
 tsu_status_t create_thread(Scheduler& s, const CreateArgs& c, Ult** out) noexcept {
@@ -341,7 +364,7 @@ tsu_status_t create_thread(Scheduler& s, const CreateArgs& c, Ult** out) noexcep
   u->detached = c.detached;
   u->remote = c.remote;
   u->origin_rank = c.origin_rank;
-  u->id = s.next_id();
+  u->id = s.next_id(w);
   u->home = w ? w : &s.worker(0);
   if (c.name) {
     std::strncpy(u->name, c.name, TSU_ULT_NAME_MAX);
@@ -350,14 +373,19 @@ tsu_status_t create_thread(Scheduler& s, const CreateArgs& c, Ult** out) noexcep
     u->name[0] = '\0';
   }
   u->home->live_add(u);
+  // Counted before it can run (Scheduler::live relies on it).
   if (w) {
     WorkerCounters::bump(w->counters.created);
   } else {
     s.count_pthread_create();
   }
-  s.note_created();
   if (out) *out = u;
-  // After make_ready the thread may run and (if detached) end at once.
+  // A worker's new thread waits in its nursery (no lock; see Worker); after
+  // that or make_ready the thread may run and (if detached) end at once.
+  if (w) {
+    w->put_in_nursery(u);
+    return TSU_OK;
+  }
   if (!s.make_ready(u)) {
     u->home->live_remove(u);
     u->remote = nullptr;  // the caller keeps it on failure

@@ -45,11 +45,18 @@ class Scheduler {
   // Makes a thread runnable: on the calling worker's queue, else on `hint`'s
   // (or round robin), and wakes an idle worker if one sleeps.
   bool make_ready(Ult* u, Worker* hint = nullptr) noexcept;
-  void note_created() noexcept { live_.fetch_add(1, std::memory_order_relaxed); }
-  void note_finished() noexcept;
-  uint64_t live() const noexcept { return live_.load(std::memory_order_acquire); }
-  uint64_t next_id() noexcept { return next_id_.fetch_add(1, std::memory_order_relaxed) + 1; }
-  void count_pthread_create() noexcept { pthread_created_.fetch_add(1, std::memory_order_relaxed); }
+  // A thread stopped being live here without ending on a worker (handed to
+  // another rank, or its creation failed).  Ends on workers are counted by
+  // the workers themselves (WorkerCounters::finished).
+  void note_finished() noexcept { other_finished_.fetch_add(1, std::memory_order_release); }
+  // ULTs created here and not yet ended.  Sums the workers' own counters
+  // (no shared counter on the create/exit path); exact when nothing changes
+  // meanwhile, and never 0 while a thread is live (see scheduler.cpp).
+  uint64_t live() const noexcept;
+  // A process-unique thread id: per worker without atomics (stride
+  // workers + 1, offset index + 1); from pthreads (w == nullptr) atomically.
+  uint64_t next_id(Worker* w) noexcept;
+  void count_pthread_create() noexcept { pthread_created_.fetch_add(1, std::memory_order_release); }
   uint64_t pthread_created() const noexcept {
     return pthread_created_.load(std::memory_order_relaxed);
   }
@@ -61,6 +68,11 @@ class Scheduler {
   // wake_seq_ if anyone sleeps.  One of the two sees the other.
   void idle_wait(Worker& w, long timeout_ns) noexcept;
   void notify() noexcept;
+  // From a worker that has more work than it runs now: wakes a sleeping
+  // worker if any (a hint: a missed one sleeps at most its timeout).
+  void help_wanted() noexcept {
+    if (sleepers_.load(std::memory_order_relaxed) != 0) notify();
+  }
   bool stopping() const noexcept { return stopping_.load(std::memory_order_acquire); }
   // Threads across ranks: set once before start() when tsunagi runs.
   void set_remote(Remote* r) noexcept { remote_ = r; }
@@ -71,13 +83,12 @@ class Scheduler {
   Settings settings_;
   StackPool pool_;
   std::vector<std::unique_ptr<Worker>> workers_;
-  std::atomic<uint64_t> live_{0};
-  std::atomic<uint64_t> next_id_{0};
+  std::atomic<uint64_t> other_finished_{0};
+  std::atomic<uint64_t> next_id_{0};  // pthreads' ids (offset 0)
   std::atomic<uint64_t> pthread_created_{0};
   std::atomic<uint32_t> round_robin_{0};
   std::atomic<uint32_t> wake_seq_{0};
   std::atomic<uint32_t> sleepers_{0};
-  std::atomic<uint32_t> done_seq_{0};  // bumped when live_ drops to 0 (futex word)
   std::atomic<bool> stopping_{false};
   Remote* remote_ = nullptr;  // written before the workers start
 };

@@ -27,6 +27,12 @@ const char* state_name(State s) noexcept;
 
 struct Waiter;
 
+// A thread's value for one key, with the key's generation when it was set.
+struct KeyValue {
+  void* value;
+  uint64_t generation;
+};
+
 struct Ult {
   // --- Owned by whoever runs or holds the thread (one party at a time: the
   // run queue's lock or the block protocol hands it over). ---
@@ -36,7 +42,7 @@ struct Ult {
   tsu_ult_fn_t fn = nullptr;
   void* arg = nullptr;
   void* value = nullptr;     // exit value
-  void** keys = nullptr;     // tsu_ult_key values, allocated on first set
+  KeyValue* keys = nullptr;  // tsu_ult_key values, allocated on first set
   std::size_t stack_size = 0;
   SanitizerContext san;
   Ult* next = nullptr;       // private lists (a worker's waiting list, free lists)
@@ -44,6 +50,7 @@ struct Ult {
   tsu_status_t error = TSU_OK;            // set when it could not run (no stack)
   RemoteInfo* remote = nullptr;    // spawned threads (remote.hpp), owned
   bool proxy = false;  // stands for a thread on another rank: never runs here
+  bool ended_into_joiner = false;  // its end switched straight to its ULT joiner
 
   // --- Join record: guarded by join_lock. ---
   Spinlock join_lock;

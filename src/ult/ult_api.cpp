@@ -42,7 +42,16 @@ tsu_status_t wait_for_end(Scheduler& s, Ult* u) {
     Waiter w;
     w.ult = self;
     u->joiner = &w;
-    block(w, u->join_lock);  // woken once done is set (thread end or exit value)
+    Worker* worker = self ? self->worker : nullptr;
+    if (worker && worker->take_from_nursery(u) && worker->ready_or_requeue(u)) {
+      // Not started and now ours alone: run it at once on this worker; its
+      // end switches straight back here (exit_current), so no queue and no
+      // scheduler loop in between.
+      self->state.store(State::kBlocked, std::memory_order_relaxed);
+      worker->switch_to(self, u, Action::kRelease, &u->join_lock);
+    } else {
+      block(w, u->join_lock);  // woken once done is set (thread end or exit value)
+    }
   } else {
     u->join_lock.unlock();
   }
@@ -262,14 +271,13 @@ tsu_status_t tsu_ult_detach(tsu_ult_t thread) {
 }
 
 tsu_status_t tsu_ult_yield(void) {
-  Ult* self = current_ult();
+  Worker* w = current_worker();
+  Ult* self = w ? w->current() : nullptr;
   if (!self) {
     sched_yield();
     return TSU_OK;
   }
-  Worker* w = self->worker;
-  w->maybe_poll();
-  if (Ult* next = w->next_local()) w->switch_to(self, next, Action::kRequeue);
+  w->yield(self);
   return TSU_OK;
 }
 

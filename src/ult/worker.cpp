@@ -13,13 +13,16 @@
 namespace tsu::ult {
 
 namespace {
-thread_local Worker* t_worker = nullptr;
+// initial-exec: one %fs-relative load, not a __tls_get_addr call (the
+// library is linked, or dlopen'ed where static TLS space is left).
+thread_local Worker* t_worker __attribute__((tls_model("initial-exec"))) = nullptr;
 uint64_t now_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 constexpr uint32_t kMaxFreeRecords = 1024;
+constexpr uint64_t kBusyPollNs = 20'000;
 }  // namespace
 
 __attribute__((noinline)) Worker* current_worker() noexcept {
@@ -164,7 +167,53 @@ void Worker::spill_yielded() noexcept {
   while (Ult* u = pop_yielded()) sched_.make_ready(u, this);
 }
 
+void Worker::put_in_nursery(Ult* u) noexcept {
+  // The previous newest goes to the queue (it was made ready first).
+  if (nursery_.load(std::memory_order_relaxed)) flush_nursery();
+  nursery_.store(u, std::memory_order_release);
+  Scheduler& s = sched_;
+  if (s.worker_count() > 1) s.help_wanted();
+}
+
+void Worker::flush_nursery() noexcept {
+  if (Ult* u = nursery_.exchange(nullptr, std::memory_order_acquire)) {
+    if (!rq_.push(u)) {
+      // Out of memory growing the queue: it runs now instead of never.
+      nursery_.store(u, std::memory_order_release);
+    }
+  }
+}
+
+void Worker::yield(Ult* self) noexcept {
+  // Fast path: nothing new, nothing shared queued, no waiter due, and the
+  // private FIFO has a thread: switch to it directly.  `self` joins that
+  // FIFO before the jump (only this pthread reads it, after landing, where
+  // land() saves self's context first).
+  const uint32_t tick = ++tick_;
+  if ((++poll_tick_ & 63) != 0 && (tick & 63) != 0 && yielded_head_ &&
+      !nursery_.load(std::memory_order_relaxed) && rq_.size_hint() == 0 &&
+      !(waiting_head_ && (tick & 7) == 0)) {
+    Ult* next = pop_yielded();
+    self->state.store(State::kReady, std::memory_order_relaxed);
+    push_yielded(self);
+    prev_ = self;
+    action_ = Action::kNone;
+    current_ = next;
+    next->state.store(State::kRunning, std::memory_order_relaxed);
+    next->worker = this;
+    WorkerCounters::bump(counters.switches);
+    sanitizer_before_switch(self->san, next->san, false);
+    land(jump_fcontext(next->fctx, this));
+    return;
+  }
+  --tick_;
+  poll_tick_ = (poll_tick_ - 1);  // maybe_poll counts this call itself
+  maybe_poll();
+  if (Ult* next = next_local()) switch_to(self, next, Action::kRequeue);
+}
+
 Ult* Worker::next_local() noexcept {
+  if (nursery_.load(std::memory_order_relaxed)) flush_nursery();
   const uint32_t tick = ++tick_;
   // Yielded threads go behind the shared queue's (FIFO): when that queue
   // has threads they are moved there; when it is empty (two threads taking
@@ -193,8 +242,13 @@ void Worker::maybe_poll() noexcept {
   // (handlers may run here).  Only where the caller holds no lock: yield,
   // exit, the wait hook.  polling_: the wait hook must not park the caller
   // from inside this pass.
+  // Also at most one pass per kBusyPollNs: a pass costs a progress pass
+  // (about a microsecond), which every 64 switches would double a switch.
   Remote* r = sched_.remote();
   if (!r || (++poll_tick_ & 63) != 0 || polling_) return;
+  const uint64_t now = now_ns();
+  if (now - last_busy_poll_ns_ < kBusyPollNs && !r->has_outgoing()) return;
+  last_busy_poll_ns_ = now;
   polling_ = true;
   r->poll(*this, false);
   polling_ = false;
@@ -204,7 +258,10 @@ Ult* Worker::steal() noexcept {
   const uint32_t n = sched_.worker_count();
   for (uint32_t i = 1; i < n; ++i) {
     Worker& v = sched_.worker((index_ + i) % n);
-    if (Ult* u = v.rq_.steal()) {
+    Ult* u = v.rq_.steal();
+    if (!u && v.nursery_.load(std::memory_order_relaxed))
+      u = v.nursery_.exchange(nullptr, std::memory_order_acquire);
+    if (u) {
       WorkerCounters::bump(counters.stolen);
       return u;
     }

@@ -37,11 +37,11 @@ enum class Action : uint32_t {
 };
 
 // Per-worker counters: written by the owner only (load + store, no atomic
-// read-modify-write), read by anyone.
+// read-modify-write; release, for Scheduler::live), read by anyone.
 struct WorkerCounters {
   std::atomic<uint64_t> created{0}, finished{0}, switches{0}, stolen{0};
   static void bump(std::atomic<uint64_t>& c) noexcept {
-    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   }
 };
 
@@ -60,6 +60,37 @@ class Worker {
   Ult* next_local() noexcept;
   // Every 64th call, the remote layer's pass; only where no lock is held.
   void maybe_poll() noexcept;
+  // tsu_ult_yield of the running ULT `self` (its fast path: another thread
+  // of the private FIFO, no lock, no scheduler loop).
+  void yield(Ult* self) noexcept;
+
+  // The nursery: the newest thread created by this worker's ULTs, not yet in
+  // the run queue.  Invariant: only the owner stores a thread into it, and
+  // whoever exchanges or compare-exchanges it out (the owner, to queue it at
+  // its next scheduling point or to run it at once on a join; a thief) owns
+  // that thread; so each thread leaves it exactly once.  It lets create +
+  // join of a new thread skip the run queue's lock, and keeps the FIFO order
+  // (it is queued before the owner switches, at the next next_local()).
+  void put_in_nursery(Ult* u) noexcept;
+  // Takes `u` out of the nursery (true) if it is still there: the caller owns it.
+  bool take_from_nursery(Ult* u) noexcept {
+    Ult* expected = u;
+    return nursery_.load(std::memory_order_relaxed) == u &&
+           nursery_.compare_exchange_strong(expected, nullptr, std::memory_order_acquire,
+                                            std::memory_order_relaxed);
+  }
+  // For a thread taken from the nursery: gives it its stack; false (no
+  // stack) puts it in the run queue instead, where it fails normally.
+  bool ready_or_requeue(Ult* u) noexcept {
+    if (prepare(u)) {
+      u->state.store(State::kReady, std::memory_order_relaxed);  // has its stack now
+      return true;
+    }
+    if (!rq_.push(u)) put_in_nursery(u);
+    return false;
+  }
+  bool has_nursery() const noexcept { return nursery_.load(std::memory_order_relaxed) != nullptr; }
+  uint64_t take_id_seq() noexcept { return ++id_seq_; }
 
   RunQueue& queue() noexcept { return rq_; }
   uint32_t index() const noexcept { return index_; }
@@ -122,6 +153,10 @@ class Worker {
   uint32_t hook_polls_ = 0;
   uint32_t poll_tick_ = 0;
   bool polling_ = false;  // inside the remote layer's pass (no parking)
+  std::atomic<Ult*> nursery_{nullptr};
+  uint64_t id_seq_ = 0;
+  uint64_t last_busy_poll_ns_ = 0;
+  void flush_nursery() noexcept;
   Ult* free_records_ = nullptr;
   uint32_t free_count_ = 0;
   Spinlock live_lock_;

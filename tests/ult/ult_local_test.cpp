@@ -250,6 +250,47 @@ TEST_F(Ult, KeysArePerThreadAndDestructed) {
   EXPECT_EQ(tsu_ult_setspecific(g_key, &g_key), TSU_ERR_INVALID_ARG);
 }
 
+// A key deleted and created again (same number) must not show, nor destroy,
+// the values threads set for the deleted one.
+std::atomic<int> g_stale_destroyed{0};
+std::atomic<int> g_key_phase{0};  // 1: the ULT set its value; 2: the key was re-created
+tsu_ult_key_t g_old_key, g_new_key;
+int g_stale_value;
+void* keeps_value_across_delete(void*) {
+  EXPECT_EQ(tsu_ult_setspecific(g_old_key, &g_stale_value), TSU_OK);
+  g_key_phase.store(1);
+  while (g_key_phase.load() != 2) tsu_ult_yield();
+  void* seen = tsu_ult_getspecific(g_new_key);
+  return seen;
+}
+
+TEST_F(Ult, DeletedKeyValuesAreNotSeenByARecreatedKey) {
+  start(1);
+  g_stale_destroyed = 0;
+  g_key_phase = 0;
+  ASSERT_EQ(tsu_ult_key_create(&g_old_key, [](void*) { g_stale_destroyed.fetch_add(1); }),
+            TSU_OK);
+  ASSERT_EQ(tsu_ult_setspecific(g_old_key, &g_stale_value), TSU_OK);  // this pthread's
+  tsu_ult_t t;
+  ASSERT_EQ(tsu_ult_create(&t, nullptr, keeps_value_across_delete, nullptr), TSU_OK);
+  while (g_key_phase.load() != 1) std::this_thread::yield();
+  ASSERT_EQ(tsu_ult_key_delete(g_old_key), TSU_OK);
+  ASSERT_EQ(tsu_ult_key_create(&g_new_key, [](void*) { g_stale_destroyed.fetch_add(1); }),
+            TSU_OK);
+  EXPECT_EQ(g_new_key, g_old_key);  // the number is reused (the case that matters)
+  EXPECT_EQ(tsu_ult_getspecific(g_new_key), nullptr);  // the pthread's old value is gone
+  g_key_phase.store(2);
+  void* seen = &g_stale_value;
+  ASSERT_EQ(tsu_ult_join(t, &seen), TSU_OK);
+  EXPECT_EQ(seen, nullptr);  // the ULT's old value is gone too
+  EXPECT_EQ(g_stale_destroyed.load(), 0);  // and no destructor ran for it
+  // The new key works as usual.
+  EXPECT_EQ(tsu_ult_setspecific(g_new_key, &g_new_key), TSU_OK);
+  EXPECT_EQ(tsu_ult_getspecific(g_new_key), &g_new_key);
+  EXPECT_EQ(tsu_ult_setspecific(g_new_key, nullptr), TSU_OK);
+  EXPECT_EQ(tsu_ult_key_delete(g_new_key), TSU_OK);
+}
+
 std::atomic<int> g_detached_ran{0};
 void* count_run(void*) {
   tsu_ult_yield();
