@@ -254,6 +254,7 @@ bool NodeColl::advance_staged(Team& t, Op& op) noexcept {
       case 1: {  // the peers' data
         switch (r.kind) {
           case K::kBarrier:
+          case K::kScatter:  // (never staged)
             break;
           case K::kBroadcast:
             if (me != r.root && !copy_out(r.root, 0, r.dst, r.bytes)) return false;
@@ -361,15 +362,19 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
             put_small(nullptr, 0);
             break;
           case K::kBroadcast:
+          case K::kScatter: {
             writes = me == r.root;
             if (writes && reuse && !wait_all(t, op, true, reuse)) return false;
             if (!writes) break;
+            const bool bc = r.kind == K::kBroadcast;
+            const std::byte* from = bc ? r.dst : r.src;
             if (op.small) {
-              put_small(r.dst, r.bytes);
+              put_small(from, bc ? r.bytes : r.bytes * n);
             } else {
-              mine.pub[p] = node::Published{reinterpret_cast<uint64_t>(r.dst), 0};
+              mine.pub[p] = node::Published{reinterpret_cast<uint64_t>(from), 0};
             }
             break;
+          }
           case K::kReduce:
           case K::kAllreduce:
           case K::kGather:
@@ -415,6 +420,19 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
               fail(read_peer(t, r.root, t.slot[r.root]->pub[p].src, r.dst, r.bytes));
             }
             break;
+          case K::kScatter: {
+            const std::size_t off = std::size_t{me} * r.bytes;
+            if (me == r.root) {
+              if (r.bytes) std::memmove(r.dst, r.src + off, r.bytes);
+            } else if (op.small) {
+              if (!wait_input(r.root)) return false;
+              if (r.bytes) std::memcpy(r.dst, input(r.root) + off, r.bytes);
+            } else {
+              if (!wait_for(t, op, r.root, true, in)) return false;
+              fail(read_peer(t, r.root, t.slot[r.root]->pub[p].src + off, r.dst, r.bytes));
+            }
+            break;
+          }
           case K::kReduce:
           case K::kAllreduce:
             if (!op.small) {
@@ -518,7 +536,8 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
     }
     op->r = req;
     op->seq = t.next_seq++;
-    const std::size_t published = req.kind == Kind::kAlltoall ? req.bytes * t.n : req.bytes;
+    const bool per_member = req.kind == Kind::kAlltoall || req.kind == Kind::kScatter;
+    const std::size_t published = per_member ? req.bytes * t.n : req.bytes;
     op->small = published <= node::kDataBytes;
     op->tiny = published <= node::kTinyBytes;
     const bool all = req.kind == Kind::kAllreduce || req.kind == Kind::kAllgather ||
@@ -526,14 +545,15 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
     const bool is_root = all || req.root == t.me;
     switch (req.kind) {
       case Kind::kBarrier: break;
-      case Kind::kBroadcast: op->exposes = !op->small && is_root; break;
+      case Kind::kBroadcast:
+      case Kind::kScatter: op->exposes = !op->small && is_root; break;
       case Kind::kGather: op->exposes = !op->small && !is_root; break;
       default: op->exposes = !op->small; break;
     }
     op->done_read = !op->small && req.kind != Kind::kBarrier;
-    // (Alltoall is never staged: each reader wants 1/n of what would be
-    // staged, so one CMA copy beats copying everything in; measured.)
-    op->staged = !op->small && req.kind != Kind::kAlltoall &&
+    // (Alltoall and scatter are never staged: each reader wants 1/n of what
+    // would be staged, so one CMA copy beats copying everything in; measured.)
+    op->staged = !op->small && !per_member &&
                  published <= std::min(node::kStageBytes, rt_.config().coll_stage_max);
     if (op->staged) {  // stages, not user buffers: nobody waits to complete
       op->exposes = false;
