@@ -63,7 +63,9 @@ struct NodeColl::Op {
   ScratchBuffer slice;  // large reduce, non-root: its reduced slice
 };
 
-NodeColl::NodeColl(core::Runtime& rt) : rt_(rt), notify_(!rt.manual_progress()) {
+NodeColl::NodeColl(core::Runtime& rt)
+    : rt_(rt),
+      notify_(!rt.manual_progress()) {
   std::size_t size = 0;
   std::byte* area = rt.layer_area(size);  // (sets size: not in one expression)
   mine_ = node::slots_of(area, size);
@@ -263,8 +265,10 @@ bool NodeColl::advance_staged(Team& t, Op& op) noexcept {
           case K::kAllgather:
           case K::kAlltoall:
             if (!is_root) break;
+            // Member me+k in turn (own block first): readers start on
+            // different writers instead of all queueing on member 0.
             for (; op.peer < n; ++op.peer) {
-              const uint32_t j = op.peer;
+              const uint32_t j = (me + op.peer) % n;
               std::byte* to = r.dst + std::size_t{j} * r.bytes;
               const std::size_t from = r.kind == K::kAlltoall ? std::size_t{me} * r.bytes : 0;
               if (j == me) {
@@ -456,15 +460,20 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
           case K::kAllgather:
           case K::kAlltoall: {
             if (!is_root) break;
-            if (op.small ? !wait_inputs() : !wait_all(t, op, true, in)) return false;
-            for (uint32_t j = 0; j < n && r.bytes; ++j) {
+            // Each peer's block as soon as that peer has published it (not
+            // after all of them): op.peer keeps the place across calls.
+            // Staggered, own block first (see advance_staged).
+            for (; op.peer < n; ++op.peer) {
+              const uint32_t j = (me + op.peer) % n;
               std::byte* to = r.dst + std::size_t{j} * r.bytes;
               const std::size_t from_off = r.kind == K::kAlltoall ? std::size_t{me} * r.bytes : 0;
               if (j == me) {
-                std::memmove(to, r.src + from_off, r.bytes);
+                if (r.bytes) std::memmove(to, r.src + from_off, r.bytes);
               } else if (op.small) {
-                std::memcpy(to, input(j) + from_off, r.bytes);
+                if (!wait_input(j)) return false;
+                if (r.bytes) std::memcpy(to, input(j) + from_off, r.bytes);
               } else {
+                if (!wait_for(t, op, j, true, in)) return false;
                 fail(read_peer(t, j, t.slot[j]->pub[p].src + from_off, to, r.bytes));
               }
             }
@@ -551,10 +560,15 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
       default: op->exposes = !op->small; break;
     }
     op->done_read = !op->small && req.kind != Kind::kBarrier;
-    // (Alltoall and scatter are never staged: each reader wants 1/n of what
-    // would be staged, so one CMA copy beats copying everything in; measured.)
-    op->staged = !op->small && !per_member &&
-                 published <= std::min(node::kStageBytes, rt_.config().coll_stage_max);
+    // Staged up to the stage's size, except (each measured on this 2-core
+    // machine, 4 ranks): an alltoall above kAlltoallStageMax and a scatter
+    // (each reader wants 1/n of what would be staged, so one CMA copy beats
+    // copying everything in), and a gather from kGatherCmaMin (the root
+    // reading every block once by CMA moves half the bytes of staging and
+    // copying out, and the peers do nothing but wait).
+    op->staged = !op->small && published <= std::min(node::kStageBytes, rt_.config().coll_stage_max) &&
+                 (!per_member || (req.kind == Kind::kAlltoall && published <= node::kAlltoallStageMax)) &&
+                 !(req.kind == Kind::kGather && req.bytes >= node::kGatherCmaMin);
     if (op->staged) {  // stages, not user buffers: nobody waits to complete
       op->exposes = false;
       op->stage_free = t.stage_free;
