@@ -41,6 +41,11 @@ struct NodeColl::Team {
   uint64_t stage_free = 0;             // done count that frees the stages (last staged s+1)
   uint32_t me = 0, n = 0, tag = 0;
   uint64_t next_seq = 0;
+  // The small-data ring (node_area.hpp): where the next op's bytes go, and
+  // per kRingUnit which op last used it (seq + 1; 0: none).  Every member
+  // computes the same offsets: the same ops, in the same order.
+  std::size_t ring_head = 0;
+  std::array<uint64_t, node::kRingBytes / node::kRingUnit> ring_last{};
   std::deque<std::unique_ptr<Op>> queue;  // started, not complete, in order
 };
 
@@ -52,6 +57,8 @@ struct NodeColl::Op {
   bool tiny = false;    // small enough to ride with its flag (SlotArea::tiny)
   bool staged = false;  // large, through the stages (SlotArea::stage)
   uint64_t stage_free = 0;  // staged: every peer's done must reach this first
+  std::size_t ring_off = 0;  // small: its bytes in the data ring
+  uint64_t ring_reuse = 0;   // small: every peer's ready must reach this before writing
   uint32_t peer = 0;        // staged reading: the member being copied
   std::size_t copied = 0;   // staged reading: bytes of it copied
   bool exposes = false;  // peers read this rank's buffers: complete after their done
@@ -327,12 +334,13 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
   const uint32_t tb = static_cast<uint32_t>(s % node::kTinyDepth);
   // Before overwriting buffer p (tiny line tb): every peer completed
   // s - depth (node_area.hpp).
+  // (Small data: its ring bytes' previous user, found by start().)
   const uint64_t depth = op.tiny ? node::kTinyDepth : node::kDepth;
-  const uint64_t reuse = s >= depth ? 2 * (s - depth + 1) + 1 : 0;
+  const uint64_t reuse = op.small && !op.tiny ? op.ring_reuse : s >= depth ? 2 * (s - depth + 1) + 1 : 0;
   SlotArea& mine = *t.slot[me];
   // Where member j's small inputs of s are, and waiting for them.
   auto input = [&](uint32_t j) -> const std::byte* {
-    return op.tiny ? t.slot[j]->tiny[tb].data : t.slot[j]->data[p];
+    return op.tiny ? t.slot[j]->tiny[tb].data : t.slot[j]->data + op.ring_off;
   };
   auto wait_input = [&](uint32_t j) {
     return op.tiny ? wait_line(t, op, t.slot[j]->tiny[tb].seq, s + 1, nullptr)
@@ -345,7 +353,7 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
   };
   // Publishes len bytes of small inputs (tiny: data, then its line's flag).
   auto put_small = [&](const std::byte* from, std::size_t len) {
-    std::byte* to = op.tiny ? mine.tiny[tb].data : mine.data[p];
+    std::byte* to = op.tiny ? mine.tiny[tb].data : mine.data + op.ring_off;
     if (len) std::memcpy(to, from, len);
     if (op.tiny) store_flag(mine.tiny[tb].seq, node::flag_value(t.tag, s + 1));
   };
@@ -549,6 +557,21 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
     const std::size_t published = per_member ? req.bytes * t.n : req.bytes;
     op->small = published <= node::kDataBytes;
     op->tiny = published <= node::kTinyBytes;
+    if (op->small && !op->tiny) {
+      // Next bytes of the ring (wrapping to its start where they do not fit
+      // before its end).  Before writing them, every peer must have completed
+      // the last op that used any of them: ready >= 2(seq + 1) + 1.
+      const std::size_t len = (published + node::kRingUnit - 1) / node::kRingUnit * node::kRingUnit;
+      if (t.ring_head + len > node::kRingBytes) t.ring_head = 0;
+      op->ring_off = t.ring_head;
+      t.ring_head += len;
+      uint64_t last = 0;  // seq + 1 of the previous user
+      for (std::size_t u = op->ring_off / node::kRingUnit; u < t.ring_head / node::kRingUnit; ++u) {
+        last = std::max(last, t.ring_last[u]);
+        t.ring_last[u] = op->seq + 1;
+      }
+      op->ring_reuse = last ? 2 * last + 1 : 0;
+    }
     const bool all = req.kind == Kind::kAllreduce || req.kind == Kind::kAllgather ||
                      req.kind == Kind::kAlltoall;
     const bool is_root = all || req.root == t.me;

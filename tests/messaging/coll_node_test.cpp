@@ -237,6 +237,46 @@ void overlapped_gathers(tsu_team_t team) {
   }
 }
 
+// Many small rooted collectives in flight, of sizes that wrap the small
+// data ring (32 KiB) several times before anyone waits: a root runs ahead
+// until the bytes it reuses were read by every peer.
+void small_ring_wrap(tsu_team_t team) {
+  const uint32_t n = team_size(team), me = team_rank(team);
+  constexpr uint32_t kOps = 48;
+  std::vector<std::vector<unsigned char>> bufs(kOps), got(kOps);
+  std::vector<std::unique_ptr<Flag>> flags;
+  for (uint32_t k = 0; k < kOps; ++k) {
+    const std::size_t bytes = 57 + (k * 997) % 3000;
+    const uint32_t root = (k / 3) % n;
+    bufs[k].assign(bytes, 0);
+    if (me == root || k % 2)
+      for (std::size_t i = 0; i < bytes; ++i) bufs[k][i] = byte_of(k % 2 ? me : root, i, k);
+    flags.push_back(std::make_unique<Flag>());
+    if (k % 2 == 0) {
+      ASSERT_EQ(tsu_try_broadcast(team, bufs[k].data(), bytes, root, flags.back()->cb()), TSU_OK);
+    } else {
+      got[k].assign(me == root ? bytes * n : 0, 0xEE);
+      ASSERT_EQ(tsu_try_gather(team, bufs[k].data(), me == root ? got[k].data() : nullptr, bytes / (n + 1) + 1,
+                               root, flags.back()->cb()), TSU_OK);
+    }
+  }
+  for (auto& f : flags) f->wait();
+  for (uint32_t k = 0; k < kOps; ++k) {
+    const uint32_t root = (k / 3) % n;
+    if (k % 2 == 0) {
+      for (std::size_t i = 0; i < bufs[k].size(); ++i)
+        ASSERT_EQ(bufs[k][i], byte_of(root, i, k)) << "broadcast " << k;
+    } else if (me == root) {
+      const std::size_t bytes = bufs[k].size() / (n + 1) + 1;
+      for (uint32_t r = 0; r < n; ++r)
+        for (std::size_t i = 0; i < bytes; ++i)
+          ASSERT_EQ(got[k][r * bytes + i], byte_of(r, i, k)) << "gather " << k << " from " << r;
+    }
+  }
+}
+
+TEST(CollNode, SmallRingWrap) { small_ring_wrap(TSU_TEAM_WORLD); }
+
 TEST(CollNode, InterleavedAndUnevenTeams) {
   // Across pseudo-nodes (tsurun --ranks-per-node 2): `mixed` alternates
   // between the nodes in team-rank order (node members not adjacent), and
