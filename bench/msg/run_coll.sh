@@ -1,47 +1,67 @@
 #!/bin/sh
-# Collectives vs Open MPI (docs/benchmarks-messaging.md, section 5): tsu-bench
-# coll and tsu-peers-mpi coll at 2 and 4 ranks, 8 B .. 1 MiB, RUNS times each,
-# interleaved (a shared machine's load drifts), then the median per row.
+# Collectives vs Open MPI (docs/benchmarks-coll.md): tsu-bench coll and
+# tsu-peers-mpi coll at 2 and 4 ranks, 8 B .. 1 MiB, RUNS times each,
+# interleaved (a shared machine's load drifts), then the median per cell
+# with the spread (min-max of the runs) and which side is ahead.
 # Both sides yield while they wait (tsu --yield, Open MPI mpi_yield_when_idle):
 # 4 ranks oversubscribe a 2-core machine.  Placement as Open MPI's default:
 # mpirun binds 2 ranks to cores 0 and 1 and leaves 4 (oversubscribed) ranks
 # unbound; tsurun binds nothing, so tsu-bench gets --cpus 0,1 at 2 ranks.
-# Usage: bench/msg/run_coll.sh [BUILD_DIR] [RUNS]   (default build/release, 3)
+# The load average before each run goes into the raw file (a loaded machine
+# moves both columns by several times: read the spread).
+# Usage: bench/msg/run_coll.sh [BUILD_DIR] [RUNS] [RANKS...]
+#        (default build/release, 3, "2 4")
 B=${1:-build/release}
 RUNS=${2:-3}
+if [ $# -ge 2 ]; then shift 2; else shift $#; fi
+RANKS=${*:-2 4}
 OUT=$(mktemp)
 for run in $(seq "$RUNS"); do
-  for n in 2 4; do
-    PIN=""; [ $n = 2 ] && PIN="--cpus 0,1"
-    TSU_PROGRESS=manual "$B/tools/tsurun/tsurun" -n $n --timeout 300 \
+  for n in $RANKS; do
+    PIN=""; [ "$n" = 2 ] && PIN="--cpus 0,1"
+    echo "load $(cut -d' ' -f1 /proc/loadavg) before tsunagi $n, run $run" >>"$OUT"
+    TSU_PROGRESS=manual "$B/tools/tsurun/tsurun" -n "$n" --timeout 300 \
       "$B/bench/tsu-bench" coll --max 1048576 --yield $PIN | sed 's/^/tsunagi /' >>"$OUT"
-    mpirun --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 -np $n \
+    echo "load $(cut -d' ' -f1 /proc/loadavg) before openmpi $n, run $run" >>"$OUT"
+    mpirun --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 -np "$n" \
       "$B/bench/peers/tsu-peers-mpi" coll --max 1048576 | sed 's/^/openmpi /' >>"$OUT"
   done
 done
-python3 - "$OUT" <<'PY'
+python3 - "$OUT" "$RANKS" <<'PY'
 import collections, statistics, sys
 rows = collections.defaultdict(list)
+loads = []
 for line in open(sys.argv[1]):
     f = line.split()
-    if len(f) >= 7 and f[3] == "ranks":
+    if f and f[0] == "load":
+        loads.append(float(f[1]))
+    elif len(f) >= 7 and f[3] == "ranks":
         rows[(f[1], int(f[4]), f[0], int(f[2]))].append(float(f[6]))
-print("| op, bytes | tsunagi 2 | Open MPI 2 | tsunagi 4 | Open MPI 4 |")
-print("|---|---:|---:|---:|---:|")
+ranks = [int(r) for r in sys.argv[2].split()]
+head = " | ".join(f"tsunagi {n} | Open MPI {n} | {n}" for n in ranks)
+print(f"| op, bytes | {head} |")
+print("|---|" + "---:|---:|:-:|" * len(ranks))
 ahead = total = 0
 order = {"barrier": 0, "allreduce": 1, "broadcast": 2, "allgather": 3, "reduce": 4,
          "gather": 5, "alltoall": 6}
+def cell(v):
+    m = statistics.median(v)
+    return f"{m:.3g}" + (f" ({min(v):.3g}-{max(v):.3g})" if len(v) > 1 else "")
 for op, size in sorted({(k[0], k[1]) for k in rows}, key=lambda k: (order.get(k[0], 9), k[1])):
     cells = []
-    for n in (2, 4):
-        for who in ("tsunagi", "openmpi"):
-            v = rows.get((op, size, who, n))
-            cells.append(f"{statistics.median(v):.3g}" if v else "-")
+    for n in ranks:
         t, m = rows.get((op, size, "tsunagi", n)), rows.get((op, size, "openmpi", n))
+        cells += [cell(t) if t else "-", cell(m) if m else "-"]
         if t and m:
             total += 1
-            ahead += statistics.median(t) < statistics.median(m)
+            lead = statistics.median(t) < statistics.median(m)
+            ahead += lead
+            cells.append("ahead" if lead else "**behind**")
+        else:
+            cells.append("")
     print(f"| {op} {size} | " + " | ".join(cells) + " |")
-print(f"\ntsunagi ahead in {ahead} of {total} cells")
+print(f"\ntsunagi ahead in {ahead} of {total} cells (medians of {max(len(v) for v in rows.values())} runs)")
+if loads:
+    print(f"load average before the runs: {min(loads):.2f} - {max(loads):.2f} (median {statistics.median(loads):.2f})")
 PY
 echo "raw: $OUT"

@@ -621,10 +621,21 @@ tsu_status_t CollLayer::gather(const char* fn, tsu_team_t team_id, const void* s
                                std::size_t bytes, int64_t root, const tsu_cb_t& cb) noexcept {
   {
     uint32_t nn = 0, nme = 0;
-    const int32_t h = node_handle(team_id, nn, nme);
-    if (h >= 0) trace_shared_path(fn, nn, false);
+    bool hier = false;
+    const int32_t h = node_handle(team_id, nn, nme, &hier);
+    if (h >= 0 || hier) trace_shared_path(fn, nn, hier);
     const bool valid_root = root < 0 || root < nn;
     const bool has_dst = dst || (root >= 0 && static_cast<uint32_t>(root) != nme);
+    if (hier && valid_root && (!bytes || (src && has_dst))) {
+      auto* ho = new (std::nothrow) HierOp{};
+      if (!ho) return core::fail(TSU_ERR_NO_MEMORY, "%s: out of memory", fn);
+      *ho = hier_op(this, team_id, root < 0 ? HierKind::kAllgather : HierKind::kGather, cb);
+      ho->src = static_cast<const std::byte*>(src);
+      ho->dst = static_cast<std::byte*>(dst);
+      ho->bytes = bytes;
+      ho->root = root < 0 ? 0 : static_cast<uint32_t>(root);
+      return start_hier(ho);
+    }
     if (h >= 0 && valid_root && (!bytes || (src && has_dst))) {
       NodeColl::Request req;
       req.kind = root < 0 ? NodeColl::Kind::kAllgather : NodeColl::Kind::kGather;
@@ -695,8 +706,19 @@ tsu_status_t CollLayer::alltoall(tsu_team_t team_id, const void* src, void* dst,
   if (bytes && (!src || !dst))
     return core::fail(TSU_ERR_NULL_POINTER, "tsu_try_alltoall: src or dst is NULL");
   uint32_t nn = 0, nme = 0;
-  if (const int32_t h = node_handle(team_id, nn, nme); h >= 0) {
-    trace_shared_path("tsu_try_alltoall", nn, false);
+  bool hier = false;
+  const int32_t h = node_handle(team_id, nn, nme, &hier);
+  if (h >= 0 || hier) trace_shared_path("tsu_try_alltoall", nn, hier);
+  if (hier) {
+    auto* ho = new (std::nothrow) HierOp{};
+    if (!ho) return core::fail(TSU_ERR_NO_MEMORY, "tsu_try_alltoall: out of memory");
+    *ho = hier_op(this, team_id, HierKind::kAlltoall, cb);
+    ho->src = static_cast<const std::byte*>(src);
+    ho->dst = static_cast<std::byte*>(dst);
+    ho->bytes = bytes;
+    return start_hier(ho);
+  }
+  if (h >= 0) {
     NodeColl::Request req;
     req.kind = NodeColl::Kind::kAlltoall;
     req.src = static_cast<const std::byte*>(src);
@@ -716,6 +738,39 @@ tsu_status_t CollLayer::alltoall(tsu_team_t team_id, const void* src, void* dst,
     s.recvs.push_back(Recv{from, out + std::size_t{from} * bytes, bytes, 0});
   }
   if (bytes) std::memmove(out + std::size_t{me} * bytes, in + std::size_t{me} * bytes, bytes);
+  op->steps.push_back(std::move(s));
+  return start(std::move(op));
+}
+
+tsu_status_t CollLayer::scatter(tsu_team_t team_id, const void* src, void* dst, std::size_t bytes,
+                                uint32_t root, const tsu_cb_t& cb) noexcept {
+  uint32_t nn = 0, nme = 0;
+  const int32_t h = node_handle(team_id, nn, nme);
+  if (h >= 0 && root < nn) {
+    NodeColl::Request req;
+    req.kind = NodeColl::Kind::kScatter;
+    req.src = static_cast<const std::byte*>(src);
+    req.dst = static_cast<std::byte*>(dst);
+    req.bytes = bytes;
+    req.root = root;
+    req.cb = cb;
+    node_.start(h, req);
+    return TSU_OK;
+  }
+  TSU_COLL_TEAM("scatter");
+  if (root >= n) return core::fail(TSU_ERR_BAD_RANK, "scatter: root %u >= team size %u", root, n);
+  const auto* in = static_cast<const std::byte*>(src);
+  auto* out = static_cast<std::byte*>(dst);
+  Step s;
+  if (me == root) {
+    for (uint32_t k = 1; k < n; ++k) {
+      const uint32_t to = (me + k) % n;
+      s.sends.push_back(Send{to, in + std::size_t{to} * bytes, bytes, 0});
+    }
+    if (bytes) std::memmove(out, in + std::size_t{me} * bytes, bytes);
+  } else {
+    s.recvs.push_back(Recv{root, out, bytes, 0});
+  }
   op->steps.push_back(std::move(s));
   return start(std::move(op));
 }

@@ -19,9 +19,9 @@
 // layer areas) runs every collective through shared memory instead
 // (node_coll.hpp): no messages at all.  A team spread over several nodes,
 // some with more than one member, runs barrier, broadcast, reduce and
-// allreduce hierarchically (hierarchy.cpp): a node phase through shared
-// memory, the inter-node algorithm among one leader per node over messages,
-// and a node phase again.
+// allreduce, gather, allgather and alltoall hierarchically (hierarchy.cpp):
+// a node phase through shared memory, the inter-node algorithm among one
+// leader per node over messages, and a node phase again.
 #pragma once
 
 #include <cstdint>
@@ -83,6 +83,11 @@ class CollLayer {
                       std::size_t bytes, int64_t root, const tsu_cb_t& cb) noexcept;  // -1: all
   tsu_status_t alltoall(tsu_team_t team, const void* src, void* dst, std::size_t bytes,
                         const tsu_cb_t& cb) noexcept;
+  // Not a public collective: the root's src holds one block of `bytes` per
+  // member, member j gets block j in dst (the last phase of a hierarchical
+  // alltoall).
+  tsu_status_t scatter(tsu_team_t team, const void* src, void* dst, std::size_t bytes,
+                       uint32_t root, const tsu_cb_t& cb) noexcept;
 
   // `rank` is gone (progress context): collectives on teams that include it
   // complete with TSU_ERR_PEER_LOST, now and when started later.
@@ -108,6 +113,10 @@ class CollLayer {
     bool hier = false;
     tsu_team_t node_team = TSU_TEAM_NULL, leaders = TSU_TEAM_NULL;
     std::vector<uint32_t> leader_of, local_of;
+    // Per node (leader index): its members' team ranks in node-team order;
+    // the largest node's size (leaders exchange blocks padded to it).
+    std::vector<std::vector<uint32_t>> node_ranks;
+    uint32_t max_local = 0;
     bool hier_busy = false;                      // mu_: a hierarchical op runs
     std::deque<HierOp*> hier_waiting;     // mu_: started after it, in order
   };

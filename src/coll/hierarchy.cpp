@@ -13,7 +13,19 @@
 //   reduce      node reduce to the leader; leaders' reduce to the root's
 //               leader; on the root's node, node broadcast from the leader
 //               when the root does not lead
-// gather, allgather and alltoall of such teams stay flat (messages).
+//   gather      node gather to the leader; leaders' gather to the root's
+//               leader; it puts the blocks in team-rank order, and node
+//               broadcasts them when the root does not lead
+//   allgather   node gather to the leader; leaders' allgather; each leader
+//               puts the blocks in team-rank order in its dst; node broadcast
+//   alltoall    node gather of whole src vectors to the leader; the leader
+//               packs, per other node, the blocks its members send to that
+//               node's members; leaders' alltoall; the leader sorts what came
+//               per member of its node; node scatter
+// Leaders exchange blocks padded to the largest node's size (nodes may hold
+// different numbers of members; the collectives' blocks are equal): a
+// node's part of a gathered vector is max_local blocks, of an alltoall
+// max_local^2 blocks.
 //
 // The steps are collectives of the node and leaders teams, each started from
 // the previous one's callback.  A team's hierarchical collectives run one at
@@ -61,6 +73,9 @@ void CollLayer::setup_hierarchy(Team& t, int32_t node_slot) noexcept {
       t.leader_of[i] = static_cast<uint32_t>(
           std::find(leader_node.begin(), leader_node.end(), nd) - leader_node.begin());
       if (nd == my_node) node_members.push_back(t.members[i]);
+      if (t.node_ranks.size() <= t.leader_of[i]) t.node_ranks.resize(t.leader_of[i] + 1);
+      t.node_ranks[t.leader_of[i]].push_back(i);
+      t.max_local = std::max<uint32_t>(t.max_local, it->second);
     }
     if (!shared || leader_ranks.size() < 2) return;
     auto sub = [&](const std::vector<uint32_t>& members, uint64_t ctx) {
@@ -115,9 +130,11 @@ void CollLayer::hier_step(HierOp* h) noexcept {
   tsu_team_t node_team = 0, leaders = 0;
   bool leader = false, root_here = false, me_root = false;
   uint32_t root_local = 0, root_leader = 0, my_leader = 0;
+  const Team* tp = nullptr;  // its hierarchy fields do not change after setup
   {
     std::lock_guard lock(mu_);
     Team& t = *team(h->team);
+    tp = &t;
     node_team = t.node_team;
     leaders = t.leaders;
     leader = leaders != TSU_TEAM_NULL;
@@ -132,6 +149,8 @@ void CollLayer::hier_step(HierOp* h) noexcept {
     if (h->kind == HierKind::kReduce && h->step == 0 && !me_root && (leader || root_here))
       h->tmp.resize(h->bytes);
   }
+  const std::size_t n = tp->members.size(), nodes = tp->node_ranks.size(), pad = tp->max_local;
+  const std::size_t here = tp->node_ranks[my_leader].size(), b = h->bytes;
   const tsu_cb_t next = tsu_cb(&CollLayer::hier_done_step, h);
   for (;;) {
     tsu_status_t st = TSU_OK;
@@ -169,6 +188,62 @@ void CollLayer::hier_step(HierOp* h) noexcept {
           st = broadcast(node_team, acc, h->bytes, 0, next), started = true;
         break;
       }
+      case HierKind::kGather:
+      case HierKind::kAllgather: {
+        const bool all = h->kind == HierKind::kAllgather;
+        const bool gets = all || root_here;  // this node gets the gathered vector
+        if (h->step == 0) {
+          if (leader) h->tmp.resize(pad * b);  // this node's blocks, padded
+          st = gather("tsu_try_gather", node_team, h->src, leader ? h->tmp.data() : nullptr, b, 0, next);
+          started = true;
+        } else if (h->step == 1 && leader) {
+          if (gets) h->in.resize(nodes * pad * b);
+          st = gather(all ? "tsu_try_allgather" : "tsu_try_gather", leaders, h->tmp.data(),
+                      gets ? h->in.data() : nullptr, pad * b, all ? -1 : int64_t{root_leader}, next);
+          started = true;
+        } else if (h->step == 2 && gets && (leader || all || root_local != 0)) {
+          // The vector in team-rank order: dst where this rank gets it, else
+          // res (the root's node when the root does not lead).
+          std::byte* to = all || me_root ? h->dst : (h->res.resize(n * b), h->res.data());
+          if (leader)
+            for (std::size_t i = 0; i < n && b; ++i)
+              std::memcpy(to + i * b, h->in.data() + (tp->leader_of[i] * pad + tp->local_of[i]) * b, b);
+          if (all || root_local != 0) {  // (else the root leads: it has the vector)
+            st = broadcast(node_team, to, n * b, 0, next);
+            started = true;
+          }
+        }
+        break;
+      }
+      case HierKind::kAlltoall:
+        if (h->step == 0) {
+          if (leader) h->tmp.resize(here * n * b);  // the node's src vectors
+          st = gather("tsu_try_alltoall", node_team, h->src, leader ? h->tmp.data() : nullptr, n * b, 0, next);
+          started = true;
+        } else if (h->step == 1 && leader) {
+          // To node B: block (a, m) = what local member a sends to B's member m.
+          h->out.resize(nodes * pad * pad * b);
+          h->in.resize(nodes * pad * pad * b);
+          for (std::size_t B = 0; B < nodes && b; ++B)
+            for (std::size_t a = 0; a < here; ++a)
+              for (std::size_t m = 0; m < tp->node_ranks[B].size(); ++m)
+                std::memcpy(h->out.data() + ((B * pad + a) * pad + m) * b,
+                            h->tmp.data() + (a * n + tp->node_ranks[B][m]) * b, b);
+          st = alltoall(leaders, h->out.data(), h->in.data(), pad * pad * b, next);
+          started = true;
+        } else if (h->step == 2) {
+          // Local member m's dst: from every team rank i, block (local_of[i], m) of i's node.
+          if (leader) {
+            h->res.resize(here * n * b);
+            for (std::size_t m = 0; m < here && b; ++m)
+              for (std::size_t i = 0; i < n; ++i)
+                std::memcpy(h->res.data() + (m * n + i) * b,
+                            h->in.data() + ((tp->leader_of[i] * pad + tp->local_of[i]) * pad + m) * b, b);
+          }
+          st = scatter(node_team, leader ? h->res.data() : nullptr, h->dst, n * b, 0, next);
+          started = true;
+        }
+        break;
     }
     if (started) {
       if (st == TSU_OK) return;  // the callback continues

@@ -11,7 +11,7 @@
 
 namespace tsu::coll {
 
-enum class HierKind : uint8_t { kBarrier, kBroadcast, kReduce, kAllreduce };
+enum class HierKind : uint8_t { kBarrier, kBroadcast, kReduce, kAllreduce, kGather, kAllgather, kAlltoall };
 
 struct HierOp {
   CollLayer* layer = nullptr;
@@ -27,6 +27,9 @@ struct HierOp {
   tsu_status_t status = TSU_OK;
   int step = 0;
   std::vector<std::byte> tmp;  // a node's partial result where the rank has no dst
+  // Gathers and alltoall: what the leaders exchange (packed / received,
+  // blocks padded to the largest node), and a leader's result for its node.
+  std::vector<std::byte> out, in, res;
 };
 
 inline HierOp hier_op(CollLayer* layer, tsu_team_t team, HierKind kind, const tsu_cb_t& cb) {

@@ -14,10 +14,17 @@
 // Memory ordering: the owner writes data/pub with plain stores, then stores
 // the flag (release; seq_cst where engines sleep: the store half of the
 // sleep handshake, see NodeColl::idle); a reader loads the flag (acquire)
-// before it reads data/pub.  The owner overwrites data[b]/pub[b] for s only
+// before it reads data/pub.  The owner overwrites pub[s % kDepth] for s only
 // after every peer's ready >= 2(s-kDepth+1)+1: they started s-kDepth+1, so
-// they completed s-kDepth, the previous user of that buffer.  (Every member
+// they completed s-kDepth, the previous user of that entry.  (Every member
 // starts every collective of the team, so that wait ends.)
+//
+// Small data (up to kDataBytes published per member) goes to `data`, a ring
+// taken in kRingUnit steps in op order (every member computes the same
+// offsets; an op that does not fit before the end starts at 0).  The owner
+// writes an op's bytes only after every peer's ready >= 2(p+1)+1, p the last
+// op that used any of them: small ops a root runs ahead by are bounded by
+// bytes, not by a count (64 B ops: 512 in flight, 8 KiB ones: 4).
 //
 // Tiny data (up to kTinyBytes published per member) rides with its own flag
 // in one line, tiny[s % kTinyDepth]: seq = (tag, s+1) stored (release) after
@@ -42,8 +49,10 @@
 namespace tsu::coll::node {
 
 inline constexpr uint32_t kSlots = 16;
-inline constexpr uint32_t kDepth = 4;  // buffers per slot: a root may run kDepth-1 ahead
-inline constexpr std::size_t kDataBytes = 8u << 10;  // per buffer: the small path
+inline constexpr uint32_t kDepth = 4;  // pub entries: a root may run kDepth-1 large ops ahead
+inline constexpr std::size_t kDataBytes = 8u << 10;  // the small path: bytes published per op
+inline constexpr std::size_t kRingBytes = kDepth * kDataBytes;
+inline constexpr std::size_t kRingUnit = 64;
 
 struct Published {  // user buffer addresses, for peers' Cross Memory Attach reads
   uint64_t src, dst;
@@ -56,6 +65,10 @@ inline constexpr std::size_t kStageBytes = 1u << 20;
 inline constexpr std::size_t kStageChunk = 64u << 10;
 inline constexpr uint64_t kStagedPerOp = 32;  // > kStageBytes / kStageChunk
 static_assert(kStageBytes / kStageChunk < kStagedPerOp);
+// Where large alltoalls and gathers leave the stages for Cross Memory Attach
+// (NodeColl::start says why).
+inline constexpr std::size_t kAlltoallStageMax = 256u << 10;  // bytes published (n blocks)
+inline constexpr std::size_t kGatherCmaMin = 512u << 10;      // bytes per block
 
 struct alignas(64) TinyLine {
   std::atomic<uint64_t> seq;
@@ -69,7 +82,7 @@ struct SlotArea {
   alignas(64) std::atomic<uint64_t> staged;
   alignas(64) Published pub[kDepth];
   TinyLine tiny[kTinyDepth];
-  alignas(64) std::byte data[kDepth][kDataBytes];
+  alignas(64) std::byte data[kRingBytes];
   alignas(64) std::byte stage[kStageBytes];
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "flags are shared between processes");

@@ -41,6 +41,11 @@ struct NodeColl::Team {
   uint64_t stage_free = 0;             // done count that frees the stages (last staged s+1)
   uint32_t me = 0, n = 0, tag = 0;
   uint64_t next_seq = 0;
+  // The small-data ring (node_area.hpp): where the next op's bytes go, and
+  // per kRingUnit which op last used it (seq + 1; 0: none).  Every member
+  // computes the same offsets: the same ops, in the same order.
+  std::size_t ring_head = 0;
+  std::array<uint64_t, node::kRingBytes / node::kRingUnit> ring_last{};
   std::deque<std::unique_ptr<Op>> queue;  // started, not complete, in order
 };
 
@@ -52,6 +57,8 @@ struct NodeColl::Op {
   bool tiny = false;    // small enough to ride with its flag (SlotArea::tiny)
   bool staged = false;  // large, through the stages (SlotArea::stage)
   uint64_t stage_free = 0;  // staged: every peer's done must reach this first
+  std::size_t ring_off = 0;  // small: its bytes in the data ring
+  uint64_t ring_reuse = 0;   // small: every peer's ready must reach this before writing
   uint32_t peer = 0;        // staged reading: the member being copied
   std::size_t copied = 0;   // staged reading: bytes of it copied
   bool exposes = false;  // peers read this rank's buffers: complete after their done
@@ -63,7 +70,9 @@ struct NodeColl::Op {
   ScratchBuffer slice;  // large reduce, non-root: its reduced slice
 };
 
-NodeColl::NodeColl(core::Runtime& rt) : rt_(rt), notify_(!rt.manual_progress()) {
+NodeColl::NodeColl(core::Runtime& rt)
+    : rt_(rt),
+      notify_(!rt.manual_progress()) {
   std::size_t size = 0;
   std::byte* area = rt.layer_area(size);  // (sets size: not in one expression)
   mine_ = node::slots_of(area, size);
@@ -254,6 +263,7 @@ bool NodeColl::advance_staged(Team& t, Op& op) noexcept {
       case 1: {  // the peers' data
         switch (r.kind) {
           case K::kBarrier:
+          case K::kScatter:  // (never staged)
             break;
           case K::kBroadcast:
             if (me != r.root && !copy_out(r.root, 0, r.dst, r.bytes)) return false;
@@ -262,8 +272,10 @@ bool NodeColl::advance_staged(Team& t, Op& op) noexcept {
           case K::kAllgather:
           case K::kAlltoall:
             if (!is_root) break;
+            // Member me+k in turn (own block first): readers start on
+            // different writers instead of all queueing on member 0.
             for (; op.peer < n; ++op.peer) {
-              const uint32_t j = op.peer;
+              const uint32_t j = (me + op.peer) % n;
               std::byte* to = r.dst + std::size_t{j} * r.bytes;
               const std::size_t from = r.kind == K::kAlltoall ? std::size_t{me} * r.bytes : 0;
               if (j == me) {
@@ -322,12 +334,13 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
   const uint32_t tb = static_cast<uint32_t>(s % node::kTinyDepth);
   // Before overwriting buffer p (tiny line tb): every peer completed
   // s - depth (node_area.hpp).
+  // (Small data: its ring bytes' previous user, found by start().)
   const uint64_t depth = op.tiny ? node::kTinyDepth : node::kDepth;
-  const uint64_t reuse = s >= depth ? 2 * (s - depth + 1) + 1 : 0;
+  const uint64_t reuse = op.small && !op.tiny ? op.ring_reuse : s >= depth ? 2 * (s - depth + 1) + 1 : 0;
   SlotArea& mine = *t.slot[me];
   // Where member j's small inputs of s are, and waiting for them.
   auto input = [&](uint32_t j) -> const std::byte* {
-    return op.tiny ? t.slot[j]->tiny[tb].data : t.slot[j]->data[p];
+    return op.tiny ? t.slot[j]->tiny[tb].data : t.slot[j]->data + op.ring_off;
   };
   auto wait_input = [&](uint32_t j) {
     return op.tiny ? wait_line(t, op, t.slot[j]->tiny[tb].seq, s + 1, nullptr)
@@ -340,7 +353,7 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
   };
   // Publishes len bytes of small inputs (tiny: data, then its line's flag).
   auto put_small = [&](const std::byte* from, std::size_t len) {
-    std::byte* to = op.tiny ? mine.tiny[tb].data : mine.data[p];
+    std::byte* to = op.tiny ? mine.tiny[tb].data : mine.data + op.ring_off;
     if (len) std::memcpy(to, from, len);
     if (op.tiny) store_flag(mine.tiny[tb].seq, node::flag_value(t.tag, s + 1));
   };
@@ -361,15 +374,19 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
             put_small(nullptr, 0);
             break;
           case K::kBroadcast:
+          case K::kScatter: {
             writes = me == r.root;
             if (writes && reuse && !wait_all(t, op, true, reuse)) return false;
             if (!writes) break;
+            const bool bc = r.kind == K::kBroadcast;
+            const std::byte* from = bc ? r.dst : r.src;
             if (op.small) {
-              put_small(r.dst, r.bytes);
+              put_small(from, bc ? r.bytes : r.bytes * n);
             } else {
-              mine.pub[p] = node::Published{reinterpret_cast<uint64_t>(r.dst), 0};
+              mine.pub[p] = node::Published{reinterpret_cast<uint64_t>(from), 0};
             }
             break;
+          }
           case K::kReduce:
           case K::kAllreduce:
           case K::kGather:
@@ -415,6 +432,19 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
               fail(read_peer(t, r.root, t.slot[r.root]->pub[p].src, r.dst, r.bytes));
             }
             break;
+          case K::kScatter: {
+            const std::size_t off = std::size_t{me} * r.bytes;
+            if (me == r.root) {
+              if (r.bytes) std::memmove(r.dst, r.src + off, r.bytes);
+            } else if (op.small) {
+              if (!wait_input(r.root)) return false;
+              if (r.bytes) std::memcpy(r.dst, input(r.root) + off, r.bytes);
+            } else {
+              if (!wait_for(t, op, r.root, true, in)) return false;
+              fail(read_peer(t, r.root, t.slot[r.root]->pub[p].src + off, r.dst, r.bytes));
+            }
+            break;
+          }
           case K::kReduce:
           case K::kAllreduce:
             if (!op.small) {
@@ -438,15 +468,20 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
           case K::kAllgather:
           case K::kAlltoall: {
             if (!is_root) break;
-            if (op.small ? !wait_inputs() : !wait_all(t, op, true, in)) return false;
-            for (uint32_t j = 0; j < n && r.bytes; ++j) {
+            // Each peer's block as soon as that peer has published it (not
+            // after all of them): op.peer keeps the place across calls.
+            // Staggered, own block first (see advance_staged).
+            for (; op.peer < n; ++op.peer) {
+              const uint32_t j = (me + op.peer) % n;
               std::byte* to = r.dst + std::size_t{j} * r.bytes;
               const std::size_t from_off = r.kind == K::kAlltoall ? std::size_t{me} * r.bytes : 0;
               if (j == me) {
-                std::memmove(to, r.src + from_off, r.bytes);
+                if (r.bytes) std::memmove(to, r.src + from_off, r.bytes);
               } else if (op.small) {
-                std::memcpy(to, input(j) + from_off, r.bytes);
+                if (!wait_input(j)) return false;
+                if (r.bytes) std::memcpy(to, input(j) + from_off, r.bytes);
               } else {
+                if (!wait_for(t, op, j, true, in)) return false;
                 fail(read_peer(t, j, t.slot[j]->pub[p].src + from_off, to, r.bytes));
               }
             }
@@ -518,23 +553,45 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
     }
     op->r = req;
     op->seq = t.next_seq++;
-    const std::size_t published = req.kind == Kind::kAlltoall ? req.bytes * t.n : req.bytes;
+    const bool per_member = req.kind == Kind::kAlltoall || req.kind == Kind::kScatter;
+    const std::size_t published = per_member ? req.bytes * t.n : req.bytes;
     op->small = published <= node::kDataBytes;
     op->tiny = published <= node::kTinyBytes;
+    if (op->small && !op->tiny) {
+      // Next bytes of the ring (wrapping to its start where they do not fit
+      // before its end).  Before writing them, every peer must have completed
+      // the last op that used any of them: ready >= 2(seq + 1) + 1.
+      const std::size_t len = (published + node::kRingUnit - 1) / node::kRingUnit * node::kRingUnit;
+      if (t.ring_head + len > node::kRingBytes) t.ring_head = 0;
+      op->ring_off = t.ring_head;
+      t.ring_head += len;
+      uint64_t last = 0;  // seq + 1 of the previous user
+      for (std::size_t u = op->ring_off / node::kRingUnit; u < t.ring_head / node::kRingUnit; ++u) {
+        last = std::max(last, t.ring_last[u]);
+        t.ring_last[u] = op->seq + 1;
+      }
+      op->ring_reuse = last ? 2 * last + 1 : 0;
+    }
     const bool all = req.kind == Kind::kAllreduce || req.kind == Kind::kAllgather ||
                      req.kind == Kind::kAlltoall;
     const bool is_root = all || req.root == t.me;
     switch (req.kind) {
       case Kind::kBarrier: break;
-      case Kind::kBroadcast: op->exposes = !op->small && is_root; break;
+      case Kind::kBroadcast:
+      case Kind::kScatter: op->exposes = !op->small && is_root; break;
       case Kind::kGather: op->exposes = !op->small && !is_root; break;
       default: op->exposes = !op->small; break;
     }
     op->done_read = !op->small && req.kind != Kind::kBarrier;
-    // (Alltoall is never staged: each reader wants 1/n of what would be
-    // staged, so one CMA copy beats copying everything in; measured.)
-    op->staged = !op->small && req.kind != Kind::kAlltoall &&
-                 published <= std::min(node::kStageBytes, rt_.config().coll_stage_max);
+    // Staged up to the stage's size, except (each measured on this 2-core
+    // machine, 4 ranks): an alltoall above kAlltoallStageMax and a scatter
+    // (each reader wants 1/n of what would be staged, so one CMA copy beats
+    // copying everything in), and a gather from kGatherCmaMin (the root
+    // reading every block once by CMA moves half the bytes of staging and
+    // copying out, and the peers do nothing but wait).
+    op->staged = !op->small && published <= std::min(node::kStageBytes, rt_.config().coll_stage_max) &&
+                 (!per_member || (req.kind == Kind::kAlltoall && published <= node::kAlltoallStageMax)) &&
+                 !(req.kind == Kind::kGather && req.bytes >= node::kGatherCmaMin);
     if (op->staged) {  // stages, not user buffers: nobody waits to complete
       op->exposes = false;
       op->stage_free = t.stage_free;

@@ -15,6 +15,8 @@
 //                combine), publishes it, and the others copy the slices
 //   gather, allgather, alltoall   one copy of each block, from the peer's slot
 //                or its user buffer
+//   scatter      (hierarchical alltoall's last phase) each member copies its
+//                block once out of the root's slot or buffer
 //
 // A team's collectives run in the order they were started (as every member
 // starts them); each is a small state machine advanced by start() and poll().
@@ -43,7 +45,9 @@ namespace tsu::coll {
 
 class NodeColl {
  public:
-  enum class Kind : uint8_t { kBarrier, kBroadcast, kReduce, kAllreduce, kGather, kAllgather, kAlltoall };
+  // kScatter (not a public collective): the root's src holds a block of
+  // `bytes` per member; member j copies block j into its dst.
+  enum class Kind : uint8_t { kBarrier, kBroadcast, kReduce, kAllreduce, kGather, kAllgather, kAlltoall, kScatter };
   struct Request {
     Kind kind = Kind::kBarrier;
     const std::byte* src = nullptr;

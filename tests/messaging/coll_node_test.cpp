@@ -197,6 +197,112 @@ TEST(CollNode, TeamsByNodeByParityAndReversed) {
   for (tsu_team_t t : {by_node, parity, reversed}) EXPECT_EQ(tsu_team_free(t), TSU_OK);
 }
 
+// Gathers, allgathers and alltoalls of several sizes in flight at once
+// (across pseudo-nodes: hierarchical ones queue behind each other), checked
+// after all completed.
+void overlapped_gathers(tsu_team_t team) {
+  const uint32_t n = team_size(team), me = team_rank(team);
+  constexpr uint32_t kOps = 9;
+  const std::size_t sizes[] = {3, 100, 9000};
+  std::vector<std::vector<unsigned char>> in(kOps), out(kOps);
+  std::vector<std::unique_ptr<Flag>> flags;
+  for (uint32_t k = 0; k < kOps; ++k) {
+    const std::size_t bytes = sizes[k % 3];
+    const uint32_t kind = k % 3, root = k % n, salt = 10 + k;
+    in[k].resize(kind == 2 ? bytes * n : bytes);
+    for (std::size_t i = 0; i < in[k].size(); ++i) in[k][i] = byte_of(me, i, salt);
+    out[k].assign(bytes * n, 0xEE);
+    flags.push_back(std::make_unique<Flag>());
+    tsu_status_t st = TSU_OK;
+    if (kind == 0)
+      st = tsu_try_gather(team, in[k].data(), me == root ? out[k].data() : nullptr, bytes, root,
+                          flags.back()->cb());
+    else if (kind == 1)
+      st = tsu_try_allgather(team, in[k].data(), out[k].data(), bytes, flags.back()->cb());
+    else
+      st = tsu_try_alltoall(team, in[k].data(), out[k].data(), bytes, flags.back()->cb());
+    ASSERT_EQ(st, TSU_OK);
+  }
+  for (auto& f : flags) f->wait();
+  for (uint32_t k = 0; k < kOps; ++k) {
+    const std::size_t bytes = sizes[k % 3];
+    const uint32_t kind = k % 3, root = k % n, salt = 10 + k;
+    if (kind == 0 && me != root) continue;
+    for (uint32_t r = 0; r < n; ++r)
+      for (std::size_t i = 0; i < bytes; ++i) {
+        // alltoall: block r came from rank r, its block `me`
+        const std::size_t at = kind == 2 ? me * bytes + i : i;
+        ASSERT_EQ(out[k][r * bytes + i], byte_of(r, at, salt)) << "op " << k << " from " << r;
+      }
+  }
+}
+
+// Many small rooted collectives in flight, of sizes that wrap the small
+// data ring (32 KiB) several times before anyone waits: a root runs ahead
+// until the bytes it reuses were read by every peer.
+void small_ring_wrap(tsu_team_t team) {
+  const uint32_t n = team_size(team), me = team_rank(team);
+  constexpr uint32_t kOps = 48;
+  std::vector<std::vector<unsigned char>> bufs(kOps), got(kOps);
+  std::vector<std::unique_ptr<Flag>> flags;
+  for (uint32_t k = 0; k < kOps; ++k) {
+    const std::size_t bytes = 57 + (k * 997) % 3000;
+    const uint32_t root = (k / 3) % n;
+    bufs[k].assign(bytes, 0);
+    if (me == root || k % 2)
+      for (std::size_t i = 0; i < bytes; ++i) bufs[k][i] = byte_of(k % 2 ? me : root, i, k);
+    flags.push_back(std::make_unique<Flag>());
+    if (k % 2 == 0) {
+      ASSERT_EQ(tsu_try_broadcast(team, bufs[k].data(), bytes, root, flags.back()->cb()), TSU_OK);
+    } else {
+      got[k].assign(me == root ? bytes * n : 0, 0xEE);
+      ASSERT_EQ(tsu_try_gather(team, bufs[k].data(), me == root ? got[k].data() : nullptr, bytes / (n + 1) + 1,
+                               root, flags.back()->cb()), TSU_OK);
+    }
+  }
+  for (auto& f : flags) f->wait();
+  for (uint32_t k = 0; k < kOps; ++k) {
+    const uint32_t root = (k / 3) % n;
+    if (k % 2 == 0) {
+      for (std::size_t i = 0; i < bufs[k].size(); ++i)
+        ASSERT_EQ(bufs[k][i], byte_of(root, i, k)) << "broadcast " << k;
+    } else if (me == root) {
+      const std::size_t bytes = bufs[k].size() / (n + 1) + 1;
+      for (uint32_t r = 0; r < n; ++r)
+        for (std::size_t i = 0; i < bytes; ++i)
+          ASSERT_EQ(got[k][r * bytes + i], byte_of(r, i, k)) << "gather " << k << " from " << r;
+    }
+  }
+}
+
+TEST(CollNode, SmallRingWrap) { small_ring_wrap(TSU_TEAM_WORLD); }
+
+TEST(CollNode, InterleavedAndUnevenTeams) {
+  // Across pseudo-nodes (tsurun --ranks-per-node 2): `mixed` alternates
+  // between the nodes in team-rank order (node members not adjacent), and
+  // `uneven` leaves rank 1 out so that its node has fewer members than the
+  // others (leaders exchange padded blocks).  On one node: plain node teams.
+  const uint32_t n = mp::size(), me = mp::rank();
+  tsu_team_t mixed = TSU_TEAM_NULL, uneven = TSU_TEAM_NULL;
+  ASSERT_EQ(tsu_team_split(TSU_TEAM_WORLD, 0, (me % 2) * n + me, &mixed), TSU_OK);
+  ASSERT_EQ(tsu_team_split(TSU_TEAM_WORLD, me == 1 ? -1 : 0, n - me, &uneven), TSU_OK);
+  std::vector<tsu_team_t> teams{mixed, TSU_TEAM_WORLD};
+  if (uneven != TSU_TEAM_NULL) teams.push_back(uneven);
+  for (tsu_team_t t : teams) {
+    overlapped_gathers(t);
+    for (std::size_t bytes : {std::size_t{0}, std::size_t{8}, std::size_t{3000}, std::size_t{70001}})
+      gathers(t, bytes);
+  }
+  if (uneven != TSU_TEAM_NULL) {
+    reductions(uneven, 800);
+    broadcast_every_root(uneven, 100);
+  }
+  EXPECT_EQ(tsu_team_free(mixed), TSU_OK);
+  if (uneven != TSU_TEAM_NULL) {
+    EXPECT_EQ(tsu_team_free(uneven), TSU_OK);
+  }
+}
+
 TEST(CollNode, MoreTeamsThanSlots) {
   // Each split takes a slot on its members; past the last one teams use
   // messages.  Every team stays correct, freed or not.
