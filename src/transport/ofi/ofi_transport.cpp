@@ -306,6 +306,8 @@ RmaContext* OfiTransport::handle_error_entry(tsu_status_t& rma_status) noexcept 
     // The target's NIC refused the access (a key or range it no longer
     // holds: the segment was freed) or the peer is gone.
     switch (err.err) {
+      case FI_ENOSYS:
+      case FI_EOPNOTSUPP: rma_status = TSU_ERR_UNSUPPORTED; break;  // OfiRma falls back
       case FI_EKEYREJECTED:
       case FI_EACCES:
       case FI_EINVAL: rma_status = TSU_ERR_BAD_SEGMENT; break;
@@ -350,6 +352,12 @@ std::size_t OfiTransport::poll(const core::MessageHandlerTable& handlers) noexce
       n = fi_cq_read(cq_, entries, kCqBatch);
       if (n == -FI_EAVAIL) failed_rma = handle_error_entry(failed_status);
       lost.swap(newly_lost_);
+      if (n != -FI_EAVAIL && n <= 0 && !faulted_.empty()) {
+        failed_rma = faulted_.back();
+        faulted_.pop_back();
+        failed_status = TSU_ERR_UNSUPPORTED;
+        n = -FI_EAVAIL;  // look again
+      }
     }
     if (failed_rma) {
       failed_rma->done(failed_rma, failed_status);
@@ -438,8 +446,9 @@ void OfiTransport::deliver(const core::MessageHandlerTable& handlers, const Wire
 }
 
 bool OfiTransport::prepare_sleep() noexcept {
-  if (wait_fd_ < 0) return true;  // polled every max_sleep_ns
   std::lock_guard lock(mu_);
+  if (!faulted_.empty()) return false;  // test faults to deliver first
+  if (wait_fd_ < 0) return true;        // polled every max_sleep_ns
   fid* fids[1] = {&cq_->fid};
   // FI_SUCCESS: nothing pending, the descriptor will signal new work.
   return fi_trywait(fabric_, fids, 1) == FI_SUCCESS;
@@ -521,10 +530,24 @@ tsu_status_t OfiTransport::rma(bool write, uint32_t rank, void* buf, std::size_t
   msg.rma_iov_count = 1;
   msg.context = &ctx->ctx;
   std::lock_guard lock(mu_);
+  if (cfg_.fault == RmaFault::kInCompletion) {
+    try {
+      faulted_.push_back(ctx);
+      return TSU_OK;  // fails with ENOSYS in the next poll
+    } catch (...) {
+      return TSU_ERR_NO_MEMORY;
+    }
+  }
   // A write completes once delivered at the target (the put's contract); a
   // read once its data is here.
   const ssize_t rc =
-      write ? fi_writemsg(ep_, &msg, rma_flags_) : fi_readmsg(ep_, &msg, FI_COMPLETION);
+      cfg_.fault == RmaFault::kAtCall
+          ? -FI_ENOSYS
+          : (write ? fi_writemsg(ep_, &msg, rma_flags_) : fi_readmsg(ep_, &msg, FI_COMPLETION));
+  if (rc == -FI_ENOSYS || rc == -FI_EOPNOTSUPP) {
+    // A provider that listed FI_RMA and cannot do it: OfiRma falls back.
+    return TSU_ERR_UNSUPPORTED;
+  }
   if (rc == 0) {
     rma_ops_.fetch_add(1, std::memory_order_relaxed);
     return TSU_OK;
@@ -541,7 +564,8 @@ tsu_status_t OfiTransport::rma(bool write, uint32_t rank, void* buf, std::size_t
 void OfiTransport::print_stats(std::FILE* f) const noexcept {
   std::fprintf(f,
                "tsunagi[%u] ofi stats: provider=%s sent=%llu injected=%llu received=%llu "
-               "dropped=%llu eagain=%llu errors=%llu held_early=%llu rma_ops=%llu\n",
+               "dropped=%llu eagain=%llu errors=%llu held_early=%llu rma_ops=%llu "
+               "rma_fallbacks=%llu\n",
                rank_, provider_name(), static_cast<unsigned long long>(sent_.load()),
                static_cast<unsigned long long>(injected_.load()),
                static_cast<unsigned long long>(received_.load()),
@@ -549,7 +573,8 @@ void OfiTransport::print_stats(std::FILE* f) const noexcept {
                static_cast<unsigned long long>(eagain_.load()),
                static_cast<unsigned long long>(errors_.load()),
                static_cast<unsigned long long>(held_count_.load()),
-               static_cast<unsigned long long>(rma_ops_.load()));
+               static_cast<unsigned long long>(rma_ops_.load()),
+               static_cast<unsigned long long>(rma_fallbacks_.load()));
 }
 
 }  // namespace tsu::transport::ofi

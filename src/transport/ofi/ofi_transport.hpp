@@ -101,6 +101,9 @@ class OfiTransport final : public Transport {
                          uint64_t key, RmaContext* ctx) noexcept;
   tsu_status_t rma_read(uint32_t rank, void* buf, std::size_t len, uint64_t raddr, uint64_t key,
                         RmaContext* ctx) noexcept;
+  // Native RMA turned out unsupported (TSU_ERR_UNSUPPORTED from rma_* or a
+  // completion): one request went to the message emulation instead.
+  void count_rma_fallback() noexcept { rma_fallbacks_.fetch_add(1, std::memory_order_relaxed); }
 
   std::unique_ptr<RmaProtocol> make_rma(RmaHost& host) noexcept override;
   tsu_status_t register_memory(const MemoryRegion& region, MemoryKey& key,
@@ -190,9 +193,11 @@ class OfiTransport final : public Transport {
   PeerLostFn lost_fn_ = nullptr;
   void* lost_ctx_ = nullptr;
   std::vector<uint32_t> newly_lost_;
+  // TSU_OFI_TEST_FAULT=rma_cq_enosys: RMA "issued" to fail in the next poll.
+  std::vector<RmaContext*> faulted_;  // under mu_
 
   std::atomic<uint64_t> sent_{0}, injected_{0}, received_{0}, dropped_{0}, eagain_{0},
-      errors_{0}, held_count_{0}, rma_ops_{0};
+      errors_{0}, held_count_{0}, rma_ops_{0}, rma_fallbacks_{0};
 };
 
 }  // namespace tsu::transport::ofi
