@@ -5,6 +5,10 @@
 
 #include <rdma/fi_rma.h>
 
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/log.hpp"
@@ -28,6 +32,30 @@ std::string fi_text(int rc) {
 
 // A transport-level string copy libfabric frees with fi_freeinfo.
 char* dup(const std::string& s) { return strdup(s.c_str()); }
+
+// The shm provider's regions (/dev/shm/<endpoint name>) of this process's
+// open endpoints.  The provider unlinks them when the endpoint closes and in
+// its own SIGINT/SIGTERM handler; a process that ends by exit() without
+// tsu_finalize (e.g. from the application's own SIGTERM handler, which
+// replaces the provider's) would leave them behind, so exit unlinks them
+// too.  (The mappings stay valid: only the names go.)
+std::mutex g_shm_mu;
+std::vector<std::string> g_shm_names;  // under g_shm_mu
+void unlink_shm_names() {
+  std::lock_guard lock(g_shm_mu);
+  for (const std::string& n : g_shm_names) shm_unlink(n.c_str());
+  g_shm_names.clear();
+}
+void remember_shm_name(const std::string& n) {
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit(unlink_shm_names); });
+  std::lock_guard lock(g_shm_mu);
+  g_shm_names.push_back(n);
+}
+void forget_shm_name(const std::string& n) {
+  std::lock_guard lock(g_shm_mu);
+  std::erase(g_shm_names, n);
+}
 }  // namespace
 
 OfiTransport::OfiTransport(uint32_t rank, uint32_t size, uint32_t job_tag, const OfiConfig& cfg)
@@ -45,6 +73,7 @@ OfiTransport::OfiTransport(uint32_t rank, uint32_t size, uint32_t job_tag, const
 OfiTransport::~OfiTransport() {
   // Endpoint first (it holds the queue and address vector), the fabric last.
   if (ep_) fi_close(&ep_->fid);
+  if (!shm_name_.empty()) forget_shm_name(shm_name_);
   for (auto& [seg, mr] : regions_) fi_close(&mr->fid);
   if (mr_) fi_close(&mr_->fid);
   if (av_) fi_close(&av_->fid);
@@ -153,6 +182,20 @@ tsu_status_t OfiTransport::open(std::string& error) {
   name_.resize(len);
   if (!step(fi_getname(&ep_->fid, name_.data(), &len), "fi_getname")) return TSU_ERR_SYSTEM;
   name_.resize(len);
+  if (std::string(provider_name()) == "shm") {
+    // The name is the region's, "fi_shm://" aside (see remember_shm_name).
+    std::string n(reinterpret_cast<const char*>(name_.data()),
+                  std::find(name_.begin(), name_.end(), std::byte{0}) - name_.begin());
+    if (n.rfind("fi_shm://", 0) == 0) n.erase(0, 9);
+    if (!n.empty() && n.find('/') == std::string::npos) {
+      shm_name_ = "/" + n;
+      try {
+        remember_shm_name(shm_name_);
+      } catch (...) {
+        shm_name_.clear();
+      }
+    }
+  }
 
   // Buffers: one slab, registered once where the provider needs local keys.
   const std::size_t count = std::size_t{cfg_.rx_buffers} + cfg_.tx_buffers;

@@ -168,6 +168,7 @@ class OfiTransport final : public Transport {
   void* desc_ = nullptr;
   int wait_fd_ = -1;
   std::vector<std::byte> name_;
+  std::string shm_name_;  // the shm provider's /dev/shm region ("": none)
   bool native_rma_ = false;
   bool virt_addr_ = false;  // FI_MR_VIRT_ADDR: RMA addresses are virtual addresses
   bool prov_key_ = false;   // FI_MR_PROV_KEY: the provider picks keys
