@@ -4,13 +4,15 @@
 #
 #   provider_run.sh PROVIDER [--skip-reason TEXT] -- TSURUN ARGS...
 #
+# PROVIDER may separate layered providers by "," (udp,ofi_rxd), which is
+# easier to pass through CMake than ";".
 # Sets TSU_NET=ofi and TSU_OFI_PROVIDER, and pins every provider that binds a
 # network interface to loopback (FI_TCP_IFACE, FI_UDP_IFACE,
 # FI_SOCKETS_IFACE; TSU_OFI_IFACE unless the caller set it) so that nothing
 # binds eth0.  --skip-reason: this provider/program pair is known not to work
 # here (the text says why; docs/ofi.md keeps the matrix).
 set -u
-prov=$1; shift
+prov=${1//,/;}; shift
 reason=""
 while (($#)); do
   case $1 in
