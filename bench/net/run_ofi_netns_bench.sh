@@ -38,7 +38,7 @@ res=$out/results.jsonl
 : >"$res"
 iters=5000; ((quick)) && iters=1000
 # Runs "$@" in namespace b in the background (a server), then the client.
-serve() { ip netns exec "$b" "$@" & pids+=($!); sleep 0.5; }
+serve() { ip netns exec "$b" "$@" & pids+=($!); sleep 1.5; }
 reap() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; pids=(); }
 
 echo "== raw sockets (UDP pingpong, throughput)"
@@ -56,11 +56,13 @@ echo "== fi_pingpong ($prov): the message limit"
 if command -v fi_pingpong >/dev/null; then
   : >"$out/fi_pingpong.txt"
   for mode in msg tagged; do
-    serve fi_pingpong -p "$prov" -e rdm -m "$mode" -d veth0 -I "$iters" -S all
-    echo "# fi_pingpong -m $mode" >>"$out/fi_pingpong.txt"
-    timeout 300 ip netns exec "$a" fi_pingpong -p "$prov" -e rdm -m "$mode" -d veth0 -I "$iters" -S all \
-      10.98.0.2 >>"$out/fi_pingpong.txt" 2>&1
-    reap
+    for size in 8 65536; do
+      serve fi_pingpong -p "$prov" -e rdm -m "$mode" -d veth0 -I "$iters" -S $size
+      echo "# fi_pingpong -p '$prov' -e rdm -m $mode -d veth0 -I $iters -S $size" >>"$out/fi_pingpong.txt"
+      timeout 120 ip netns exec "$a" fi_pingpong -p "$prov" -e rdm -m "$mode" -d veth0 -I "$iters" \
+        -S $size 10.98.0.2 >>"$out/fi_pingpong.txt" 2>&1
+      reap
+    done
   done
   cat "$out/fi_pingpong.txt"
 else
