@@ -83,9 +83,9 @@ for net in ofi udp; do
     sed "s/^{/{\"net\":\"$net\",/" | tee -a "$res"
   tsu_job "$net" "tsu_$net.stderr" "$build/bench/net/tsu-bench-net" tsu --only latency --wait quiet |
     sed "s/^{/{\"net\":\"$net\",/" | tee -a "$res"
-  tsu_job "$net" "tsu_$net.stderr" "$build/bench/tsu_bench/tsu-bench" pingpong --max 65536 |
+  tsu_job "$net" "tsu_$net.stderr" "$build/bench/tsu-bench" pingpong --max 65536 |
     tee "$out/tsu_${net}_pingpong.txt"
-  tsu_job "$net" "tsu_$net.stderr" "$build/bench/tsu_bench/tsu-bench" am --threads 1 |
+  tsu_job "$net" "tsu_$net.stderr" "$build/bench/tsu-bench" am --threads 1 |
     tee "$out/tsu_${net}_am.txt"
 done
 

@@ -7,6 +7,8 @@
  *
  *   fi-rma-pingpong -s [-a ADDR] [-p PORT] [-P PROVIDER] [-i IFACE]           (target)
  *   fi-rma-pingpong -c ADDR [-p PORT] [-P PROVIDER] [-i IFACE] [-n ITERS]     (origin)
+ *   -w: wait for completions in fi_cq_sread (blocking on the queue's wait
+ *       object, as tsunagi's progress thread sleeps) instead of spinning
  *
  * The target only polls its completion queue (rxm advances RMA and atomics
  * aimed at it only then).  The origin sends its address in a message, the
@@ -45,6 +47,7 @@ static struct fid_cq *cq;
 static struct fid_mr *mr;
 #define BIG (64u << 20)
 #define REGION (BIG + 4096u)
+static int blocking; /* -w */
 static uint64_t *buf;      /* REGION bytes: words at 0.., bandwidth area at 4096 */
 static char msg[256];      /* receives */
 static char outbox[256];   /* sends */
@@ -59,7 +62,7 @@ static double now_us(void) {
 static void wait_cq(void) {
   struct fi_cq_entry e;
   for (;;) {
-    ssize_t n = fi_cq_read(cq, &e, 1);
+    ssize_t n = blocking ? fi_cq_sread(cq, &e, 1, NULL, 100) : fi_cq_read(cq, &e, 1);
     if (n == 1) return;
     if (n == -FI_EAVAIL) {
       struct fi_cq_err_entry err = {0};
@@ -67,7 +70,7 @@ static void wait_cq(void) {
       fprintf(stderr, "fi-rma-pingpong: completion error: %s\n", fi_strerror(err.err));
       exit(1);
     }
-    if (n != -FI_EAGAIN) {
+    if (n != -FI_EAGAIN && n != -FI_ETIMEDOUT) {
       fprintf(stderr, "fi-rma-pingpong: fi_cq_read: %s\n", fi_strerror((int)-n));
       exit(1);
     }
@@ -101,9 +104,10 @@ static void report(const char *op, double *t, int n) {
 int main(int argc, char **argv) {
   const char *server = NULL, *addr = NULL, *port = "47592", *prov = "tcp;ofi_rxm", *iface = NULL;
   int is_server = 0, iters = 5000, opt;
-  while ((opt = getopt(argc, argv, "sc:a:p:P:i:n:")) != -1) {
+  while ((opt = getopt(argc, argv, "wsc:a:p:P:i:n:")) != -1) {
     switch (opt) {
       case 's': is_server = 1; break;
+      case 'w': blocking = 1; break;
       case 'c': server = optarg; break;
       case 'a': addr = optarg; break;
       case 'p': port = optarg; break;
@@ -130,7 +134,8 @@ int main(int argc, char **argv) {
     CHECK(fi_getinfo(FI_VERSION(1, 17), server, port, 0, hints, &info));
   CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
   CHECK(fi_domain(fabric, info, &domain, NULL));
-  struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT, .size = 64};
+  struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT, .size = 64,
+                               .wait_obj = blocking ? FI_WAIT_UNSPEC : FI_WAIT_NONE};
   CHECK(fi_cq_open(domain, &cq_attr, &cq, NULL));
   struct fi_av_attr av_attr = {.type = FI_AV_UNSPEC, .count = 4};
   CHECK(fi_av_open(domain, &av_attr, &av, NULL));

@@ -63,11 +63,14 @@ OfiTransport::OfiTransport(uint32_t rank, uint32_t size, uint32_t job_tag, const
       size_(size),
       job_tag_(job_tag),
       cfg_(cfg),
-      peers_(size, FI_ADDR_UNSPEC),
+      peers_(new std::atomic<fi_addr_t>[size]),
       send_seq_(size, 0),
       recv_seq_(size, 0),
       lost_(new std::atomic<bool>[size]) {
-  for (uint32_t r = 0; r < size; ++r) lost_[r].store(false, std::memory_order_relaxed);
+  for (uint32_t r = 0; r < size; ++r) {
+    lost_[r].store(false, std::memory_order_relaxed);
+    peers_[r].store(FI_ADDR_UNSPEC, std::memory_order_relaxed);
+  }
 }
 
 OfiTransport::~OfiTransport() {
@@ -108,17 +111,25 @@ tsu_status_t OfiTransport::open(std::string& error) {
   hints->rx_attr->msg_order = FI_ORDER_SAS;
   hints->fabric_attr->prov_name = dup(cfg_.provider);
   if (!cfg_.iface.empty()) hints->domain_attr->name = dup(cfg_.iface);
+  // The entry of the pinned interface: tcp;ofi_rxm in libfabric 1.17 lists
+  // every interface's domain (eth0 first) whatever the domain name hint says,
+  // so the list is searched rather than its first entry taken.
+  auto query = [&](uint64_t caps) {
+    hints->caps = caps;
+    fi_info* list = nullptr;
+    const int r = lib_->getinfo(kApiVersion, nullptr, nullptr, 0, hints, &list);
+    if (r != 0 || !list) return r != 0 ? r : -FI_ENODATA;
+    fi_info* chosen = cfg_.iface.empty() ? list : nullptr;
+    for (fi_info* i = list; i && !chosen; i = i->next)
+      if (i->domain_attr && i->domain_attr->name && cfg_.iface == i->domain_attr->name) chosen = i;
+    if (chosen) info_ = lib_->dupinfo(chosen);
+    lib_->freeinfo(list);
+    return info_ ? 0 : -FI_ENODATA;
+  };
   // RMA where the provider offers it; messages alone otherwise.
   int rc = -FI_ENODATA;
-  if (cfg_.native_rma) {
-    hints->caps = FI_MSG | FI_RMA;
-    rc = lib_->getinfo(kApiVersion, nullptr, nullptr, 0, hints, &info_);
-    if (rc != 0) info_ = nullptr;
-  }
-  if (!info_) {
-    hints->caps = FI_MSG;
-    rc = lib_->getinfo(kApiVersion, nullptr, nullptr, 0, hints, &info_);
-  }
+  if (cfg_.native_rma) rc = query(FI_MSG | FI_RMA);
+  if (!info_) rc = query(FI_MSG);
   lib_->freeinfo(hints);
   if (rc != 0 || !info_) {
     error = "no libfabric provider '" + cfg_.provider + "'" +
@@ -235,12 +246,13 @@ tsu_status_t OfiTransport::add_peer(uint32_t rank, const std::vector<std::byte>&
                                     std::string& error) {
   fi_addr_t addr = FI_ADDR_UNSPEC;
   std::lock_guard lock(mu_);
+  if (peers_[rank].load(std::memory_order_relaxed) != FI_ADDR_UNSPEC) return TSU_OK;
   const int n = fi_av_insert(av_, name.data(), 1, &addr, 0, nullptr);
   if (n != 1) {
     error = "fi_av_insert of rank " + std::to_string(rank) + "'s address failed";
     return TSU_ERR_UNREACHABLE;
   }
-  peers_[rank] = addr;
+  peers_[rank].store(addr, std::memory_order_release);
   return TSU_OK;
 }
 
@@ -273,8 +285,10 @@ tsu_status_t OfiTransport::status_of(ssize_t rc) const noexcept {
 
 tsu_status_t OfiTransport::send_message(uint32_t dst, const core::MessageHeader& header,
                                         const void* payload) noexcept {
-  if (dst >= size_ || peers_[dst] == FI_ADDR_UNSPEC) return TSU_ERR_UNREACHABLE;
+  if (dst >= size_) return TSU_ERR_UNREACHABLE;
   if (header.payload_len > cfg_.max_message) return TSU_ERR_INVALID_ARG;
+  const fi_addr_t to = peer_address(dst);
+  if (to == FI_ADDR_UNSPEC) return TSU_ERR_UNREACHABLE;
   if (lost_[dst].load(std::memory_order_acquire)) return TSU_ERR_PEER_LOST;
   const std::size_t total = kPrefix + header.payload_len;
   std::lock_guard lock(mu_);
@@ -286,7 +300,7 @@ tsu_status_t OfiTransport::send_message(uint32_t dst, const core::MessageHeader&
       std::memcpy(small, &prefix, sizeof prefix);
       std::memcpy(small + sizeof prefix, &header, sizeof header);
       if (header.payload_len) std::memcpy(small + kPrefix, payload, header.payload_len);
-      const ssize_t rc = fi_inject(ep_, small, total, peers_[dst]);
+      const ssize_t rc = fi_inject(ep_, small, total, to);
       if (rc == 0) {
         ++send_seq_[dst];
         injected_.fetch_add(1, std::memory_order_relaxed);
@@ -312,7 +326,7 @@ tsu_status_t OfiTransport::send_message(uint32_t dst, const core::MessageHeader&
   std::memcpy(b->data + sizeof prefix, &header, sizeof header);
   if (header.payload_len) std::memcpy(b->data + kPrefix, payload, header.payload_len);
   b->dst = dst;
-  const ssize_t rc = fi_send(ep_, b->data, total, desc_, peers_[dst], &b->ctx);
+  const ssize_t rc = fi_send(ep_, b->data, total, desc_, to, &b->ctx);
   if (rc == 0) {
     ++send_seq_[dst];
     free_tx_.pop_back();
@@ -560,15 +574,17 @@ tsu_status_t OfiTransport::rma_read(uint32_t rank, void* buf, std::size_t len, u
 
 tsu_status_t OfiTransport::rma(bool write, uint32_t rank, void* buf, std::size_t len,
                                uint64_t raddr, uint64_t key, RmaContext* ctx) noexcept {
-  if (rank >= size_ || peers_[rank] == FI_ADDR_UNSPEC) return TSU_ERR_UNREACHABLE;
+  if (rank >= size_) return TSU_ERR_UNREACHABLE;
   if (lost_[rank].load(std::memory_order_acquire)) return TSU_ERR_PEER_LOST;
+  const fi_addr_t to = peer_address(rank);
+  if (to == FI_ADDR_UNSPEC) return TSU_ERR_UNREACHABLE;
   ctx->kind = OpContext::kRma;
   iovec iov{buf, len};
   fi_rma_iov riov{raddr, len, key};
   fi_msg_rma msg{};
   msg.msg_iov = &iov;
   msg.iov_count = 1;
-  msg.addr = peers_[rank];
+  msg.addr = to;
   msg.rma_iov = &riov;
   msg.rma_iov_count = 1;
   msg.context = &ctx->ctx;

@@ -140,6 +140,10 @@ class OfiTransport final : public Transport {
   static constexpr std::size_t kPrefix = sizeof(WirePrefix) + sizeof(core::MessageHeader);
 
   tsu_status_t post_recv(Buffer& b) noexcept;
+  // The peer's libfabric address (FI_ADDR_UNSPEC: none).
+  fi_addr_t peer_address(uint32_t rank) const noexcept {
+    return peers_[rank].load(std::memory_order_acquire);
+  }
   tsu_status_t rma(bool write, uint32_t rank, void* buf, std::size_t len, uint64_t raddr,
                    uint64_t key, RmaContext* ctx) noexcept;
   // Runs one well-formed message and any held ones it unblocks.
@@ -183,7 +187,9 @@ class OfiTransport final : public Transport {
   std::vector<Buffer> buffers_;
   std::vector<Buffer*> free_tx_;
   std::vector<Buffer*> unposted_;  // receive buffers waiting to be posted again
-  std::vector<fi_addr_t> peers_;
+  // Peers' addresses, FI_ADDR_UNSPEC until added: written once under mu_
+  // (after fi_av_insert), read without it (release/acquire).
+  std::unique_ptr<std::atomic<fi_addr_t>[]> peers_;
   std::vector<uint32_t> send_seq_;  // next sequence number to each peer (under mu_)
   std::vector<uint32_t> recv_seq_;  // next expected from each peer (poller only)
   // Messages that completed before their predecessors, by (src << 32 | seq):
