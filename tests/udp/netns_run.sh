@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs a tsurun job across "hosts" made of network namespaces on this machine.
 #
-#   netns_run.sh [--hosts N] [--loss PCT] [--tbf RATE] [--dup PCT]
+#   netns_run.sh [--hosts N] [--loss PCT] [--loss-proto udp|tcp] [--tbf RATE] [--dup PCT]
 #                [--delay MS[:JITTER_MS]] [--reorder PCT] [--nfq-holder PATH] -- TSURUN ARGS...
 #
 # Makes a hub namespace holding a bridge (10.99.0.254/24) and N host
@@ -11,6 +11,11 @@
 # Impairments (all inside the host namespaces; nothing touches the root
 # namespace's interfaces or eth0):
 #   --loss PCT  nftables: drop PCT% of incoming udp (numgen random, input hook)
+#   --loss-proto tcp
+#               drop tcp instead (libfabric's tcp;ofi_rxm): only segments
+#               between hosts, not the bootstrap service's (from 10.99.0.254);
+#               the hosts' route gets rto_min 5ms, as udp tests set
+#               TSU_UDP_RTO_MIN, so that recovery takes milliseconds, not 200 ms
 #   --dup PCT   nftables: duplicate PCT% of outgoing udp (dup statement, output hook)
 #   --tbf RATE  tc tbf bottleneck on every host's veth (e.g. 200mbit)
 #   --delay MS[:JITTER_MS], --reorder PCT
@@ -23,11 +28,12 @@
 # Everything is removed on exit (trap), whatever happens.  Exit 77 (SKIPPED)
 # with the reason when namespaces cannot be created here.
 set -u
-hosts=2 loss=0 dup=0 tbf="" delay="" reorder=0 nfq_holder=""
+hosts=2 loss=0 loss_proto=udp dup=0 tbf="" delay="" reorder=0 nfq_holder=""
 while (($#)); do
   case $1 in
     --hosts) hosts=$2; shift 2 ;;
     --loss) loss=$2; shift 2 ;;
+    --loss-proto) loss_proto=$2; shift 2 ;;
     --dup) dup=$2; shift 2 ;;
     --tbf) tbf=$2; shift 2 ;;
     --delay) delay=$2; shift 2 ;;
@@ -119,11 +125,18 @@ for ((i = 1; i <= hosts; i++)); do
   ip link add veth0 netns "$ns" type veth peer name port$i netns "$hub"
   ip -n "$ns" addr add 10.99.0.$i/24 dev veth0
   ip -n "$ns" link set veth0 up
+  if [[ $loss != 0 && $loss_proto == tcp ]]; then
+    ip -n "$ns" route replace 10.99.0.0/24 dev veth0 proto kernel scope link src 10.99.0.$i rto_min 5ms
+  fi
   ip -n "$hub" link set port$i master br0
   ip -n "$hub" link set port$i up
   if [[ $loss != 0 || $dup != 0 ]]; then
     rules=$'table ip tsu {\n chain in {\n  type filter hook input priority 0; policy accept;\n'
-    [[ $loss != 0 ]] && rules+=$"  meta l4proto udp numgen random mod 100 < $loss counter drop"$'\n'
+    if [[ $loss != 0 && $loss_proto == tcp ]]; then
+      rules+=$"  meta l4proto tcp ip saddr != 10.99.0.254 numgen random mod 100 < $loss counter drop"$'\n'
+    elif [[ $loss != 0 ]]; then
+      rules+=$"  meta l4proto udp numgen random mod 100 < $loss counter drop"$'\n'
+    fi
     rules+=$' }\n chain out {\n  type filter hook output priority 0; policy accept;\n'
     [[ $dup != 0 ]] && rules+=$"  meta l4proto udp ip daddr 10.99.0.0/24 numgen random mod 100 < $dup counter dup to ip daddr"$'\n'
     rules+=$' }\n}\n'

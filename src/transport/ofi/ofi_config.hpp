@@ -8,6 +8,11 @@
 
 namespace tsu::transport::ofi {
 
+// Testing: make native RMA fail as a provider that claims FI_RMA but cannot
+// do it would (ENOSYS), at the call or in the completion, to exercise the
+// fallback to the message emulation (TSU_OFI_TEST_FAULT).
+enum class RmaFault : uint8_t { kNone, kAtCall, kInCompletion };
+
 struct OfiConfig {
   std::string provider = "tcp;ofi_rxm";  // fi_info's provider name
   std::string iface;                     // network interface to pin ("" : derived)
@@ -16,6 +21,7 @@ struct OfiConfig {
   uint32_t rx_buffers = 64;              // receive buffers posted
   uint32_t tx_buffers = 64;              // send buffers (sends in flight)
   bool native_rma = true;                // put/get by fi_write/fi_read where offered
+  RmaFault fault = RmaFault::kNone;      // TSU_OFI_TEST_FAULT
 };
 
 }  // namespace tsu::transport::ofi

@@ -45,8 +45,10 @@ std::string interface_of(const std::string& ip) {
 // Providers whose domain is a network interface: pinned so that nothing binds
 // an interface the job did not choose.
 bool interface_domain(const std::string& provider) {
+  // (sockets and net list one domain per interface too, eth0 first.)
   return provider.rfind("tcp", 0) == 0 || provider.rfind("udp", 0) == 0 ||
-         provider.rfind("verbs", 0) == 0;
+         provider.rfind("verbs", 0) == 0 || provider.rfind("sockets", 0) == 0 ||
+         provider.rfind("net", 0) == 0;
 }
 
 tsu_status_t settings(const core::GetEnv& getenv, std::vector<core::SettingView>& out,
@@ -171,6 +173,24 @@ const core::SettingsTable<OfiConfig>& ofi_settings() {
                                       "ofi: 1: put and get by the provider's RMA (fi_write, "
                                       "fi_read) where it offers it; 0: over messages",
                                       &O::native_rma));
+    r.push_back({"TSU_OFI_TEST_FAULT", "none",
+                 "ofi, testing: make native RMA fail with ENOSYS as a provider that claims "
+                 "FI_RMA and cannot do it would (rma_enosys: at the call; rma_cq_enosys: in "
+                 "the completion); the transport falls back to messages",
+                 "none, rma_enosys or rma_cq_enosys",
+                 [](const char* v, O& c) {
+                   const std::string s(v);
+                   if (s == "none") c.fault = RmaFault::kNone;
+                   else if (s == "rma_enosys") c.fault = RmaFault::kAtCall;
+                   else if (s == "rma_cq_enosys") c.fault = RmaFault::kInCompletion;
+                   else return false;
+                   return true;
+                 },
+                 [](const O& c) {
+                   return std::string(c.fault == RmaFault::kAtCall         ? "rma_enosys"
+                                      : c.fault == RmaFault::kInCompletion ? "rma_cq_enosys"
+                                                                           : "none");
+                 }});
     return t;
   }();
   return table;

@@ -38,7 +38,8 @@ void OfiRma::release(Op* op) noexcept {
 }
 
 tsu_status_t OfiRma::start(const core::Command& cmd, uint32_t completion_id) noexcept {
-  if (cmd.kind != core::CommandKind::kCopy || cmd.len == 0 || cmd.len > t_.max_rma())
+  if (!native_ok_ || cmd.kind != core::CommandKind::kCopy || cmd.len == 0 ||
+      cmd.len > t_.max_rma())
     return fallback_.start(cmd, completion_id);
   const bool src_here = host_.memory_route(cmd.src.rank);
   const bool dst_here = host_.memory_route(cmd.dst.rank);
@@ -61,6 +62,7 @@ tsu_status_t OfiRma::start(const core::Command& cmd, uint32_t completion_id) noe
   op->local = a.ptr;
   op->len = cmd.len;
   op->completion_id = completion_id;
+  op->cmd = cmd;
   KeyState* ks;
   try {
     ks = &keys_[key_of(remote.rank, remote.seg)];
@@ -91,6 +93,10 @@ void OfiRma::issue(Op* op, const WireKey& key) noexcept {
   const uint64_t raddr = key.base + off;
   const tsu_status_t st = op->put ? t_.rma_write(op->rank, op->local, op->len, raddr, key.key, op)
                                   : t_.rma_read(op->rank, op->local, op->len, raddr, key.key, op);
+  if (st == TSU_ERR_UNSUPPORTED) {
+    fall_back(op);
+    return;
+  }
   if (st == TSU_EAGAIN) {
     try {
       backlog_.emplace_back(op, key);
@@ -107,11 +113,29 @@ void OfiRma::finish(Op* op, tsu_status_t st) noexcept {
   release(op);
 }
 
+void OfiRma::fall_back(Op* op) noexcept {
+  if (native_ok_) {
+    native_ok_ = false;
+    TSU_LOG_WARN("ofi: provider %s refused native RMA (ENOSYS); put and get go over messages",
+                 t_.provider_name());
+  }
+  t_.count_rma_fallback();
+  const core::Command cmd = op->cmd;
+  const uint32_t id = op->completion_id;
+  release(op);
+  const tsu_status_t st = fallback_.start(cmd, id);
+  if (st != TSU_EAGAIN) host_.complete(id, st);
+}
+
 void OfiRma::on_done(RmaContext* ctx, tsu_status_t st) noexcept {
   auto* op = static_cast<Op*>(ctx);
   OfiRma& self = *op->owner;
   if (op->abandoned) {  // already failed by peer loss; the provider let go now
     self.release(op);
+    return;
+  }
+  if (st == TSU_ERR_UNSUPPORTED) {
+    self.fall_back(op);
     return;
   }
   if (st == TSU_ERR_BAD_SEGMENT) {

@@ -15,6 +15,10 @@
 // size the target gave before anything leaves, and the target's NIC checks
 // it again; a segment freed meanwhile is refused by the NIC (no such key).
 //
+// A provider that lists FI_RMA and then refuses it (ENOSYS / EOPNOTSUPP, at
+// the call or in the completion) is not an error: that request and every
+// later one go to the message emulation.
+//
 // Everything else goes to the message emulation it falls back on: atomics
 // (the target's CPU executes them: MemoryRegion::atomics is kCpu), copies
 // with both sides behind ofi (forwarded), zero-length requests, and sides
@@ -61,6 +65,7 @@ class OfiRma final : public RmaProtocol {
     std::byte* local = nullptr;
     std::size_t len = 0;
     uint32_t completion_id = 0;
+    core::Command cmd{};     // the request, for the fallback to messages
   };
   struct KeyState {
     bool known = false;
@@ -79,6 +84,9 @@ class OfiRma final : public RmaProtocol {
   void release(Op* op) noexcept;
   void issue(Op* op, const WireKey& key) noexcept;
   void finish(Op* op, tsu_status_t st) noexcept;
+  // The provider cannot do native RMA after all (ENOSYS): this op and every
+  // later request go to the message emulation.
+  void fall_back(Op* op) noexcept;
   void send(uint32_t dst, const core::MessageHeader& h, const void* payload) noexcept;
   static void on_done(RmaContext* ctx, tsu_status_t st) noexcept;
   static void on_key_req(void* ctx, uint32_t src, const core::MessageHeader& h,
@@ -89,6 +97,7 @@ class OfiRma final : public RmaProtocol {
   RmaHost& host_;
   OfiTransport& t_;
   MessageRma fallback_;
+  bool native_ok_ = true;  // false once the provider refused native RMA
   std::vector<std::unique_ptr<Op>> ops_;
   std::vector<Op*> free_;
   std::unordered_map<uint64_t, KeyState> keys_;

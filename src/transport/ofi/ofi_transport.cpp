@@ -5,6 +5,10 @@
 
 #include <rdma/fi_rma.h>
 
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/log.hpp"
@@ -28,6 +32,30 @@ std::string fi_text(int rc) {
 
 // A transport-level string copy libfabric frees with fi_freeinfo.
 char* dup(const std::string& s) { return strdup(s.c_str()); }
+
+// The shm provider's regions (/dev/shm/<endpoint name>) of this process's
+// open endpoints.  The provider unlinks them when the endpoint closes and in
+// its own SIGINT/SIGTERM handler; a process that ends by exit() without
+// tsu_finalize (e.g. from the application's own SIGTERM handler, which
+// replaces the provider's) would leave them behind, so exit unlinks them
+// too.  (The mappings stay valid: only the names go.)
+std::mutex g_shm_mu;
+std::vector<std::string> g_shm_names;  // under g_shm_mu
+void unlink_shm_names() {
+  std::lock_guard lock(g_shm_mu);
+  for (const std::string& n : g_shm_names) shm_unlink(n.c_str());
+  g_shm_names.clear();
+}
+void remember_shm_name(const std::string& n) {
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit(unlink_shm_names); });
+  std::lock_guard lock(g_shm_mu);
+  g_shm_names.push_back(n);
+}
+void forget_shm_name(const std::string& n) {
+  std::lock_guard lock(g_shm_mu);
+  std::erase(g_shm_names, n);
+}
 }  // namespace
 
 OfiTransport::OfiTransport(uint32_t rank, uint32_t size, uint32_t job_tag, const OfiConfig& cfg)
@@ -35,16 +63,20 @@ OfiTransport::OfiTransport(uint32_t rank, uint32_t size, uint32_t job_tag, const
       size_(size),
       job_tag_(job_tag),
       cfg_(cfg),
-      peers_(size, FI_ADDR_UNSPEC),
+      peers_(new std::atomic<fi_addr_t>[size]),
       send_seq_(size, 0),
       recv_seq_(size, 0),
       lost_(new std::atomic<bool>[size]) {
-  for (uint32_t r = 0; r < size; ++r) lost_[r].store(false, std::memory_order_relaxed);
+  for (uint32_t r = 0; r < size; ++r) {
+    lost_[r].store(false, std::memory_order_relaxed);
+    peers_[r].store(FI_ADDR_UNSPEC, std::memory_order_relaxed);
+  }
 }
 
 OfiTransport::~OfiTransport() {
   // Endpoint first (it holds the queue and address vector), the fabric last.
   if (ep_) fi_close(&ep_->fid);
+  if (!shm_name_.empty()) forget_shm_name(shm_name_);
   for (auto& [seg, mr] : regions_) fi_close(&mr->fid);
   if (mr_) fi_close(&mr_->fid);
   if (av_) fi_close(&av_->fid);
@@ -79,17 +111,25 @@ tsu_status_t OfiTransport::open(std::string& error) {
   hints->rx_attr->msg_order = FI_ORDER_SAS;
   hints->fabric_attr->prov_name = dup(cfg_.provider);
   if (!cfg_.iface.empty()) hints->domain_attr->name = dup(cfg_.iface);
+  // The entry of the pinned interface: tcp;ofi_rxm in libfabric 1.17 lists
+  // every interface's domain (eth0 first) whatever the domain name hint says,
+  // so the list is searched rather than its first entry taken.
+  auto query = [&](uint64_t caps) {
+    hints->caps = caps;
+    fi_info* list = nullptr;
+    const int r = lib_->getinfo(kApiVersion, nullptr, nullptr, 0, hints, &list);
+    if (r != 0 || !list) return r != 0 ? r : -FI_ENODATA;
+    fi_info* chosen = cfg_.iface.empty() ? list : nullptr;
+    for (fi_info* i = list; i && !chosen; i = i->next)
+      if (i->domain_attr && i->domain_attr->name && cfg_.iface == i->domain_attr->name) chosen = i;
+    if (chosen) info_ = lib_->dupinfo(chosen);
+    lib_->freeinfo(list);
+    return info_ ? 0 : -FI_ENODATA;
+  };
   // RMA where the provider offers it; messages alone otherwise.
   int rc = -FI_ENODATA;
-  if (cfg_.native_rma) {
-    hints->caps = FI_MSG | FI_RMA;
-    rc = lib_->getinfo(kApiVersion, nullptr, nullptr, 0, hints, &info_);
-    if (rc != 0) info_ = nullptr;
-  }
-  if (!info_) {
-    hints->caps = FI_MSG;
-    rc = lib_->getinfo(kApiVersion, nullptr, nullptr, 0, hints, &info_);
-  }
+  if (cfg_.native_rma) rc = query(FI_MSG | FI_RMA);
+  if (!info_) rc = query(FI_MSG);
   lib_->freeinfo(hints);
   if (rc != 0 || !info_) {
     error = "no libfabric provider '" + cfg_.provider + "'" +
@@ -153,6 +193,20 @@ tsu_status_t OfiTransport::open(std::string& error) {
   name_.resize(len);
   if (!step(fi_getname(&ep_->fid, name_.data(), &len), "fi_getname")) return TSU_ERR_SYSTEM;
   name_.resize(len);
+  if (std::string(provider_name()) == "shm") {
+    // The name is the region's, "fi_shm://" aside (see remember_shm_name).
+    std::string n(reinterpret_cast<const char*>(name_.data()),
+                  std::find(name_.begin(), name_.end(), std::byte{0}) - name_.begin());
+    if (n.rfind("fi_shm://", 0) == 0) n.erase(0, 9);
+    if (!n.empty() && n.find('/') == std::string::npos) {
+      shm_name_ = "/" + n;
+      try {
+        remember_shm_name(shm_name_);
+      } catch (...) {
+        shm_name_.clear();
+      }
+    }
+  }
 
   // Buffers: one slab, registered once where the provider needs local keys.
   const std::size_t count = std::size_t{cfg_.rx_buffers} + cfg_.tx_buffers;
@@ -192,12 +246,13 @@ tsu_status_t OfiTransport::add_peer(uint32_t rank, const std::vector<std::byte>&
                                     std::string& error) {
   fi_addr_t addr = FI_ADDR_UNSPEC;
   std::lock_guard lock(mu_);
+  if (peers_[rank].load(std::memory_order_relaxed) != FI_ADDR_UNSPEC) return TSU_OK;
   const int n = fi_av_insert(av_, name.data(), 1, &addr, 0, nullptr);
   if (n != 1) {
     error = "fi_av_insert of rank " + std::to_string(rank) + "'s address failed";
     return TSU_ERR_UNREACHABLE;
   }
-  peers_[rank] = addr;
+  peers_[rank].store(addr, std::memory_order_release);
   return TSU_OK;
 }
 
@@ -230,8 +285,10 @@ tsu_status_t OfiTransport::status_of(ssize_t rc) const noexcept {
 
 tsu_status_t OfiTransport::send_message(uint32_t dst, const core::MessageHeader& header,
                                         const void* payload) noexcept {
-  if (dst >= size_ || peers_[dst] == FI_ADDR_UNSPEC) return TSU_ERR_UNREACHABLE;
+  if (dst >= size_) return TSU_ERR_UNREACHABLE;
   if (header.payload_len > cfg_.max_message) return TSU_ERR_INVALID_ARG;
+  const fi_addr_t to = peer_address(dst);
+  if (to == FI_ADDR_UNSPEC) return TSU_ERR_UNREACHABLE;
   if (lost_[dst].load(std::memory_order_acquire)) return TSU_ERR_PEER_LOST;
   const std::size_t total = kPrefix + header.payload_len;
   std::lock_guard lock(mu_);
@@ -243,7 +300,7 @@ tsu_status_t OfiTransport::send_message(uint32_t dst, const core::MessageHeader&
       std::memcpy(small, &prefix, sizeof prefix);
       std::memcpy(small + sizeof prefix, &header, sizeof header);
       if (header.payload_len) std::memcpy(small + kPrefix, payload, header.payload_len);
-      const ssize_t rc = fi_inject(ep_, small, total, peers_[dst]);
+      const ssize_t rc = fi_inject(ep_, small, total, to);
       if (rc == 0) {
         ++send_seq_[dst];
         injected_.fetch_add(1, std::memory_order_relaxed);
@@ -269,7 +326,7 @@ tsu_status_t OfiTransport::send_message(uint32_t dst, const core::MessageHeader&
   std::memcpy(b->data + sizeof prefix, &header, sizeof header);
   if (header.payload_len) std::memcpy(b->data + kPrefix, payload, header.payload_len);
   b->dst = dst;
-  const ssize_t rc = fi_send(ep_, b->data, total, desc_, peers_[dst], &b->ctx);
+  const ssize_t rc = fi_send(ep_, b->data, total, desc_, to, &b->ctx);
   if (rc == 0) {
     ++send_seq_[dst];
     free_tx_.pop_back();
@@ -306,6 +363,8 @@ RmaContext* OfiTransport::handle_error_entry(tsu_status_t& rma_status) noexcept 
     // The target's NIC refused the access (a key or range it no longer
     // holds: the segment was freed) or the peer is gone.
     switch (err.err) {
+      case FI_ENOSYS:
+      case FI_EOPNOTSUPP: rma_status = TSU_ERR_UNSUPPORTED; break;  // OfiRma falls back
       case FI_EKEYREJECTED:
       case FI_EACCES:
       case FI_EINVAL: rma_status = TSU_ERR_BAD_SEGMENT; break;
@@ -350,6 +409,12 @@ std::size_t OfiTransport::poll(const core::MessageHandlerTable& handlers) noexce
       n = fi_cq_read(cq_, entries, kCqBatch);
       if (n == -FI_EAVAIL) failed_rma = handle_error_entry(failed_status);
       lost.swap(newly_lost_);
+      if (n != -FI_EAVAIL && n <= 0 && !faulted_.empty()) {
+        failed_rma = faulted_.back();
+        faulted_.pop_back();
+        failed_status = TSU_ERR_UNSUPPORTED;
+        n = -FI_EAVAIL;  // look again
+      }
     }
     if (failed_rma) {
       failed_rma->done(failed_rma, failed_status);
@@ -438,8 +503,9 @@ void OfiTransport::deliver(const core::MessageHandlerTable& handlers, const Wire
 }
 
 bool OfiTransport::prepare_sleep() noexcept {
-  if (wait_fd_ < 0) return true;  // polled every max_sleep_ns
   std::lock_guard lock(mu_);
+  if (!faulted_.empty()) return false;  // test faults to deliver first
+  if (wait_fd_ < 0) return true;        // polled every max_sleep_ns
   fid* fids[1] = {&cq_->fid};
   // FI_SUCCESS: nothing pending, the descriptor will signal new work.
   return fi_trywait(fabric_, fids, 1) == FI_SUCCESS;
@@ -508,23 +574,39 @@ tsu_status_t OfiTransport::rma_read(uint32_t rank, void* buf, std::size_t len, u
 
 tsu_status_t OfiTransport::rma(bool write, uint32_t rank, void* buf, std::size_t len,
                                uint64_t raddr, uint64_t key, RmaContext* ctx) noexcept {
-  if (rank >= size_ || peers_[rank] == FI_ADDR_UNSPEC) return TSU_ERR_UNREACHABLE;
+  if (rank >= size_) return TSU_ERR_UNREACHABLE;
   if (lost_[rank].load(std::memory_order_acquire)) return TSU_ERR_PEER_LOST;
+  const fi_addr_t to = peer_address(rank);
+  if (to == FI_ADDR_UNSPEC) return TSU_ERR_UNREACHABLE;
   ctx->kind = OpContext::kRma;
   iovec iov{buf, len};
   fi_rma_iov riov{raddr, len, key};
   fi_msg_rma msg{};
   msg.msg_iov = &iov;
   msg.iov_count = 1;
-  msg.addr = peers_[rank];
+  msg.addr = to;
   msg.rma_iov = &riov;
   msg.rma_iov_count = 1;
   msg.context = &ctx->ctx;
   std::lock_guard lock(mu_);
+  if (cfg_.fault == RmaFault::kInCompletion) {
+    try {
+      faulted_.push_back(ctx);
+      return TSU_OK;  // fails with ENOSYS in the next poll
+    } catch (...) {
+      return TSU_ERR_NO_MEMORY;
+    }
+  }
   // A write completes once delivered at the target (the put's contract); a
   // read once its data is here.
   const ssize_t rc =
-      write ? fi_writemsg(ep_, &msg, rma_flags_) : fi_readmsg(ep_, &msg, FI_COMPLETION);
+      cfg_.fault == RmaFault::kAtCall
+          ? -FI_ENOSYS
+          : (write ? fi_writemsg(ep_, &msg, rma_flags_) : fi_readmsg(ep_, &msg, FI_COMPLETION));
+  if (rc == -FI_ENOSYS || rc == -FI_EOPNOTSUPP) {
+    // A provider that listed FI_RMA and cannot do it: OfiRma falls back.
+    return TSU_ERR_UNSUPPORTED;
+  }
   if (rc == 0) {
     rma_ops_.fetch_add(1, std::memory_order_relaxed);
     return TSU_OK;
@@ -541,7 +623,8 @@ tsu_status_t OfiTransport::rma(bool write, uint32_t rank, void* buf, std::size_t
 void OfiTransport::print_stats(std::FILE* f) const noexcept {
   std::fprintf(f,
                "tsunagi[%u] ofi stats: provider=%s sent=%llu injected=%llu received=%llu "
-               "dropped=%llu eagain=%llu errors=%llu held_early=%llu rma_ops=%llu\n",
+               "dropped=%llu eagain=%llu errors=%llu held_early=%llu rma_ops=%llu "
+               "rma_fallbacks=%llu\n",
                rank_, provider_name(), static_cast<unsigned long long>(sent_.load()),
                static_cast<unsigned long long>(injected_.load()),
                static_cast<unsigned long long>(received_.load()),
@@ -549,7 +632,8 @@ void OfiTransport::print_stats(std::FILE* f) const noexcept {
                static_cast<unsigned long long>(eagain_.load()),
                static_cast<unsigned long long>(errors_.load()),
                static_cast<unsigned long long>(held_count_.load()),
-               static_cast<unsigned long long>(rma_ops_.load()));
+               static_cast<unsigned long long>(rma_ops_.load()),
+               static_cast<unsigned long long>(rma_fallbacks_.load()));
 }
 
 }  // namespace tsu::transport::ofi

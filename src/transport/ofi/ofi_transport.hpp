@@ -101,6 +101,9 @@ class OfiTransport final : public Transport {
                          uint64_t key, RmaContext* ctx) noexcept;
   tsu_status_t rma_read(uint32_t rank, void* buf, std::size_t len, uint64_t raddr, uint64_t key,
                         RmaContext* ctx) noexcept;
+  // Native RMA turned out unsupported (TSU_ERR_UNSUPPORTED from rma_* or a
+  // completion): one request went to the message emulation instead.
+  void count_rma_fallback() noexcept { rma_fallbacks_.fetch_add(1, std::memory_order_relaxed); }
 
   std::unique_ptr<RmaProtocol> make_rma(RmaHost& host) noexcept override;
   tsu_status_t register_memory(const MemoryRegion& region, MemoryKey& key,
@@ -137,6 +140,10 @@ class OfiTransport final : public Transport {
   static constexpr std::size_t kPrefix = sizeof(WirePrefix) + sizeof(core::MessageHeader);
 
   tsu_status_t post_recv(Buffer& b) noexcept;
+  // The peer's libfabric address (FI_ADDR_UNSPEC: none).
+  fi_addr_t peer_address(uint32_t rank) const noexcept {
+    return peers_[rank].load(std::memory_order_acquire);
+  }
   tsu_status_t rma(bool write, uint32_t rank, void* buf, std::size_t len, uint64_t raddr,
                    uint64_t key, RmaContext* ctx) noexcept;
   // Runs one well-formed message and any held ones it unblocks.
@@ -165,6 +172,7 @@ class OfiTransport final : public Transport {
   void* desc_ = nullptr;
   int wait_fd_ = -1;
   std::vector<std::byte> name_;
+  std::string shm_name_;  // the shm provider's /dev/shm region ("": none)
   bool native_rma_ = false;
   bool virt_addr_ = false;  // FI_MR_VIRT_ADDR: RMA addresses are virtual addresses
   bool prov_key_ = false;   // FI_MR_PROV_KEY: the provider picks keys
@@ -179,7 +187,9 @@ class OfiTransport final : public Transport {
   std::vector<Buffer> buffers_;
   std::vector<Buffer*> free_tx_;
   std::vector<Buffer*> unposted_;  // receive buffers waiting to be posted again
-  std::vector<fi_addr_t> peers_;
+  // Peers' addresses, FI_ADDR_UNSPEC until added: written once under mu_
+  // (after fi_av_insert), read without it (release/acquire).
+  std::unique_ptr<std::atomic<fi_addr_t>[]> peers_;
   std::vector<uint32_t> send_seq_;  // next sequence number to each peer (under mu_)
   std::vector<uint32_t> recv_seq_;  // next expected from each peer (poller only)
   // Messages that completed before their predecessors, by (src << 32 | seq):
@@ -190,9 +200,11 @@ class OfiTransport final : public Transport {
   PeerLostFn lost_fn_ = nullptr;
   void* lost_ctx_ = nullptr;
   std::vector<uint32_t> newly_lost_;
+  // TSU_OFI_TEST_FAULT=rma_cq_enosys: RMA "issued" to fail in the next poll.
+  std::vector<RmaContext*> faulted_;  // under mu_
 
   std::atomic<uint64_t> sent_{0}, injected_{0}, received_{0}, dropped_{0}, eagain_{0},
-      errors_{0}, held_count_{0}, rma_ops_{0};
+      errors_{0}, held_count_{0}, rma_ops_{0}, rma_fallbacks_{0};
 };
 
 }  // namespace tsu::transport::ofi
