@@ -9,7 +9,8 @@
 # Sets TSU_NET=ofi and TSU_OFI_PROVIDER, and pins every provider that binds a
 # network interface to loopback (FI_TCP_IFACE, FI_UDP_IFACE,
 # FI_SOCKETS_IFACE; TSU_OFI_IFACE unless the caller set it) so that nothing
-# binds eth0.  --skip-reason: this provider/program pair is known not to work
+# binds eth0.  --full-matrix-only: SKIPPED unless TSU_TEST_OFI_MATRIX=1.
+# --skip-reason: this provider/program pair is known not to work
 # here (the text says why; docs/ofi.md keeps the matrix).
 set -u
 prov=${1//,/;}; shift
@@ -17,6 +18,10 @@ reason=""
 while (($#)); do
   case $1 in
     --skip-reason) reason=$2; shift 2 ;;
+    --full-matrix-only)
+      [[ ${TSU_TEST_OFI_MATRIX:-0} == 1 ]] ||
+        reason="part of the full provider matrix (~10 min here): run with TSU_TEST_OFI_MATRIX=1"
+      shift ;;
     --) shift; break ;;
     *) echo "provider_run.sh: unknown option $1" >&2; exit 2 ;;
   esac
