@@ -61,15 +61,21 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 # The one-machine slurmd sometimes refuses a step while it still tears down
 # the previous one ("task N launch failed", before any task ran): that is
-# the local cluster, not the program; try such a step again (at most twice).
-for attempt in 1 2 3; do
+# the local cluster, not the program; try such a step again, waiting longer
+# each time.  If it never launches, the program never ran: SKIPPED.
+max=6
+for attempt in $(seq $max); do
   timeout -k 10 "$limit" "${cmd[@]}" sh "$here/as_node.sh" "$k" "$@" >"$out" 2>&1
   rc=$?
-  if [ "$launcher" = srun ] && [ "$attempt" -lt 3 ] &&
-     grep -q "aborted before step completely launched" "$out"; then
-    echo "run_job.sh: srun could not launch the step (attempt $attempt); again in 1 s"
-    sleep 1
-    continue
+  if [ "$launcher" = srun ] && grep -q "aborted before step completely launched" "$out"; then
+    if [ "$attempt" -lt $max ]; then
+      echo "run_job.sh: srun could not launch the step (attempt $attempt); again in $attempt s"
+      sleep "$attempt"
+      continue
+    fi
+    cat "$out"
+    echo "SKIPPED: the local slurmd refused to launch the step $max times (\"aborted before step completely launched\", no task ran)"
+    exit 0
   fi
   break
 done
