@@ -381,24 +381,60 @@ tsu_status_t CollLayer::team_job_rank(tsu_team_t t, uint32_t team_rank, uint32_t
   op->name = fn;                                                                         \
   op->cb = cb
 
-tsu_status_t CollLayer::barrier(tsu_team_t team_id, const tsu_cb_t& cb) noexcept {
+namespace {
+
+// When a rooted or all-to-all reduction/gather may take a shared route: a
+// root inside the team, and the buffers it needs (else the message
+// algorithm reports the error with its message).
+auto rooted_usable(int64_t root, std::size_t n, const void* src, const void* dst) {
+  return [=](uint32_t nn, uint32_t nme) {
+    const bool valid_root = root < 0 || root < nn;
+    const bool has_dst = dst || (root >= 0 && static_cast<uint32_t>(root) != nme);
+    return valid_root && (!n || (src && has_dst));
+  };
+}
+
+}  // namespace
+
+template <typename Usable>
+bool CollLayer::shared_path(const char* fn, tsu_team_t team, HierKind hier_kind,
+                            const NodeColl::Request& req, Usable&& usable,
+                            tsu_status_t& st) noexcept {
   uint32_t nn = 0, nme = 0;
   bool hier = false;
-  const int32_t h = node_handle(team_id, nn, nme, &hier);
-  if (h >= 0 || hier) trace_shared_path("tsu_try_barrier", nn, hier);
+  const int32_t h = node_handle(team, nn, nme, &hier);
+  if (h < 0 && !hier) return false;
+  trace_shared_path(fn, nn, hier);
+  if (!usable(nn, nme)) return false;
   if (hier) {
     auto* ho = new (std::nothrow) HierOp{};
-    if (!ho) return core::fail(TSU_ERR_NO_MEMORY, "tsu_try_barrier: out of memory");
-    *ho = hier_op(this, team_id, HierKind::kBarrier, cb);
-    return start_hier(ho);
+    if (!ho) {
+      st = core::fail(TSU_ERR_NO_MEMORY, "%s: out of memory", fn);
+      return true;
+    }
+    *ho = hier_op(this, team, hier_kind, req.cb);
+    ho->src = req.src;
+    ho->dst = req.dst;
+    ho->count = req.count;
+    ho->bytes = req.bytes;
+    ho->type = req.type;
+    ho->rop = req.rop;
+    ho->root = req.root;
+    st = start_hier(ho);
+    return true;
   }
-  if (h >= 0) {
-    NodeColl::Request req;
-    req.kind = NodeColl::Kind::kBarrier;
-    req.cb = cb;
-    node_.start(h, req);
-    return TSU_OK;
-  }
+  node_.start(h, req);
+  st = TSU_OK;
+  return true;
+}
+
+tsu_status_t CollLayer::barrier(tsu_team_t team_id, const tsu_cb_t& cb) noexcept {
+  NodeColl::Request req;
+  req.kind = NodeColl::Kind::kBarrier;
+  req.cb = cb;
+  if (tsu_status_t st; shared_path("tsu_try_barrier", team_id, HierKind::kBarrier, req,
+                                   [](uint32_t, uint32_t) { return true; }, st))
+    return st;
   TSU_COLL_TEAM("tsu_try_barrier");
   (void)n;
   (void)me;
@@ -432,29 +468,15 @@ void CollLayer::add_barrier_steps(Op& op, uint32_t first_round, bool carry_statu
 tsu_status_t CollLayer::broadcast(tsu_team_t team_id, void* buf, std::size_t bytes, uint32_t root,
                                   const tsu_cb_t& cb) noexcept {
   if (bytes && !buf) return core::fail(TSU_ERR_NULL_POINTER, "tsu_try_broadcast: buf is NULL");
-  uint32_t nn = 0, nme = 0;
-  bool hier = false;
-  const int32_t h = node_handle(team_id, nn, nme, &hier);
-  if (h >= 0 || hier) trace_shared_path("tsu_try_broadcast", nn, hier);
-  if (hier && root < nn) {
-    auto* ho = new (std::nothrow) HierOp{};
-    if (!ho) return core::fail(TSU_ERR_NO_MEMORY, "tsu_try_broadcast: out of memory");
-    *ho = hier_op(this, team_id, HierKind::kBroadcast, cb);
-    ho->dst = static_cast<std::byte*>(buf);
-    ho->bytes = bytes;
-    ho->root = root;
-    return start_hier(ho);
-  }
-  if (h >= 0 && root < nn) {
-    NodeColl::Request req;
-    req.kind = NodeColl::Kind::kBroadcast;
-    req.dst = static_cast<std::byte*>(buf);
-    req.bytes = bytes;
-    req.root = root;
-    req.cb = cb;
-    node_.start(h, req);
-    return TSU_OK;
-  }
+  NodeColl::Request req;
+  req.kind = NodeColl::Kind::kBroadcast;
+  req.dst = static_cast<std::byte*>(buf);
+  req.bytes = bytes;
+  req.root = root;
+  req.cb = cb;
+  if (tsu_status_t st; shared_path("tsu_try_broadcast", team_id, HierKind::kBroadcast, req,
+                                   [&](uint32_t nn, uint32_t) { return root < nn; }, st))
+    return st;
   TSU_COLL_TEAM("tsu_try_broadcast");
   if (root >= n) return core::fail(TSU_ERR_BAD_RANK, "tsu_try_broadcast: root %u >= team size %u", root, n);
   auto* p = static_cast<std::byte*>(buf);
@@ -487,39 +509,19 @@ tsu_status_t CollLayer::reduce(const char* fn, tsu_team_t team_id, const void* s
   if ((rop == TSU_OP_BAND || rop == TSU_OP_BOR) && (type == TSU_DT_FLOAT || type == TSU_DT_DOUBLE))
     return core::fail(TSU_ERR_INVALID_ARG, "%s: bitwise ops need an integer type", fn);
   {
-    uint32_t nn = 0, nme = 0;
-    bool hier = false;
-    const int32_t h = node_handle(team_id, nn, nme, &hier);
-    if (h >= 0 || hier) trace_shared_path(fn, nn, hier);
-    const bool valid_root = root < 0 || root < nn;
-    const bool has_dst = dst || (root >= 0 && static_cast<uint32_t>(root) != nme);
-    if (hier && valid_root && (!count || (src && has_dst))) {
-      auto* ho = new (std::nothrow) HierOp{};
-      if (!ho) return core::fail(TSU_ERR_NO_MEMORY, "%s: out of memory", fn);
-      *ho = hier_op(this, team_id, root < 0 ? HierKind::kAllreduce : HierKind::kReduce, cb);
-      ho->src = static_cast<const std::byte*>(src);
-      ho->dst = static_cast<std::byte*>(dst);
-      ho->count = count;
-      ho->bytes = count * es;
-      ho->type = type;
-      ho->rop = rop;
-      ho->root = root < 0 ? 0 : static_cast<uint32_t>(root);
-      return start_hier(ho);
-    }
-    if (h >= 0 && valid_root && (!count || (src && has_dst))) {
-      NodeColl::Request req;
-      req.kind = root < 0 ? NodeColl::Kind::kAllreduce : NodeColl::Kind::kReduce;
-      req.src = static_cast<const std::byte*>(src);
-      req.dst = static_cast<std::byte*>(dst);
-      req.count = count;
-      req.bytes = count * es;
-      req.type = type;
-      req.rop = rop;
-      req.root = root < 0 ? 0 : static_cast<uint32_t>(root);
-      req.cb = cb;
-      node_.start(h, req);
-      return TSU_OK;
-    }
+    NodeColl::Request req;
+    req.kind = root < 0 ? NodeColl::Kind::kAllreduce : NodeColl::Kind::kReduce;
+    req.src = static_cast<const std::byte*>(src);
+    req.dst = static_cast<std::byte*>(dst);
+    req.count = count;
+    req.bytes = count * es;
+    req.type = type;
+    req.rop = rop;
+    req.root = root < 0 ? 0 : static_cast<uint32_t>(root);
+    req.cb = cb;
+    if (tsu_status_t st; shared_path(fn, team_id, root < 0 ? HierKind::kAllreduce : HierKind::kReduce,
+                                     req, rooted_usable(root, count, src, dst), st))
+      return st;
   }
   TSU_COLL_TEAM(fn);
   const bool all = root < 0;
@@ -620,33 +622,16 @@ void CollLayer::add_fold_out(Op& op, std::byte* acc, std::size_t bytes, uint32_t
 tsu_status_t CollLayer::gather(const char* fn, tsu_team_t team_id, const void* src, void* dst,
                                std::size_t bytes, int64_t root, const tsu_cb_t& cb) noexcept {
   {
-    uint32_t nn = 0, nme = 0;
-    bool hier = false;
-    const int32_t h = node_handle(team_id, nn, nme, &hier);
-    if (h >= 0 || hier) trace_shared_path(fn, nn, hier);
-    const bool valid_root = root < 0 || root < nn;
-    const bool has_dst = dst || (root >= 0 && static_cast<uint32_t>(root) != nme);
-    if (hier && valid_root && (!bytes || (src && has_dst))) {
-      auto* ho = new (std::nothrow) HierOp{};
-      if (!ho) return core::fail(TSU_ERR_NO_MEMORY, "%s: out of memory", fn);
-      *ho = hier_op(this, team_id, root < 0 ? HierKind::kAllgather : HierKind::kGather, cb);
-      ho->src = static_cast<const std::byte*>(src);
-      ho->dst = static_cast<std::byte*>(dst);
-      ho->bytes = bytes;
-      ho->root = root < 0 ? 0 : static_cast<uint32_t>(root);
-      return start_hier(ho);
-    }
-    if (h >= 0 && valid_root && (!bytes || (src && has_dst))) {
-      NodeColl::Request req;
-      req.kind = root < 0 ? NodeColl::Kind::kAllgather : NodeColl::Kind::kGather;
-      req.src = static_cast<const std::byte*>(src);
-      req.dst = static_cast<std::byte*>(dst);
-      req.bytes = bytes;
-      req.root = root < 0 ? 0 : static_cast<uint32_t>(root);
-      req.cb = cb;
-      node_.start(h, req);
-      return TSU_OK;
-    }
+    NodeColl::Request req;
+    req.kind = root < 0 ? NodeColl::Kind::kAllgather : NodeColl::Kind::kGather;
+    req.src = static_cast<const std::byte*>(src);
+    req.dst = static_cast<std::byte*>(dst);
+    req.bytes = bytes;
+    req.root = root < 0 ? 0 : static_cast<uint32_t>(root);
+    req.cb = cb;
+    if (tsu_status_t st; shared_path(fn, team_id, root < 0 ? HierKind::kAllgather : HierKind::kGather,
+                                     req, rooted_usable(root, bytes, src, dst), st))
+      return st;
   }
   TSU_COLL_TEAM(fn);
   const bool all = root < 0;
@@ -705,29 +690,15 @@ tsu_status_t CollLayer::alltoall(tsu_team_t team_id, const void* src, void* dst,
                                  const tsu_cb_t& cb) noexcept {
   if (bytes && (!src || !dst))
     return core::fail(TSU_ERR_NULL_POINTER, "tsu_try_alltoall: src or dst is NULL");
-  uint32_t nn = 0, nme = 0;
-  bool hier = false;
-  const int32_t h = node_handle(team_id, nn, nme, &hier);
-  if (h >= 0 || hier) trace_shared_path("tsu_try_alltoall", nn, hier);
-  if (hier) {
-    auto* ho = new (std::nothrow) HierOp{};
-    if (!ho) return core::fail(TSU_ERR_NO_MEMORY, "tsu_try_alltoall: out of memory");
-    *ho = hier_op(this, team_id, HierKind::kAlltoall, cb);
-    ho->src = static_cast<const std::byte*>(src);
-    ho->dst = static_cast<std::byte*>(dst);
-    ho->bytes = bytes;
-    return start_hier(ho);
-  }
-  if (h >= 0) {
-    NodeColl::Request req;
-    req.kind = NodeColl::Kind::kAlltoall;
-    req.src = static_cast<const std::byte*>(src);
-    req.dst = static_cast<std::byte*>(dst);
-    req.bytes = bytes;
-    req.cb = cb;
-    node_.start(h, req);
-    return TSU_OK;
-  }
+  NodeColl::Request req;
+  req.kind = NodeColl::Kind::kAlltoall;
+  req.src = static_cast<const std::byte*>(src);
+  req.dst = static_cast<std::byte*>(dst);
+  req.bytes = bytes;
+  req.cb = cb;
+  if (tsu_status_t st; shared_path("tsu_try_alltoall", team_id, HierKind::kAlltoall, req,
+                                   [](uint32_t, uint32_t) { return true; }, st))
+    return st;
   TSU_COLL_TEAM("tsu_try_alltoall");
   const auto* in = static_cast<const std::byte*>(src);
   auto* out = static_cast<std::byte*>(dst);

@@ -48,6 +48,7 @@ class AmLayer;
 namespace tsu::coll {
 
 struct HierOp;  // hierarchy.cpp
+enum class HierKind : uint8_t;  // hierarchy.hpp
 
 inline constexpr uint16_t kHandlerCollData = core::kHandlerCollFirst + 0;
 
@@ -213,6 +214,14 @@ class CollLayer {
   // and this rank's place in it.
   // hier: the team runs barrier/broadcast/reduce/allreduce hierarchically.
   int32_t node_handle(tsu_team_t t, uint32_t& n, uint32_t& me, bool* hier = nullptr) noexcept;
+  // The shared-memory routes of a collective described by `req`: the
+  // hierarchy (HierOp of `hier_kind`) when the team spans nodes, the node's
+  // shared area when it is on this node.  usable(team size, my place) says
+  // whether they may take it.  True when one did (its status in `st`);
+  // false: the message algorithms run it.
+  template <typename Usable>
+  bool shared_path(const char* fn, tsu_team_t team, HierKind hier_kind, const NodeColl::Request& req,
+                   Usable&& usable, tsu_status_t& st) noexcept;
 
   core::Runtime& rt_;
   am::AmLayer& am_;

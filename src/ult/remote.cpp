@@ -73,6 +73,28 @@ std::size_t batch_max() {
 
 }  // namespace
 
+// A batch payload: `count` records, each followed by its data (padded to 8
+// bytes).  data_len(rec) is the record's data length, or kBadRecord; visit
+// returns false to stop.  A malformed batch stops at its first bad record:
+// nothing is ever read past `len`.
+constexpr std::size_t kBadRecord = SIZE_MAX;
+template <typename Rec, typename DataLen, typename Visit>
+void for_each_record(const void* payload, std::size_t len, uint64_t count, DataLen&& data_len,
+                     Visit&& visit) {
+  const auto* p = static_cast<const unsigned char*>(payload);
+  std::size_t off = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    Rec rec;
+    if (off + sizeof rec > len) return;
+    std::memcpy(&rec, p + off, sizeof rec);
+    off += sizeof rec;
+    const std::size_t n = data_len(rec);
+    if (n == kBadRecord || off + n > len) return;
+    if (!visit(rec, p + off)) return;
+    off += pad8(n);
+  }
+}
+
 // The AM handlers (progress context: they never block).
 struct Handlers {
   static void spawn(tsu_am_token_t* tok, const uint64_t* args, uint32_t nargs, void* payload,
@@ -83,28 +105,25 @@ struct Handlers {
     if (!r || nargs < 2 || tsu_am_source(tok, &src) != TSU_OK) return;
     r->count_handled(src);
     r->load_[src].store(static_cast<uint32_t>(args[1]), std::memory_order_relaxed);
-    auto* p = static_cast<const unsigned char*>(payload);
-    std::size_t off = 0;
-    for (uint64_t i = 0; i < args[0]; ++i) {
-      SpawnRecord rec;
-      if (off + sizeof rec > len) break;  // malformed: stop, never read past
-      std::memcpy(&rec, p + off, sizeof rec);
-      off += sizeof rec;
-      if (rec.arg_len > TSU_ULT_ARG_MAX || off + rec.arg_len > len || rec.creator >= r->size_)
-        break;
-      auto* info = new (std::nothrow) RemoteInfo;
-      if (!info) break;
-      info->token = rec.token;
-      info->creator = rec.creator;
-      info->runner.store(r->rank_, std::memory_order_relaxed);
-      info->fn_id = rec.fn_id;
-      info->detached = (rec.flags & 1) != 0;
-      info->arg_len = rec.arg_len;
-      std::memcpy(info->arg, p + off, rec.arg_len);
-      off += pad8(rec.arg_len);
-      if (rec.creator != src) r->migrated_.fetch_add(1, std::memory_order_relaxed);
-      r->start_local(info, false, nullptr, nullptr);
-    }
+    for_each_record<SpawnRecord>(
+        payload, len, args[0],
+        [&](const SpawnRecord& rec) {
+          return rec.arg_len <= TSU_ULT_ARG_MAX && rec.creator < r->size_ ? rec.arg_len : kBadRecord;
+        },
+        [&](const SpawnRecord& rec, const unsigned char* arg) {
+          auto* info = new (std::nothrow) RemoteInfo;
+          if (!info) return false;
+          info->token = rec.token;
+          info->creator = rec.creator;
+          info->runner.store(r->rank_, std::memory_order_relaxed);
+          info->fn_id = rec.fn_id;
+          info->detached = (rec.flags & 1) != 0;
+          info->arg_len = rec.arg_len;
+          std::memcpy(info->arg, arg, rec.arg_len);
+          if (rec.creator != src) r->migrated_.fetch_add(1, std::memory_order_relaxed);
+          r->start_local(info, false, nullptr, nullptr);
+          return true;
+        });
   }
   static void values(tsu_am_token_t* tok, const uint64_t* args, uint32_t nargs, void* payload,
                      std::size_t len, void*) {
@@ -114,17 +133,13 @@ struct Handlers {
     if (!r || nargs < 2 || tsu_am_source(tok, &src) != TSU_OK) return;
     r->count_handled(src);
     r->load_[src].store(static_cast<uint32_t>(args[1]), std::memory_order_relaxed);
-    auto* p = static_cast<const unsigned char*>(payload);
-    std::size_t off = 0;
-    for (uint64_t i = 0; i < args[0]; ++i) {
-      ValueRecord rec;
-      if (off + sizeof rec > len) break;
-      std::memcpy(&rec, p + off, sizeof rec);
-      off += sizeof rec;
-      if (rec.len > TSU_ULT_VALUE_MAX || off + rec.len > len) break;
-      r->complete_proxy(rec.token, rec.status, p + off, rec.len);
-      off += pad8(rec.len);
-    }
+    for_each_record<ValueRecord>(
+        payload, len, args[0],
+        [](const ValueRecord& rec) { return rec.len <= TSU_ULT_VALUE_MAX ? rec.len : kBadRecord; },
+        [&](const ValueRecord& rec, const unsigned char* value) {
+          r->complete_proxy(rec.token, rec.status, value, rec.len);
+          return true;
+        });
   }
   static void load(tsu_am_token_t* tok, const uint64_t* args, uint32_t nargs, void*, std::size_t,
                    void*) {
