@@ -7,8 +7,10 @@ packages=(cmake ninja-build g++ pkg-config libgtest-dev libcli11-dev python3
   # the ofi transport (libfabric) and its tools (fi_info, fi_pingpong)
   libfabric-dev libfabric-bin
   # the PMIx bootstrap (srun --mpi=pmix, mpirun); the launcher tests run the programs under
-  # Open MPI's mpirun and a one-machine Slurm (slurmctld, slurmd, munged)
-  libpmix-dev openmpi-bin slurm-wlm munge
+  # Open MPI's mpirun and a one-machine Slurm (slurmctld, slurmd, munged); libopenmpi-dev
+  # gives mpicc its headers (without them CMake's FindMPI fails the configure on a fresh
+  # machine) and builds bench/peers' MPI-3 RMA peer
+  libpmix-dev openmpi-bin libopenmpi-dev slurm-wlm munge
   # user-level threads: context switches (Boost.Context fcontext); tsu-bench ult's peer
   libboost-context-dev libboost-fiber-dev
   # udp transport tests: network namespaces, nftables drops/dups, tc tbf, the NFQUEUE
