@@ -76,7 +76,7 @@ void OrderedRequests::start(const core::OrderedRelease& r) noexcept {
                   static_cast<unsigned long long>(req->id));
     core::run_callback(req->cmd.cb, TSU_ERR_DEPENDENCY);
     finish(req, TSU_ERR_DEPENDENCY);
-    owner->completed.fetch_add(1, std::memory_order_release);
+    owner->count_completed(1);
     return;
   }
   core::Command cmd = req->cmd;
@@ -84,7 +84,7 @@ void OrderedRequests::start(const core::OrderedRelease& r) noexcept {
   if (runs_inline(cmd)) {
     const tsu_status_t st = rt_.execute(cmd, UINT32_MAX);  // memory route: no record used
     core::run_callback(cmd.cb, st);
-    owner->completed.fetch_add(1, std::memory_order_release);
+    owner->count_completed(1);
     return;
   }
   // The engine's completer counts it completed (cmd.issuer is the owner).
@@ -95,7 +95,7 @@ void OrderedRequests::start(const core::OrderedRelease& r) noexcept {
   } catch (const std::bad_alloc&) {
     TSU_LOG_ERROR("ordered requests: out of memory queueing a released request");
     core::run_callback(cmd.cb, TSU_ERR_NO_MEMORY);
-    owner->completed.fetch_add(1, std::memory_order_release);
+    owner->count_completed(1);
     return;
   }
   retry_pending_.store(true, std::memory_order_release);

@@ -8,12 +8,20 @@
 //                             if (n == 0 && ring.prepare_sleep()) { sleep; ring.end_sleep(); }
 //
 // Layout and invariants (memory ordering):
-//  - Each slot carries a 64-bit sequence number `seq`.  Slot i starts with seq=i.
-//    A producer that claimed position p may write slot p%cap only while
-//    seq == p; it publishes the value with seq = p+1 (release).  The consumer
-//    reads slot h%cap once seq == h+1 (acquire) and frees it with
-//    seq = h+cap (release), which is what the producer of position h+cap waits
-//    for.  64-bit positions never wrap in practice, so there is no ABA.
+//  - Each slot carries a 64-bit sequence number `seq`.  The producer of
+//    position p writes slot p%cap and publishes it with seq = p+1 (release);
+//    the consumer reads slot h%cap once seq == h+1 (acquire).  A slot's seq
+//    from the previous lap is p+1-cap, never h+1, so nothing else marks a
+//    slot; 64-bit positions never wrap in practice (no ABA).
+//  - The consumer never writes a slot: it publishes how far it has read in
+//    `head_` (release, once per batch).  A producer may claim position p only
+//    while p < head + cap, which it checks against `head_seen_`, a copy of
+//    `head_` that producers refresh (acquire load, release store) only when
+//    the ring looks full.  So in steady state a producer reads no line the
+//    consumer has written: each request costs it stores into lines it owns
+//    (an earlier design freed slots by writing seq, and every push then
+//    missed on a line the consumer had just written).  A stale head_seen_
+//    is only ever smaller than head_, so the check errs towards kFull.
 //  - `tail_` holds (next position << 1) | waiting bit.  Producers claim a
 //    position with one CAS that also clears the waiting bit; the CAS tells the
 //    producer whether the consumer was asleep, so a busy system pays no wake-up
@@ -23,7 +31,7 @@
 //  - The consumer sets the waiting bit only when the ring is empty (tail ==
 //    head), with seq_cst, and must re-check for entries (has_ready / a changed
 //    doorbell) after reading its doorbell value and before sleeping.
-//  - `head_` is touched only by the consumer; callers that share the consumer
+//  - `head_` is written only by the consumer; callers that share the consumer
 //    role (manual progress from several threads) serialize with a lock that
 //    gives the needed happens-before.
 #pragma once
@@ -64,21 +72,20 @@ class CommandRing {
     uint64_t t = tail_.word.load(std::memory_order_relaxed);
     for (;;) {
       const uint64_t pos = t >> 1;
-      Slot& slot = slots_[pos & mask_];
-      const uint64_t seq = slot.seq.load(std::memory_order_acquire);
-      const auto diff = static_cast<int64_t>(seq - pos);
-      if (diff == 0) {
-        // Claim `pos`; clearing the waiting bit in the same CAS.
-        if (tail_.word.compare_exchange_weak(t, (pos + 1) << 1, std::memory_order_acq_rel,
-                                             std::memory_order_relaxed)) {
-          slot.value = value;
-          slot.seq.store(pos + 1, std::memory_order_release);
-          return (t & 1u) ? PushResult::kPushedConsumerAsleep : PushResult::kPushed;
-        }
-      } else if (diff < 0) {
-        return PushResult::kFull;  // the slot still holds an entry from one lap ago
-      } else {
-        t = tail_.word.load(std::memory_order_relaxed);  // another producer won
+      if (pos - tail_.head_seen.load(std::memory_order_acquire) >= capacity_) {
+        // Looks full: learn how far the consumer has read.
+        const uint64_t head = head_.load(std::memory_order_acquire);
+        if (pos - head >= capacity_) return PushResult::kFull;
+        tail_.head_seen.store(head, std::memory_order_release);
+      }
+      // Claim `pos`, clearing the waiting bit in the same CAS; a failed CAS
+      // reloads `t` (another producer won, or the consumer set the bit).
+      if (tail_.word.compare_exchange_weak(t, (pos + 1) << 1, std::memory_order_acq_rel,
+                                           std::memory_order_relaxed)) {
+        Slot& slot = slots_[pos & mask_];
+        slot.value = value;
+        slot.seq.store(pos + 1, std::memory_order_release);
+        return (t & 1u) ? PushResult::kPushedConsumerAsleep : PushResult::kPushed;
       }
     }
   }
@@ -86,26 +93,35 @@ class CommandRing {
   // Consumer only.  Copies up to `max` entries in FIFO order per producer.
   std::size_t pop_batch(T* out, std::size_t max) noexcept {
     std::size_t n = 0;
+    uint64_t head = head_.load(std::memory_order_relaxed);
     while (n < max) {
-      Slot& slot = slots_[head_ & mask_];
-      if (slot.seq.load(std::memory_order_acquire) != head_ + 1) break;
+      Slot& slot = slots_[head & mask_];
+      if (slot.seq.load(std::memory_order_acquire) != head + 1) break;
       out[n++] = slot.value;
-      slot.seq.store(head_ + capacity_, std::memory_order_release);
-      ++head_;
+      ++head;
     }
+    // Release: the copies above happen before a producer reuses the slots.
+    if (n) head_.store(head, std::memory_order_release);
     return n;
   }
 
   // Consumer only.  True if an entry is published at the head.
   bool has_ready() const noexcept {
-    return slots_[head_ & mask_].seq.load(std::memory_order_acquire) == head_ + 1;
+    const uint64_t head = head_.load(std::memory_order_relaxed);
+    return slots_[head & mask_].seq.load(std::memory_order_acquire) == head + 1;
   }
+
+  // Any thread, without the consumer role: a hint that an entry may be ready
+  // at the head (the consumer's idle watch).  It can be stale either way; a
+  // consumer pass decides.  Costs one load that stays in the watcher's cache
+  // until a producer writes the head slot's line.
+  bool peek_ready() const noexcept { return has_ready(); }
 
   // Consumer only.  Sets the waiting bit if the ring is empty; returns true if
   // the consumer may go to sleep (after the re-check described above).
   bool prepare_sleep() noexcept {
     uint64_t t = tail_.word.load(std::memory_order_acquire);
-    if ((t >> 1) != head_) return false;
+    if ((t >> 1) != head_.load(std::memory_order_relaxed)) return false;
     if (t & 1u) return true;
     // seq_cst: a producer's claiming CAS is ordered with this one, so either
     // it sees the bit (and reports the sleeper) or we see its claim.
@@ -126,12 +142,13 @@ class CommandRing {
   // True if a producer has claimed a position the consumer has not taken
   // (its entry may still be being written).
   bool has_claimed() const noexcept {
-    return (tail_.word.load(std::memory_order_seq_cst) >> 1) != head_;
+    return (tail_.word.load(std::memory_order_seq_cst) >> 1) != head_.load(std::memory_order_relaxed);
   }
 
   // Approximate number of queued entries (for stats and tests).
   std::size_t size_approx() const noexcept {
-    return static_cast<std::size_t>((tail_.word.load(std::memory_order_relaxed) >> 1) - head_);
+    return static_cast<std::size_t>((tail_.word.load(std::memory_order_relaxed) >> 1) -
+                                    head_.load(std::memory_order_relaxed));
   }
 
  private:
@@ -139,16 +156,20 @@ class CommandRing {
     std::atomic<uint64_t> seq;
     T value;
   };
-  struct alignas(kCacheLine) PaddedWord {
+  // Producers' line: the claim word and their copy of the consumer's head.
+  struct alignas(kCacheLine) ProducerLine {
     std::atomic<uint64_t> word{0};
+    std::atomic<uint64_t> head_seen{0};
   };
   static_assert(std::atomic<uint64_t>::is_always_lock_free);
 
   const uint64_t capacity_;
   const uint64_t mask_;
   std::unique_ptr<Slot[]> slots_;
-  PaddedWord tail_;
-  alignas(kCacheLine) uint64_t head_ = 0;
+  ProducerLine tail_;
+  // Written only by the consumer-role holder; atomic so that peek_ready()
+  // may read it from a thread that does not hold the role.
+  alignas(kCacheLine) std::atomic<uint64_t> head_{0};
 };
 
 }  // namespace tsu::core

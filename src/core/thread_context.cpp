@@ -1,5 +1,9 @@
 #include "core/thread_context.hpp"
 
+#include <ctime>
+
+#include "util/futex.hpp"
+
 namespace tsu::core {
 
 thread_local uint64_t ThreadRegistry::t_epoch_ = 0;
@@ -15,6 +19,21 @@ ThreadContext* ThreadRegistry::register_thread() {
   t_ctx_ = raw;
   t_epoch_ = epoch_;
   return raw;
+}
+
+void ThreadContext::wake_quiet_sleeper() noexcept {
+  quiet_sleeper.store(0, std::memory_order_relaxed);
+  util::futex_wake(&quiet_sleeper);
+}
+
+void ThreadContext::sleep_until_completion(uint64_t timeout_ns) noexcept {
+  quiet_sleeper.store(1, std::memory_order_seq_cst);
+  if (issued.load(std::memory_order_relaxed) != completed.load(std::memory_order_seq_cst)) {
+    const timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000),
+                      static_cast<long>(timeout_ns % 1'000'000'000)};
+    util::futex_wait(&quiet_sleeper, 1, &ts);
+  }
+  quiet_sleeper.store(0, std::memory_order_relaxed);
 }
 
 const char* counter_name(Counter c) noexcept {

@@ -27,6 +27,10 @@ struct alignas(kCacheLine) ThreadContext {
   // since its last tsu_quiet, which reads and clears it.  Written by whoever
   // completes them (compare-exchange from TSU_OK: the first error stays).
   std::atomic<int32_t> implicit_error{0};
+  // 1 while this thread sleeps in tsu_quiet waiting for its requests (with a
+  // progress thread); whoever counts a completion wakes it (count_completed).
+  // In the `completed` line, so the completer's check costs no extra miss.
+  std::atomic<uint32_t> quiet_sleeper{0};
   // This thread's ordered requests (tsu_try_*_ordered), made by the thread on
   // its first one; completers reach the book through the request itself.
   std::unique_ptr<OrderBook> orders;
@@ -34,6 +38,20 @@ struct alignas(kCacheLine) ThreadContext {
   uint64_t outstanding() const noexcept {
     return issued.load(std::memory_order_relaxed) - completed.load(std::memory_order_acquire);
   }
+
+  // Counts n of this thread's requests completed (their callbacks have
+  // returned) and wakes the thread if it sleeps in tsu_quiet.  Dekker-style
+  // with sleep_until_completion(): the completer adds then reads the flag,
+  // the sleeper sets the flag then reads the count, both seq_cst, so at least
+  // one of them sees the other (no lost wake-up).
+  void count_completed(uint64_t n) noexcept {
+    completed.fetch_add(n, std::memory_order_seq_cst);
+    if (quiet_sleeper.load(std::memory_order_seq_cst)) [[unlikely]] wake_quiet_sleeper();
+  }
+  void wake_quiet_sleeper() noexcept;
+  // The thread itself: sleeps until count_completed() runs for one of its
+  // requests or `timeout_ns` passes; returns at once if none is outstanding.
+  void sleep_until_completion(uint64_t timeout_ns) noexcept;
 };
 
 class ThreadRegistry {

@@ -431,11 +431,27 @@ tsu_status_t Runtime::barrier() noexcept {
   return st;
 }
 
+namespace {
+// tsu_quiet's sleep between checks when nothing wakes it (safety net only:
+// every completion of the thread's requests wakes it).
+constexpr uint64_t kQuietSleepNs = 10'000'000;
+}  // namespace
+
 tsu_status_t Runtime::quiet(ThreadContext& tc) noexcept {
   util::Backoff backoff;
   while (tc.outstanding() != 0) {
     if (engine_->progress()) {
       backoff.reset();
+      continue;
+    }
+    // With a progress thread, a long wait sleeps until the completer counts
+    // one of this thread's requests (ThreadContext::count_completed) instead
+    // of polling every 20 us: the waiter wakes with the completion, not up
+    // to a sleep plus the kernel's timer slack later (the udp tail).  The
+    // timeout is a safety net only.  In manual progress the waiter is the one
+    // that makes progress, so it keeps polling.
+    if (!manual_progress() && backoff.sleeping()) {
+      tc.sleep_until_completion(kQuietSleepNs);
       continue;
     }
     backoff.pause();

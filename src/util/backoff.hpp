@@ -17,7 +17,7 @@ class Backoff {
   void pause() noexcept {
     if (round_ < 32) {
       cpu_relax();
-    } else if (round_ < 96) {
+    } else if (round_ < kYieldRounds) {
       sched_yield();
     } else {
       timespec ts{0, 20'000};  // 20 us: far below any latency we wait for in bulk
@@ -26,8 +26,12 @@ class Backoff {
     ++round_;
   }
   void reset() noexcept { round_ = 0; }
+  // True once spinning and yielding are over: the next pause() sleeps (a
+  // caller with a better way to sleep, a wake-up on its condition, uses it).
+  bool sleeping() const noexcept { return round_ >= kYieldRounds; }
 
  private:
+  static constexpr uint32_t kYieldRounds = 96;
   uint32_t round_ = 0;
 };
 
