@@ -27,6 +27,13 @@
 // node's part of a gathered vector is max_local blocks, of an alltoall
 // max_local^2 blocks.
 //
+// Failures: after the leaders' phase (step 1) each node leader broadcasts its
+// status to the members that take part in the last phase (step 2); step 3,
+// the data phase of the list above, runs only when that status is TSU_OK, so
+// a lost node or a failed leaders' collective fails the op on every member of
+// the node instead of handing its non-leaders stale data with TSU_OK.  The
+// barrier's closing broadcast carries the status itself (no extra step).
+//
 // The steps are collectives of the node and leaders teams, each started from
 // the previous one's callback.  A team's hierarchical collectives run one at
 // a time, in the order they were started (the node and leaders teams then
@@ -49,6 +56,22 @@ uint64_t mix(uint64_t x) noexcept {  // splitmix64 finalizer
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
+}
+
+// Whether the members of this rank's node take part in the data phase after
+// the leaders' phase (and so need the leader's status first).  Depends only
+// on what is the same on every member of a node.
+bool status_reaches_node(HierKind kind, bool root_here, uint32_t root_local) noexcept {
+  switch (kind) {
+    case HierKind::kBarrier:
+    case HierKind::kAllreduce:
+    case HierKind::kAllgather:
+    case HierKind::kAlltoall: return true;
+    case HierKind::kBroadcast: return !root_here;
+    case HierKind::kReduce:
+    case HierKind::kGather: return root_here && root_local != 0;
+  }
+  return true;
 }
 }  // namespace
 
@@ -155,101 +178,113 @@ void CollLayer::hier_step(HierOp* h) noexcept {
   for (;;) {
     tsu_status_t st = TSU_OK;
     bool started = false;
-    switch (h->kind) {
-      case HierKind::kBarrier:
-        if (h->step == 0) st = reduce("tsu_try_barrier", node_team, nullptr, nullptr, 0, TSU_DT_UINT8, TSU_OP_SUM, 0, next), started = true;
-        else if (h->step == 1 && leader) st = barrier(leaders, next), started = true;
-        else if (h->step == 2) st = broadcast(node_team, nullptr, 0, 0, next), started = true;
-        break;
-      case HierKind::kAllreduce:
-        if (h->step == 0)
-          st = reduce("tsu_try_allreduce", node_team, h->src, leader ? h->dst : nullptr, h->count,
-                      h->type, h->rop, 0, next), started = true;
-        else if (h->step == 1 && leader)
-          st = reduce("tsu_try_allreduce", leaders, h->dst, h->dst, h->count, h->type, h->rop, -1, next),
-          started = true;
-        else if (h->step == 2) st = broadcast(node_team, h->dst, h->bytes, 0, next), started = true;
-        break;
-      case HierKind::kBroadcast:
-        if (h->step == 0 && root_here) st = broadcast(node_team, h->dst, h->bytes, root_local, next), started = true;
-        else if (h->step == 1 && leader) st = broadcast(leaders, h->dst, h->bytes, root_leader, next), started = true;
-        else if (h->step == 2 && !root_here) st = broadcast(node_team, h->dst, h->bytes, 0, next), started = true;
-        break;
-      case HierKind::kReduce: {
-        // The node's partial result: the root's dst where it leads, else tmp.
-        std::byte* acc = me_root ? h->dst : h->tmp.data();
-        if (h->step == 0)
-          st = reduce("tsu_try_reduce", node_team, h->src, leader ? acc : nullptr, h->count, h->type,
-                      h->rop, 0, next), started = true;
-        else if (h->step == 1 && leader)
-          st = reduce("tsu_try_reduce", leaders, acc, acc, h->count, h->type, h->rop, root_leader, next),
-          started = true;
-        else if (h->step == 2 && root_here && root_local != 0)
-          st = broadcast(node_team, acc, h->bytes, 0, next), started = true;
-        break;
+    // Step 2: the leader's status to the members of its node that take part
+    // in step 3 (the predicate is the same on every member of a node).
+    if (h->step == 2) {
+      if (leader) h->node_status = h->status;
+      if (status_reaches_node(h->kind, root_here, root_local)) {
+        st = broadcast(node_team, &h->node_status, sizeof h->node_status, 0, next);
+        started = true;
       }
-      case HierKind::kGather:
-      case HierKind::kAllgather: {
-        const bool all = h->kind == HierKind::kAllgather;
-        const bool gets = all || root_here;  // this node gets the gathered vector
-        if (h->step == 0) {
-          if (leader) h->tmp.resize(pad * b);  // this node's blocks, padded
-          st = gather("tsu_try_gather", node_team, h->src, leader ? h->tmp.data() : nullptr, b, 0, next);
-          started = true;
-        } else if (h->step == 1 && leader) {
-          if (gets) h->in.resize(nodes * pad * b);
-          st = gather(all ? "tsu_try_allgather" : "tsu_try_gather", leaders, h->tmp.data(),
-                      gets ? h->in.data() : nullptr, pad * b, all ? -1 : int64_t{root_leader}, next);
-          started = true;
-        } else if (h->step == 2 && gets && (leader || all || root_local != 0)) {
-          // The vector in team-rank order: dst where this rank gets it, else
-          // res (the root's node when the root does not lead).
-          std::byte* to = all || me_root ? h->dst : (h->res.resize(n * b), h->res.data());
-          if (leader)
-            for (std::size_t i = 0; i < n && b; ++i)
-              std::memcpy(to + i * b, h->in.data() + (tp->leader_of[i] * pad + tp->local_of[i]) * b, b);
-          if (all || root_local != 0) {  // (else the root leads: it has the vector)
-            st = broadcast(node_team, to, n * b, 0, next);
+    } else if (h->step == 3 && h->node_status != TSU_OK) {
+      // The leaders' phase failed: no data phase anywhere on this node.
+      if (h->status == TSU_OK) h->status = h->node_status;
+    } else {
+      switch (h->kind) {
+        case HierKind::kBarrier:
+          if (h->step == 0) st = reduce("tsu_try_barrier", node_team, nullptr, nullptr, 0, TSU_DT_UINT8, TSU_OP_SUM, 0, next), started = true;
+          else if (h->step == 1 && leader) st = barrier(leaders, next), started = true;
+          break;
+        case HierKind::kAllreduce:
+          if (h->step == 0)
+            st = reduce("tsu_try_allreduce", node_team, h->src, leader ? h->dst : nullptr, h->count,
+                        h->type, h->rop, 0, next), started = true;
+          else if (h->step == 1 && leader)
+            st = reduce("tsu_try_allreduce", leaders, h->dst, h->dst, h->count, h->type, h->rop, -1, next),
+            started = true;
+          else if (h->step == 3) st = broadcast(node_team, h->dst, h->bytes, 0, next), started = true;
+          break;
+        case HierKind::kBroadcast:
+          if (h->step == 0 && root_here) st = broadcast(node_team, h->dst, h->bytes, root_local, next), started = true;
+          else if (h->step == 1 && leader) st = broadcast(leaders, h->dst, h->bytes, root_leader, next), started = true;
+          else if (h->step == 3 && !root_here) st = broadcast(node_team, h->dst, h->bytes, 0, next), started = true;
+          break;
+        case HierKind::kReduce: {
+          // The node's partial result: the root's dst where it leads, else tmp.
+          std::byte* acc = me_root ? h->dst : h->tmp.data();
+          if (h->step == 0)
+            st = reduce("tsu_try_reduce", node_team, h->src, leader ? acc : nullptr, h->count, h->type,
+                        h->rop, 0, next), started = true;
+          else if (h->step == 1 && leader)
+            st = reduce("tsu_try_reduce", leaders, acc, acc, h->count, h->type, h->rop, root_leader, next),
+            started = true;
+          else if (h->step == 3 && root_here && root_local != 0)
+            st = broadcast(node_team, acc, h->bytes, 0, next), started = true;
+          break;
+        }
+        case HierKind::kGather:
+        case HierKind::kAllgather: {
+          const bool all = h->kind == HierKind::kAllgather;
+          const bool gets = all || root_here;  // this node gets the gathered vector
+          if (h->step == 0) {
+            if (leader) h->tmp.resize(pad * b);  // this node's blocks, padded
+            st = gather("tsu_try_gather", node_team, h->src, leader ? h->tmp.data() : nullptr, b, 0, next);
+            started = true;
+          } else if (h->step == 1 && leader) {
+            if (gets) h->in.resize(nodes * pad * b);
+            st = gather(all ? "tsu_try_allgather" : "tsu_try_gather", leaders, h->tmp.data(),
+                        gets ? h->in.data() : nullptr, pad * b, all ? -1 : int64_t{root_leader}, next);
+            started = true;
+          } else if (h->step == 3 && gets && (leader || all || root_local != 0)) {
+            // The vector in team-rank order: dst where this rank gets it, else
+            // res (the root's node when the root does not lead).
+            std::byte* to = all || me_root ? h->dst : (h->res.resize(n * b), h->res.data());
+            if (leader)
+              for (std::size_t i = 0; i < n && b; ++i)
+                std::memcpy(to + i * b, h->in.data() + (tp->leader_of[i] * pad + tp->local_of[i]) * b, b);
+            if (all || root_local != 0) {  // (else the root leads: it has the vector)
+              st = broadcast(node_team, to, n * b, 0, next);
+              started = true;
+            }
+          }
+          break;
+        }
+        case HierKind::kAlltoall:
+          if (h->step == 0) {
+            if (leader) h->tmp.resize(here * n * b);  // the node's src vectors
+            st = gather("tsu_try_alltoall", node_team, h->src, leader ? h->tmp.data() : nullptr, n * b, 0, next);
+            started = true;
+          } else if (h->step == 1 && leader) {
+            // To node B: block (a, m) = what local member a sends to B's member m.
+            h->out.resize(nodes * pad * pad * b);
+            h->in.resize(nodes * pad * pad * b);
+            for (std::size_t B = 0; B < nodes && b; ++B)
+              for (std::size_t a = 0; a < here; ++a)
+                for (std::size_t m = 0; m < tp->node_ranks[B].size(); ++m)
+                  std::memcpy(h->out.data() + ((B * pad + a) * pad + m) * b,
+                              h->tmp.data() + (a * n + tp->node_ranks[B][m]) * b, b);
+            st = alltoall(leaders, h->out.data(), h->in.data(), pad * pad * b, next);
+            started = true;
+          } else if (h->step == 3) {
+            // Local member m's dst: from every team rank i, block (local_of[i], m) of i's node.
+            if (leader) {
+              h->res.resize(here * n * b);
+              for (std::size_t m = 0; m < here && b; ++m)
+                for (std::size_t i = 0; i < n; ++i)
+                  std::memcpy(h->res.data() + (m * n + i) * b,
+                              h->in.data() + ((tp->leader_of[i] * pad + tp->local_of[i]) * pad + m) * b, b);
+            }
+            st = scatter(node_team, leader ? h->res.data() : nullptr, h->dst, n * b, 0, next);
             started = true;
           }
-        }
-        break;
+          break;
       }
-      case HierKind::kAlltoall:
-        if (h->step == 0) {
-          if (leader) h->tmp.resize(here * n * b);  // the node's src vectors
-          st = gather("tsu_try_alltoall", node_team, h->src, leader ? h->tmp.data() : nullptr, n * b, 0, next);
-          started = true;
-        } else if (h->step == 1 && leader) {
-          // To node B: block (a, m) = what local member a sends to B's member m.
-          h->out.resize(nodes * pad * pad * b);
-          h->in.resize(nodes * pad * pad * b);
-          for (std::size_t B = 0; B < nodes && b; ++B)
-            for (std::size_t a = 0; a < here; ++a)
-              for (std::size_t m = 0; m < tp->node_ranks[B].size(); ++m)
-                std::memcpy(h->out.data() + ((B * pad + a) * pad + m) * b,
-                            h->tmp.data() + (a * n + tp->node_ranks[B][m]) * b, b);
-          st = alltoall(leaders, h->out.data(), h->in.data(), pad * pad * b, next);
-          started = true;
-        } else if (h->step == 2) {
-          // Local member m's dst: from every team rank i, block (local_of[i], m) of i's node.
-          if (leader) {
-            h->res.resize(here * n * b);
-            for (std::size_t m = 0; m < here && b; ++m)
-              for (std::size_t i = 0; i < n; ++i)
-                std::memcpy(h->res.data() + (m * n + i) * b,
-                            h->in.data() + ((tp->leader_of[i] * pad + tp->local_of[i]) * pad + m) * b, b);
-          }
-          st = scatter(node_team, leader ? h->res.data() : nullptr, h->dst, n * b, 0, next);
-          started = true;
-        }
-        break;
     }
     if (started) {
       if (st == TSU_OK) return;  // the callback continues
       if (h->status == TSU_OK) h->status = st;
     }
-    if (h->step >= 2) break;
+    if (h->step >= 3) break;
     ++h->step;
   }
   // Done: this op's callback, then the team's next hierarchical op.

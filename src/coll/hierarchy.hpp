@@ -25,6 +25,10 @@ struct HierOp {
   uint32_t root = 0;
   tsu_cb_t cb{};
   tsu_status_t status = TSU_OK;
+  // The node leader's status after the leaders' phase, broadcast to its node
+  // before the last phase (step 2): a failure among the leaders reaches every
+  // member of the node, and all of them skip the data phase together.
+  int32_t node_status = TSU_OK;
   int step = 0;
   std::vector<std::byte> tmp;  // a node's partial result where the rank has no dst
   // Gathers and alltoall: what the leaders exchange (packed / received,
