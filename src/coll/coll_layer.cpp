@@ -118,7 +118,13 @@ bool CollLayer::advance(Op& op) noexcept {
       for (const Send& snd : s.sends) send_data(op, snd);
       for (Recv& r : s.recvs) {
         auto it = stash_.find(StashKey{op.team->ctx, op.seq, r.round, r.src});
-        if (it == stash_.end()) continue;
+        if (it == stash_.end()) {
+          // Waiting on this member: make sure its death would be noticed
+          // even if this rank never sent to it (Transport::watch_peer).
+          const uint32_t from = op.team->members[r.src];
+          if (transport::Transport* t = rt_.route(from)) t->watch_peer(from);
+          continue;
+        }
         const std::size_t n = std::min(it->second.data.size(), r.len);
         if (n) std::memcpy(r.buf, it->second.data.data(), n);
         r.got += it->second.got;

@@ -671,6 +671,10 @@ tsu_status_t MsgLayer::recv(uint32_t src, uint64_t tag, uint64_t mask, void* buf
     overflow_.push_back(std::move(l));
   }
   unlock_queue(filled);
+  // A receive posted for one source that may never have heard from us: have
+  // its transport watch it, so its death fails this receive (watch_peer).
+  if (src != TSU_ANY_SOURCE)
+    if (transport::Transport* t = rt_.route(src)) t->watch_peer(src);
   return TSU_OK;
 }
 

@@ -163,6 +163,12 @@ class Transport {
     (void)rank;
     return false;
   }
+  // This rank waits for a message from `rank` (a collective step, a posted
+  // receive): a transport that detects dead peers starts watching it if it
+  // does not already, so that the wait ends with TSU_ERR_PEER_LOST rather
+  // than never when `rank` dies before sending.  Any thread, any lock held:
+  // must not block (the transport may finish the job in its next poll).
+  virtual void watch_peer(uint32_t rank) noexcept { (void)rank; }
 
   // TSU_STATS=1: the transport's own counters, at finalize.
   virtual void print_stats(std::FILE* f) const noexcept { (void)f; }

@@ -9,7 +9,9 @@
 // lost node (all of barrier, allreduce, allgather, alltoall; the other nodes
 // of a broadcast; the root of a reduce or gather) gets TSU_ERR_PEER_LOST,
 // non-leaders included, and any TSU_OK comes with exactly the right data.
-// Prints "rank R: PASS" / "FAIL: ...".
+// A receive posted for the victim fails the same way.  No survivor sends to
+// the victim: the ranks learn of the loss because one that waits on another
+// has its transport watch it.  Prints "rank R: PASS" / "FAIL: ...".
 #include <sched.h>
 #include <signal.h>
 
@@ -83,17 +85,10 @@ int main() {
         return tsu_try_allreduce(TSU_TEAM_WORLD, &mine, &sum, 1, TSU_DT_UINT64, TSU_OP_SUM, cb);
       }, req, st) || st != TSU_OK || sum != 15)
     return fail(me, "allreduce before the loss", st);
-  // Every survivor talks to the victim once, so that its udp transport
-  // watches the victim (keep-alives) and learns of the loss by itself: a rank
-  // that only waits to receive from a rank it never exchanged a datagram with
-  // is not told (docs/udp.md, "Peer loss").
-  if (me != kVictim) {
-    uint64_t old = 0;
-    if (!run([&](tsu_cb_t cb) {
-          return tsu_try_fetch_add_u64(tsu_gaddr(kVictim, TSU_SEG_MAIN, 0), 1, &old, cb);
-        }, req, st) || st != TSU_OK)
-      return fail(me, "fetch-add on the victim before the loss", st);
-  }
+  // No survivor sends anything to the victim itself: the non-leaders never
+  // exchange a datagram with it, and a leader may only wait for its message.
+  // They learn of the loss because a rank that waits on another one has its
+  // transport watch it (Transport::watch_peer).
   if (!run([&](tsu_cb_t cb) { return tsu_try_barrier(TSU_TEAM_WORLD, cb); }, req, st) ||
       st != TSU_OK)
     return fail(me, "barrier before the loss", st);
@@ -163,6 +158,12 @@ int main() {
   bool a2a_ok = true;
   for (uint32_t i = 0; i < kRanks; ++i) a2a_ok &= recv[i] == i * 100 + me;
   if (!expect("alltoall", true, a2a_ok)) return 1;
+  // A receive posted for the victim by a rank that never exchanged a datagram
+  // with it (the non-leaders, unless the loss is known already) fails too.
+  std::vector<unsigned char> in(16);
+  RUN("receive from the lost rank",
+      tsu_try_recv(kVictim, 77, TSU_TAG_EXACT, in.data(), in.size(), nullptr, cb, nullptr));
+  if (!expect("receive from the lost rank", true, false)) return 1;
 #undef RUN
 
   std::printf("rank %u: PASS (%d checks)\n", me, checks);

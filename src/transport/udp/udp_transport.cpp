@@ -198,7 +198,37 @@ void UdpTransport::batch_end() noexcept {
   flush(now);
 }
 
+void UdpTransport::watch_peer(uint32_t rank) noexcept {
+  std::lock_guard lock(mu_);
+  if (rank >= size_ || rank == rank_ || peers_[rank]) return;
+  if (std::find(to_watch_.begin(), to_watch_.end(), rank) != to_watch_.end()) return;
+  try {
+    to_watch_.push_back(rank);
+    watch_pending_.store(true, std::memory_order_release);
+  } catch (const std::bad_alloc&) {
+    // Not watched: a wait on this rank ends only when it sends, or with the job.
+  }
+}
+
+void UdpTransport::start_watching() noexcept {
+  std::vector<uint32_t> ranks;
+  {
+    std::lock_guard lock(mu_);
+    ranks.swap(to_watch_);
+    watch_pending_.store(false, std::memory_order_relaxed);
+  }
+  for (uint32_t r : ranks) {
+    if (!address_known(r)) continue;  // no address: nothing to ping
+    std::lock_guard lock(mu_);
+    try {
+      if (!peers_[r]) peer(r);  // keep-alives from now on (liveness.cpp)
+    } catch (const std::bad_alloc&) {
+    }
+  }
+}
+
 std::size_t UdpTransport::poll(const core::MessageHandlerTable& handlers) noexcept {
+  if (watch_pending_.load(std::memory_order_acquire)) [[unlikely]] start_watching();
   std::size_t work = poll_protocol();
   // Dispatch outside the lock, in arrival order (only the engine's consumer
   // polls, so per-pair order holds).  Replies sent by handlers are staged and
@@ -267,7 +297,8 @@ std::size_t UdpTransport::poll_protocol() noexcept {
 
 bool UdpTransport::prepare_sleep() noexcept {
   std::lock_guard lock(mu_);
-  return !sock_.has_staged() && tx_list_.empty() && ack_list_.empty() && newly_lost_.empty();
+  return !sock_.has_staged() && tx_list_.empty() && ack_list_.empty() && newly_lost_.empty() &&
+         to_watch_.empty();
 }
 
 uint64_t UdpTransport::max_sleep_ns() const noexcept {

@@ -126,6 +126,7 @@ class UdpTransport final : public Transport {
     lost_ctx_ = ctx;
   }
   bool is_peer_lost(uint32_t rank) const noexcept override;
+  void watch_peer(uint32_t rank) noexcept override;
 
   void print_stats(std::FILE* f) const noexcept override;
   UdpStats stats() const;
@@ -227,6 +228,12 @@ class UdpTransport final : public Transport {
   PeerLostFn lost_fn_ = nullptr;
   void* lost_ctx_ = nullptr;
   std::vector<uint32_t> newly_lost_;
+  // Ranks to watch that had no state yet (watch_peer); poll() resolves their
+  // addresses (which may ask the bootstrap) outside the lock and creates the
+  // state, whose keep-alives then detect a dead peer.
+  std::vector<uint32_t> to_watch_;
+  std::atomic<bool> watch_pending_{false};  // to_watch_ is not empty (poll's cheap check)
+  void start_watching() noexcept;
   // Earliest protocol deadline, or earlier (deadlines that went away, e.g.
   // everything acknowledged, leave it stale until max_sleep_ns/run_timers
   // recompute it).
