@@ -7,11 +7,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include "keys.hpp"
+#include "record_pool.hpp"
 #include "remote.hpp"
 
 namespace tsu::ult {
@@ -213,19 +215,20 @@ Ult* Scheduler::new_record(Worker* w) noexcept {
     u->detached = false;
     u->joiner = nullptr;
     u->ended_into_joiner = false;
+    u->inline_exit = nullptr;
     u->name[0] = '\0';
     return u;
   }
-  return new (std::nothrow) Ult;
+  return RecordPool<Ult>::make();
 }
 
 void Scheduler::free_record(Ult* u) noexcept {
-  delete u->remote;
+  RecordPool<RemoteInfo>::drop(u->remote);
   u->remote = nullptr;
   if (Worker* w = current_worker(); w && &w->scheduler() == this) {
     w->give_record(u);
   } else {
-    delete u;
+    RecordPool<Ult>::drop(u);
   }
 }
 
@@ -304,6 +307,12 @@ void block(Waiter& w, Spinlock& held) noexcept {
 }
 
 void exit_current(Ult* self, void* value) noexcept {
+  if (self->inline_exit) {
+    // Run inline by its joiner: back to Worker::run_inline's frame.
+    auto* env = static_cast<std::jmp_buf*>(self->inline_exit);
+    Worker::end_inline(self, value);
+    std::longjmp(*env, 1);
+  }
   self->value = value;
   run_key_destructors(self);
   Worker* w = self->worker;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "record_pool.hpp"
 #include "remote.hpp"
 #include "scheduler.hpp"
 #include "thread.hpp"
@@ -43,7 +44,13 @@ tsu_status_t wait_for_end(Scheduler& s, Ult* u) {
     w.ult = self;
     u->joiner = &w;
     Worker* worker = self ? self->worker : nullptr;
-    if (worker && worker->take_from_nursery(u) && worker->ready_or_requeue(u)) {
+    const bool mine = worker && worker->take_from_nursery(u);
+    if (mine && Worker::can_run_inline(self, u)) {
+      // Not started and ours alone, with room on our stack: run it here as
+      // a plain call (no stack of its own, no switch).
+      u->join_lock.unlock();
+      Worker::run_inline(self, u);
+    } else if (mine && worker->ready_or_requeue(u)) {
       // Not started and now ours alone: run it at once on this worker; its
       // end switches straight back here (exit_current), so no queue and no
       // scheduler loop in between.
@@ -202,7 +209,7 @@ tsu_status_t tsu_ult_spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
   if (fn_id > TSU_ULT_FN_MAX || arg_len > TSU_ULT_ARG_MAX || (arg_len && !arg))
     return TSU_ERR_INVALID_ARG;
   if (!out && !c.detached) return TSU_ERR_NULL_POINTER;
-  auto* info = new (std::nothrow) RemoteInfo;
+  auto* info = RecordPool<RemoteInfo>::make();
   if (!info) return TSU_ERR_NO_MEMORY;
   info->fn_id = fn_id;
   info->detached = c.detached;
@@ -214,7 +221,7 @@ tsu_status_t tsu_ult_spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
   Ult* u = nullptr;
   const tsu_status_t st = create_thread(*s, c, &u);
   if (st != TSU_OK) {
-    delete info;
+    RecordPool<RemoteInfo>::drop(info);
     return st;
   }
   if (out) *out = c.detached ? nullptr : as_handle(u);

@@ -4,9 +4,12 @@
 #include <sched.h>
 #include <time.h>
 
+#include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
 
+#include "keys.hpp"
+#include "record_pool.hpp"
 #include "remote.hpp"
 #include "scheduler.hpp"
 
@@ -38,7 +41,7 @@ Worker::~Worker() {
   while (free_records_) {
     Ult* u = free_records_;
     free_records_ = u->next;
-    delete u;
+    RecordPool<Ult>::drop(u);
   }
 }
 
@@ -134,6 +137,60 @@ void Worker::entry(Transfer t) {
   Ult* self = w->current_;
   void* v = self->fn(self->arg);
   exit_current(self, v);
+}
+
+// ---- Inline run of a joined thread that had not started -----------------------------
+
+namespace {
+// Room kept on the host stack beyond the inline thread's own stack size (the
+// frames of run_inline and the join above it).
+constexpr std::size_t kInlineMargin = 4096;
+}  // namespace
+
+bool Worker::can_run_inline(const Ult* self, const Ult* u) noexcept {
+  const std::byte* base = self->stack.base;
+  if (!base) return false;
+  const auto* sp = static_cast<const std::byte*>(__builtin_frame_address(0));
+  return sp > base && static_cast<std::size_t>(sp - base) >= u->stack_size + kInlineMargin;
+}
+
+__attribute__((noinline)) void Worker::run_inline(Ult* host, Ult* u) noexcept {
+  Worker* w = host->worker;
+  // The borrowed stack is recorded for the overflow report only; it is never
+  // given back through u (u's end does not go through finish()).
+  u->stack = host->stack;
+  u->stack.pooled = false;
+  u->san = host->san;  // same stack: same sanitizer fiber
+  u->worker = w;
+  host->state.store(State::kBlocked, std::memory_order_relaxed);
+  u->state.store(State::kRunning, std::memory_order_relaxed);
+  w->current_ = u;
+  std::jmp_buf env;
+  u->inline_exit = &env;
+  // (host and u are not modified after setjmp: valid after a longjmp.)
+  if (setjmp(env) == 0) end_inline(u, u->fn(u->arg));
+  // u ended here or in tsu_ult_exit (longjmp): on the worker it ended on.
+  Worker* now = current_worker();
+  host->san = u->san;
+  u->san = SanitizerContext{};
+  u->stack = Stack{};
+  host->worker = now;
+  host->state.store(State::kRunning, std::memory_order_relaxed);
+  now->current_ = host;
+}
+
+void Worker::end_inline(Ult* u, void* value) noexcept {
+  u->value = value;
+  run_key_destructors(u);
+  Worker* w = current_worker();
+  w->maybe_poll();  // as exit_current does: batches leave, requests are served
+  if (u->home) u->home->live_remove(u);
+  if (u->keys) free_key_values(u);
+  u->inline_exit = nullptr;
+  // Only the joiner (host, blocked under us) reads the join record now.
+  u->state.store(State::kDone, std::memory_order_relaxed);
+  u->done = true;
+  WorkerCounters::bump(w->counters.finished);
 }
 
 // ---- Choosing what runs next -----------------------------------------------------
@@ -363,7 +420,7 @@ Ult* Worker::take_record() noexcept {
 
 void Worker::give_record(Ult* u) noexcept {
   if (free_count_ >= kMaxFreeRecords) {
-    delete u;
+    RecordPool<Ult>::drop(u);
     return;
   }
   u->next = free_records_;

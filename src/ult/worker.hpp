@@ -89,6 +89,20 @@ class Worker {
     if (!rq_.push(u)) put_in_nursery(u);
     return false;
   }
+  // Join of a thread not started yet (taken from the nursery): whether it
+  // may run inline on the running ULT `self`'s stack, i.e. at least its own
+  // stack size is left there below the caller's frame (pooled stacks reserve
+  // twice the default size for this, see stack_pool.hpp).
+  static bool can_run_inline(const Ult* self, const Ult* u) noexcept;
+  // Runs `u` to its end as a plain call on `host`'s stack (host: the running
+  // ULT, its joiner): no stack from the pool, no context switch.  `u` is the
+  // current thread meanwhile (it may block, yield and move to another worker
+  // like any thread; `host` stays blocked under it).  Returns when u has
+  // ended (returned or tsu_ult_exit), with `host` current again on the
+  // worker it ended on, and u's record done (the caller frees it).
+  static void run_inline(Ult* host, Ult* u) noexcept;
+  // The end of an inline-run thread (return or tsu_ult_exit).
+  static void end_inline(Ult* u, void* value) noexcept;
   bool has_nursery() const noexcept { return nursery_.load(std::memory_order_relaxed) != nullptr; }
   uint64_t take_id_seq() noexcept { return ++id_seq_; }
 
