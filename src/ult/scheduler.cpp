@@ -216,6 +216,7 @@ Ult* Scheduler::new_record(Worker* w) noexcept {
     u->joiner = nullptr;
     u->ended_into_joiner = false;
     u->inline_exit = nullptr;
+    u->listed = false;
     u->name[0] = '\0';
     return u;
   }
@@ -381,7 +382,10 @@ tsu_status_t create_thread(Scheduler& s, const CreateArgs& c, Ult** out) noexcep
   } else {
     u->name[0] = '\0';
   }
-  u->home->live_add(u);
+  // A worker's new thread joins the live list when it leaves the nursery
+  // (queued, stolen, run by a join, shown by a dump); one run inline by its
+  // joiner never does (two locked instructions saved).
+  if (!w) u->home->live_add(u);
   // Counted before it can run (Scheduler::live relies on it).
   if (w) {
     WorkerCounters::bump(w->counters.created);

@@ -67,6 +67,8 @@ struct Ult {
   Worker* home = nullptr;  // where it was created (owns the live-list entry)
   Ult* live_prev = nullptr;
   Ult* live_next = nullptr;
+  bool listed = false;  // in home's live list (a worker's new thread joins it
+                        // when it leaves the nursery; one run inline never does)
   uint32_t origin_rank = 0;
   char name[TSU_ULT_NAME_MAX + 1] = {};
 };

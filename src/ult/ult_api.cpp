@@ -45,7 +45,9 @@ tsu_status_t wait_for_end(Scheduler& s, Ult* u) {
     u->joiner = &w;
     Worker* worker = self ? self->worker : nullptr;
     const bool mine = worker && worker->take_from_nursery(u);
-    if (mine && Worker::can_run_inline(self, u)) {
+    const bool run_here = mine && Worker::can_run_inline(self, u);
+    if (mine && !run_here) u->home->live_add(u);  // it leaves the nursery (see create_thread)
+    if (run_here) {
       // Not started and ours alone, with room on our stack: run it here as
       // a plain call (no stack of its own, no switch).
       u->join_lock.unlock();
@@ -284,7 +286,7 @@ tsu_status_t tsu_ult_yield(void) {
     sched_yield();
     return TSU_OK;
   }
-  w->yield(self);
+  if (!w->yield_fast(self)) w->yield(self);
   return TSU_OK;
 }
 
@@ -316,6 +318,13 @@ tsu_status_t tsu_ult_dump(void) {
   tsu_ult_counters_t c;
   tsu_ult_counters(&c);
   print_counters(stderr, c);
+  // A thread still in its creator's nursery (at most one per worker, not
+  // started) is not in the live list yet: counted here, not listed.
+  uint32_t nursery = 0;
+  for (uint32_t i = 0; i < s->worker_count(); ++i) nursery += s->worker(i).has_nursery() ? 1 : 0;
+  if (nursery)
+    std::fprintf(stderr, "tsunagi-ult:   %u new thread(s) in workers' nurseries, not started\n",
+                 nursery);
   for (uint32_t i = 0; i < s->worker_count(); ++i) {
     s->worker(i).live_for_each([&](const Ult& u) {
       std::fprintf(stderr, "tsunagi-ult:   thread %llu '%s' %s, created on worker %u of rank %u\n",
