@@ -81,6 +81,7 @@ bool Worker::ready_to_run(Ult* u) noexcept {
 }
 
 Worker* Worker::switch_to(Ult* from, Ult* to, Action a, Spinlock* release) noexcept {
+  if (from) list_if_inline(from);
   prev_ = from;
   action_ = a;
   release_ = release;
@@ -184,7 +185,8 @@ void Worker::end_inline(Ult* u, void* value) noexcept {
   if (u->keys) run_key_destructors(u);
   Worker* w = u->worker;  // where it runs now (switch_to sets it on every resume)
   w->maybe_poll();  // as exit_current does: batches leave, requests are served
-  // (Never in the live list: it went from the nursery straight to its joiner.)
+  // In the live list only if it ever switched away (list_if_inline).
+  if (u->listed) u->home->live_remove(u);
   if (u->keys) free_key_values(u);
   u->inline_exit = nullptr;
   // Only the joiner (host, blocked under us) reads the join record now.

@@ -79,6 +79,7 @@ class Worker {
       return false;
     tick_ = tick;
     poll_tick_ = poll_tick;
+    list_if_inline(self);
     Ult* next = pop_yielded();
     self->state.store(State::kReady, std::memory_order_relaxed);
     push_yielded(self);
@@ -134,6 +135,11 @@ class Worker {
   static void run_inline(Ult* host, Ult* u) noexcept;
   // The end of an inline-run thread (return or tsu_ult_exit).
   static void end_inline(Ult* u, void* value) noexcept;
+  // An inline-run thread is not in the live list while it runs straight
+  // through; once it switches away (yields, blocks) it is, so dumps show it.
+  static void list_if_inline(Ult* from) noexcept {
+    if (from->inline_exit && !from->listed) from->home->live_add(from);
+  }
   bool has_nursery() const noexcept { return nursery_.load(std::memory_order_relaxed) != nullptr; }
   uint64_t take_id_seq() noexcept { return ++id_seq_; }
 
