@@ -12,6 +12,7 @@
 // over the batches); remote latency: per-op median, mean, p99.
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 #include <tsunagi/tsunagi.h>
 #include <tsunagi/ult.h>
 
@@ -41,8 +42,16 @@ double ns_since(Clock::time_point t0) {
 
 struct Stat {
   double median = 0, mean = 0, p99 = 0;
+  double cpu = -1;  // median per-op CPU time of the process (all threads), when measured
   bool valid = false;
 };
+// CPU time of the whole process: on a loaded machine wall time includes
+// being descheduled; with one worker the busy thread is the only one running.
+double process_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
 Stat stat_of(std::vector<double> v) {
   Stat s;
   if (v.empty()) return s;
@@ -57,19 +66,27 @@ Stat stat_of(std::vector<double> v) {
 // Per-op time of `batch(n)` (which does n ops): reps batches.
 Stat per_op(int reps, long n, const std::function<void(long)>& batch) {
   batch(n / 10 + 1);  // warm up
-  std::vector<double> v;
+  std::vector<double> v, cpu;
   for (int r = 0; r < reps; ++r) {
+    const double c0 = process_cpu_ns();
     const auto t0 = Clock::now();
     batch(n);
     v.push_back(ns_since(t0) / static_cast<double>(n));
+    cpu.push_back((process_cpu_ns() - c0) / static_cast<double>(n));
   }
-  return stat_of(v);
+  Stat s = stat_of(v);
+  s.cpu = stat_of(cpu).median;
+  return s;
 }
 
 std::string cell(const Stat& s) {
   if (!s.valid) return "-";
-  char b[96];
-  std::snprintf(b, sizeof b, "%.1f (mean %.1f, p99 %.1f)", s.median, s.mean, s.p99);
+  char b[128];
+  if (s.cpu >= 0)
+    std::snprintf(b, sizeof b, "%.1f (mean %.1f, p99 %.1f; cpu %.1f)", s.median, s.mean, s.p99,
+                  s.cpu);
+  else
+    std::snprintf(b, sizeof b, "%.1f (mean %.1f, p99 %.1f)", s.median, s.mean, s.p99);
   return b;
 }
 
@@ -259,12 +276,13 @@ int run_ult(const UltOptions& o) {
   if (me == 0) {
     std::printf("## tsu-bench ult: %u rank(s), %d worker(s) per rank, %d reps of %ld ops\n\n", n,
                 o.workers, reps, iters);
-    std::printf("Local, ns per operation: median over reps (mean, p99)\n\n");
+    std::printf("Local, ns per operation: median over reps (mean, p99; cpu: median process CPU "
+                "time per op, all threads)\n\n");
     std::printf("| operation | tsunagi-ult | Boost.Fiber | pthreads | raw fcontext jump (limit) |\n");
     std::printf("|---|---|---|---|---|\n");
     const Stat raw = raw_switch(reps, iters);
     Stat raw1 = raw;  // one round trip = two jumps: per switch, halve
-    raw1.median /= 2, raw1.mean /= 2, raw1.p99 /= 2;
+    raw1.median /= 2, raw1.mean /= 2, raw1.p99 /= 2, raw1.cpu /= 2;
     std::printf("| switch (yield to another thread) | %s | %s | %s | %s |\n",
                 cell(ult_switch(reps, iters)).c_str(), cell(fiber_switch(reps, iters)).c_str(),
                 cell(pthread_switch(reps, iters / 10)).c_str(), cell(raw1).c_str());

@@ -1,13 +1,16 @@
 // tsu_init / tsu_finalize and the queries about ranks and nodes.
 #include <sched.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <thread>
 
 #include "api/api_common.hpp"
 #include "core/wait_hook.hpp"
 #include "api/layers.hpp"
 #include "core/trace.hpp"
+#include "util/backoff.hpp"
 
 using namespace tsu;
 using tsu::api::runtime;
@@ -129,7 +132,32 @@ tsu_status_t tsu_barrier(void) {
   if (core::in_progress_context())
     return core::fail(TSU_ERR_UNSUPPORTED,
                       "tsu_barrier: cannot block inside a completion callback");
-  const tsu_status_t st = rt->barrier();
+  tsu_status_t st = TSU_OK;
+  if (core::wait_hook_set()) {
+    // On a user-level thread scheduler's worker (the hook is set there): the
+    // bootstrap barrier blocks in a socket wait, which would hold the worker
+    // and every other thread queued on it (perhaps the very one another rank
+    // waits for before it enters the barrier).  A helper pthread waits in it
+    // instead, while this caller waits through the hook like any other
+    // blocking call (the scheduler runs its other threads meanwhile).
+    std::atomic<bool> done{false};
+    std::thread helper;
+    try {
+      helper = std::thread([&] {
+        st = rt->barrier();
+        done.store(true, std::memory_order_release);
+      });
+    } catch (...) {
+      st = rt->barrier();
+      done.store(true, std::memory_order_relaxed);
+    }
+    util::Backoff backoff;
+    while (!done.load(std::memory_order_acquire))
+      if (!core::wait_hook_yield()) backoff.pause();
+    if (helper.joinable()) helper.join();
+  } else {
+    st = rt->barrier();
+  }
   if (st != TSU_OK) return core::fail(st, "tsu_barrier: the bootstrap barrier failed");
   return TSU_OK;
 }

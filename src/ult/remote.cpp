@@ -7,6 +7,7 @@
 #include <array>
 #include <cstring>
 
+#include "record_pool.hpp"
 #include "scheduler.hpp"
 #include "worker.hpp"
 
@@ -111,7 +112,7 @@ struct Handlers {
           return rec.arg_len <= TSU_ULT_ARG_MAX && rec.creator < r->size_ ? rec.arg_len : kBadRecord;
         },
         [&](const SpawnRecord& rec, const unsigned char* arg) {
-          auto* info = new (std::nothrow) RemoteInfo;
+          auto* info = RecordPool<RemoteInfo>::make();
           if (!info) return false;
           info->token = rec.token;
           info->creator = rec.creator;
@@ -342,7 +343,7 @@ void Remote::start_local(RemoteInfo* info, bool home, const tsu_ult_attr_t* attr
       if (info->creator == rank_) complete_proxy(info->token, TSU_ERR_NO_MEMORY, nullptr, 0);
       else queue_value(info->creator, info->token, TSU_ERR_NO_MEMORY, nullptr, 0);
     }
-    delete info;
+    RecordPool<RemoteInfo>::drop(info);
     return;
   }
   if (out) *out = u;
@@ -362,7 +363,7 @@ tsu_status_t Remote::spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
   if (rank == TSU_ULT_ANY_RANK) rank = pick_any();
   if (rank >= size_) return TSU_ERR_BAD_RANK;
   if (lost_[rank].load(std::memory_order_acquire)) return TSU_ERR_PEER_LOST;
-  auto* info = new (std::nothrow) RemoteInfo;
+  auto* info = RecordPool<RemoteInfo>::make();
   if (!info) return TSU_ERR_NO_MEMORY;
   info->creator = rank_;
   info->runner.store(rank, std::memory_order_relaxed);
@@ -384,7 +385,7 @@ tsu_status_t Remote::spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
   if (!detached) {
     proxy = sched_.new_record(on_worker ? w : nullptr);
     if (!proxy) {
-      delete info;
+      RecordPool<RemoteInfo>::drop(info);
       return TSU_ERR_NO_MEMORY;
     }
     proxy->proxy = true;
@@ -406,7 +407,7 @@ tsu_status_t Remote::spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
   // Estimate: the target's queue grows by one until it tells us otherwise.
   load_[rank].fetch_add(1, std::memory_order_relaxed);
   queue_spawn(rank, *info, !on_worker);  // a pthread's spawn leaves at once
-  if (detached) delete info;
+  if (detached) RecordPool<RemoteInfo>::drop(info);
   if (out) *out = reinterpret_cast<tsu_ult_t>(proxy);
   return TSU_OK;
 }
@@ -417,7 +418,12 @@ void Remote::append(Batch& b, std::deque<Chunk>& q, const void* head, std::size_
                     const void* body, std::size_t body_len) noexcept {
   const std::size_t need = head_len + pad8(body_len);
   if (b.empty()) outgoing_.fetch_add(1, std::memory_order_release);
-  if (q.empty() || q.back().data.size() + need > batch_max()) q.emplace_back();
+  if (q.empty() || q.back().data.size() + need > batch_max()) {
+    q.emplace_back();
+    // A few records' room at once (small enough for malloc's per-thread
+    // cache), then the vector grows for large batches.
+    q.back().data.reserve(std::min<std::size_t>(batch_max(), 512));
+  }
   Chunk& c = q.back();
   const std::size_t at = c.data.size();
   c.data.resize(at + need);

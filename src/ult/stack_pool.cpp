@@ -28,7 +28,12 @@ StackPool::~StackPool() {
 }
 
 bool StackPool::map_slab() noexcept {
-  const std::size_t slot = size_ + (guard_ ? page_ : 0);
+  // Each stack reserves twice the default size (address space only: pages
+  // are backed when touched), so a thread a little way into its stack still
+  // has a whole default stack left to run a joined thread inline
+  // (Worker::run_inline).  Every thread gets at least what it asked for.
+  const std::size_t usable = 2 * size_;
+  const std::size_t slot = usable + (guard_ ? page_ : 0);
   const std::size_t len = slot * kSlabStacks;
   void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -38,7 +43,7 @@ bool StackPool::map_slab() noexcept {
   for (std::size_t i = 0; i < kSlabStacks; ++i) {
     std::byte* s = b + i * slot;
     if (guard_ && mprotect(s, page_, PROT_NONE) != 0) return false;
-    free_.push_back(Stack{s + (guard_ ? page_ : 0), size_, guard_, true});
+    free_.push_back(Stack{s + (guard_ ? page_ : 0), usable, guard_, true});
   }
   mapped_ += kSlabStacks;
   return true;

@@ -1,6 +1,7 @@
 // Stacks for ULTs: mapped in slabs, pooled, touched on demand.
 //
-// A stack is [guard page (optional, PROT_NONE) | usable bytes]; the usable
+// A stack is [guard page (optional, PROT_NONE) | usable bytes] (pooled
+// stacks: twice the default size, see map_slab); the usable
 // part is mapped read-write but the kernel backs a page only when it is first
 // touched, so a suspended thread costs the few pages it used.  A thread gets
 // its stack when it first runs (not at create), so threads not yet started

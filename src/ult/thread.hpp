@@ -51,6 +51,10 @@ struct Ult {
   RemoteInfo* remote = nullptr;    // spawned threads (remote.hpp), owned
   bool proxy = false;  // stands for a thread on another rank: never runs here
   bool ended_into_joiner = false;  // its end switched straight to its ULT joiner
+  // Run inline by its joiner (join before it started): it runs on the
+  // joiner's stack as a plain call; tsu_ult_exit returns there through this
+  // (a jmp_buf on that stack).  See Worker::run_inline.
+  void* inline_exit = nullptr;
 
   // --- Join record: guarded by join_lock. ---
   Spinlock join_lock;
@@ -63,6 +67,8 @@ struct Ult {
   Worker* home = nullptr;  // where it was created (owns the live-list entry)
   Ult* live_prev = nullptr;
   Ult* live_next = nullptr;
+  bool listed = false;  // in home's live list (a worker's new thread joins it
+                        // when it leaves the nursery; one run inline never does)
   uint32_t origin_rank = 0;
   char name[TSU_ULT_NAME_MAX + 1] = {};
 };

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "record_pool.hpp"
 #include "remote.hpp"
 #include "scheduler.hpp"
 #include "thread.hpp"
@@ -43,7 +44,15 @@ tsu_status_t wait_for_end(Scheduler& s, Ult* u) {
     w.ult = self;
     u->joiner = &w;
     Worker* worker = self ? self->worker : nullptr;
-    if (worker && worker->take_from_nursery(u) && worker->ready_or_requeue(u)) {
+    const bool mine = worker && worker->take_from_nursery(u);
+    const bool run_here = mine && Worker::can_run_inline(self, u);
+    if (mine && !run_here) u->home->live_add(u);  // it leaves the nursery (see create_thread)
+    if (run_here) {
+      // Not started and ours alone, with room on our stack: run it here as
+      // a plain call (no stack of its own, no switch).
+      u->join_lock.unlock();
+      Worker::run_inline(self, u);
+    } else if (mine && worker->ready_or_requeue(u)) {
       // Not started and now ours alone: run it at once on this worker; its
       // end switches straight back here (exit_current), so no queue and no
       // scheduler loop in between.
@@ -202,7 +211,7 @@ tsu_status_t tsu_ult_spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
   if (fn_id > TSU_ULT_FN_MAX || arg_len > TSU_ULT_ARG_MAX || (arg_len && !arg))
     return TSU_ERR_INVALID_ARG;
   if (!out && !c.detached) return TSU_ERR_NULL_POINTER;
-  auto* info = new (std::nothrow) RemoteInfo;
+  auto* info = RecordPool<RemoteInfo>::make();
   if (!info) return TSU_ERR_NO_MEMORY;
   info->fn_id = fn_id;
   info->detached = c.detached;
@@ -214,7 +223,7 @@ tsu_status_t tsu_ult_spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
   Ult* u = nullptr;
   const tsu_status_t st = create_thread(*s, c, &u);
   if (st != TSU_OK) {
-    delete info;
+    RecordPool<RemoteInfo>::drop(info);
     return st;
   }
   if (out) *out = c.detached ? nullptr : as_handle(u);
@@ -277,7 +286,7 @@ tsu_status_t tsu_ult_yield(void) {
     sched_yield();
     return TSU_OK;
   }
-  w->yield(self);
+  if (!w->yield_fast(self)) w->yield(self);
   return TSU_OK;
 }
 
@@ -309,6 +318,13 @@ tsu_status_t tsu_ult_dump(void) {
   tsu_ult_counters_t c;
   tsu_ult_counters(&c);
   print_counters(stderr, c);
+  // A thread still in its creator's nursery (at most one per worker, not
+  // started) is not in the live list yet: counted here, not listed.
+  uint32_t nursery = 0;
+  for (uint32_t i = 0; i < s->worker_count(); ++i) nursery += s->worker(i).has_nursery() ? 1 : 0;
+  if (nursery)
+    std::fprintf(stderr, "tsunagi-ult:   %u new thread(s) in workers' nurseries, not started\n",
+                 nursery);
   for (uint32_t i = 0; i < s->worker_count(); ++i) {
     s->worker(i).live_for_each([&](const Ult& u) {
       std::fprintf(stderr, "tsunagi-ult:   thread %llu '%s' %s, created on worker %u of rank %u\n",

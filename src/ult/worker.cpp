@@ -4,9 +4,12 @@
 #include <sched.h>
 #include <time.h>
 
+#include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
 
+#include "keys.hpp"
+#include "record_pool.hpp"
 #include "remote.hpp"
 #include "scheduler.hpp"
 
@@ -38,7 +41,7 @@ Worker::~Worker() {
   while (free_records_) {
     Ult* u = free_records_;
     free_records_ = u->next;
-    delete u;
+    RecordPool<Ult>::drop(u);
   }
 }
 
@@ -78,6 +81,7 @@ bool Worker::ready_to_run(Ult* u) noexcept {
 }
 
 Worker* Worker::switch_to(Ult* from, Ult* to, Action a, Spinlock* release) noexcept {
+  if (from) list_if_inline(from);
   prev_ = from;
   action_ = a;
   release_ = release;
@@ -136,6 +140,61 @@ void Worker::entry(Transfer t) {
   exit_current(self, v);
 }
 
+// ---- Inline run of a joined thread that had not started -----------------------------
+
+namespace {
+// Room kept on the host stack beyond the inline thread's own stack size (the
+// frames of run_inline and the join above it).
+constexpr std::size_t kInlineMargin = 4096;
+}  // namespace
+
+bool Worker::can_run_inline(const Ult* self, const Ult* u) noexcept {
+  const std::byte* base = self->stack.base;
+  if (!base) return false;
+  const auto* sp = static_cast<const std::byte*>(__builtin_frame_address(0));
+  return sp > base && static_cast<std::size_t>(sp - base) >= u->stack_size + kInlineMargin;
+}
+
+__attribute__((noinline)) void Worker::run_inline(Ult* host, Ult* u) noexcept {
+  Worker* w = host->worker;
+  // The borrowed stack is recorded for the overflow report only; it is never
+  // given back through u (u's end does not go through finish()).
+  u->stack = host->stack;
+  u->stack.pooled = false;
+  u->san = host->san;  // same stack: same sanitizer fiber
+  u->worker = w;
+  host->state.store(State::kBlocked, std::memory_order_relaxed);
+  u->state.store(State::kRunning, std::memory_order_relaxed);
+  w->current_ = u;
+  std::jmp_buf env;
+  u->inline_exit = &env;
+  // (host and u are not modified after setjmp: valid after a longjmp.)
+  if (setjmp(env) == 0) end_inline(u, u->fn(u->arg));
+  // u ended here or in tsu_ult_exit (longjmp): on the worker it ended on.
+  Worker* now = u->worker;
+  host->san = u->san;
+  u->san = SanitizerContext{};
+  u->stack = Stack{};
+  host->worker = now;
+  host->state.store(State::kRunning, std::memory_order_relaxed);
+  now->current_ = host;
+}
+
+void Worker::end_inline(Ult* u, void* value) noexcept {
+  u->value = value;
+  if (u->keys) run_key_destructors(u);
+  Worker* w = u->worker;  // where it runs now (switch_to sets it on every resume)
+  w->maybe_poll();  // as exit_current does: batches leave, requests are served
+  // In the live list only if it ever switched away (list_if_inline).
+  if (u->listed) u->home->live_remove(u);
+  if (u->keys) free_key_values(u);
+  u->inline_exit = nullptr;
+  // Only the joiner (host, blocked under us) reads the join record now.
+  u->state.store(State::kDone, std::memory_order_relaxed);
+  u->done = true;
+  WorkerCounters::bump(w->counters.finished);
+}
+
 // ---- Choosing what runs next -----------------------------------------------------
 
 void Worker::park(Ult* u) noexcept {
@@ -144,23 +203,6 @@ void Worker::park(Ult* u) noexcept {
   if (waiting_tail_) waiting_tail_->next = u; else waiting_head_ = u;
   waiting_tail_ = u;
   ++waiting_count_;
-}
-
-void Worker::push_yielded(Ult* u) noexcept {
-  u->next = nullptr;
-  if (yielded_tail_) yielded_tail_->next = u; else yielded_head_ = u;
-  yielded_tail_ = u;
-  ++yielded_count_;
-}
-
-Ult* Worker::pop_yielded() noexcept {
-  Ult* u = yielded_head_;
-  if (u) {
-    yielded_head_ = u->next;
-    if (!yielded_head_) yielded_tail_ = nullptr;
-    --yielded_count_;
-  }
-  return u;
 }
 
 void Worker::spill_yielded() noexcept {
@@ -177,6 +219,7 @@ void Worker::put_in_nursery(Ult* u) noexcept {
 
 void Worker::flush_nursery() noexcept {
   if (Ult* u = nursery_.exchange(nullptr, std::memory_order_acquire)) {
+    u->home->live_add(u);
     if (!rq_.push(u)) {
       // Out of memory growing the queue: it runs now instead of never.
       nursery_.store(u, std::memory_order_release);
@@ -185,29 +228,8 @@ void Worker::flush_nursery() noexcept {
 }
 
 void Worker::yield(Ult* self) noexcept {
-  // Fast path: nothing new, nothing shared queued, no waiter due, and the
-  // private FIFO has a thread: switch to it directly.  `self` joins that
-  // FIFO before the jump (only this pthread reads it, after landing, where
-  // land() saves self's context first).
-  const uint32_t tick = ++tick_;
-  if ((++poll_tick_ & 63) != 0 && (tick & 63) != 0 && yielded_head_ &&
-      !nursery_.load(std::memory_order_relaxed) && rq_.size_hint() == 0 &&
-      !(waiting_head_ && (tick & 7) == 0)) {
-    Ult* next = pop_yielded();
-    self->state.store(State::kReady, std::memory_order_relaxed);
-    push_yielded(self);
-    prev_ = self;
-    action_ = Action::kNone;
-    current_ = next;
-    next->state.store(State::kRunning, std::memory_order_relaxed);
-    next->worker = this;
-    WorkerCounters::bump(counters.switches);
-    sanitizer_before_switch(self->san, next->san, false);
-    land(jump_fcontext(next->fctx, this));
-    return;
-  }
-  --tick_;
-  poll_tick_ = (poll_tick_ - 1);  // maybe_poll counts this call itself
+  // The slow path (tsu_ult_yield tried yield_fast first): the remote layer's
+  // pass now and then, then the next thread by the usual order.
   maybe_poll();
   if (Ult* next = next_local()) switch_to(self, next, Action::kRequeue);
 }
@@ -244,8 +266,11 @@ void Worker::maybe_poll() noexcept {
   // from inside this pass.
   // Also at most one pass per kBusyPollNs: a pass costs a progress pass
   // (about a microsecond), which every 64 switches would double a switch.
+  // (The tick counts every call, with or without the remote layer: yield's
+  // fast path relies on it moving on.)
+  if ((++poll_tick_ & 63) != 0) return;
   Remote* r = sched_.remote();
-  if (!r || (++poll_tick_ & 63) != 0 || polling_) return;
+  if (!r || polling_) return;
   const uint64_t now = now_ns();
   if (now - last_busy_poll_ns_ < kBusyPollNs && !r->has_outgoing()) return;
   last_busy_poll_ns_ = now;
@@ -259,8 +284,10 @@ Ult* Worker::steal() noexcept {
   for (uint32_t i = 1; i < n; ++i) {
     Worker& v = sched_.worker((index_ + i) % n);
     Ult* u = v.rq_.steal();
-    if (!u && v.nursery_.load(std::memory_order_relaxed))
+    if (!u && v.nursery_.load(std::memory_order_relaxed)) {
       u = v.nursery_.exchange(nullptr, std::memory_order_acquire);
+      if (u) u->home->live_add(u);
+    }
     if (u) {
       WorkerCounters::bump(counters.stolen);
       return u;
@@ -363,7 +390,7 @@ Ult* Worker::take_record() noexcept {
 
 void Worker::give_record(Ult* u) noexcept {
   if (free_count_ >= kMaxFreeRecords) {
-    delete u;
+    RecordPool<Ult>::drop(u);
     return;
   }
   u->next = free_records_;
@@ -373,6 +400,8 @@ void Worker::give_record(Ult* u) noexcept {
 
 void Worker::live_add(Ult* u) noexcept {
   SpinGuard g(live_lock_);
+  if (u->listed) return;
+  u->listed = true;
   u->live_prev = nullptr;
   u->live_next = live_head_;
   if (live_head_) live_head_->live_prev = u;
@@ -381,6 +410,8 @@ void Worker::live_add(Ult* u) noexcept {
 
 void Worker::live_remove(Ult* u) noexcept {
   SpinGuard g(live_lock_);
+  if (!u->listed) return;
+  u->listed = false;
   if (u->live_prev) u->live_prev->live_next = u->live_next; else live_head_ = u->live_next;
   if (u->live_next) u->live_next->live_prev = u->live_prev;
   u->live_prev = u->live_next = nullptr;

@@ -10,10 +10,15 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "record_pool.hpp"  // src/ult (header only)
 
 namespace {
 
@@ -444,6 +449,285 @@ TEST_F(Ult, SuspendedThreadsCostFewPages) {
   for (auto t : ts) ASSERT_EQ(tsu_ult_join(t, nullptr), TSU_OK);
   // 128 KiB of stack reserved each, a page or two touched.
   EXPECT_LT((during - before) / long{kN}, 16) << "KiB per suspended thread";
+}
+
+// ---- A join of a thread that has not started runs it inline on the joiner --------
+
+// Every thread created has ended (the last end is counted just after it
+// woke its pthread joiner, so allow it a moment).
+void expect_all_finished() {
+  tsu_ult_counters_t c{};
+  for (int i = 0; i < 5000; ++i) {
+    ASSERT_EQ(tsu_ult_counters(&c), TSU_OK);
+    if (c.created == c.finished) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(c.created, c.finished);
+}
+
+// What the child saw: where its frame was, itself, and the worker's switches.
+struct InlineProbe {
+  const char* child_frame = nullptr;
+  tsu_ult_t self = nullptr;
+  std::atomic<int> key_destroyed{0};
+  tsu_ult_key_t key{};
+  tsu_ult_mutex_t mu = TSU_ULT_MUTEX_INITIALIZER;
+  bool exit_early = false;
+  bool block = false;
+  std::atomic<bool> held{false}, child_started{false};
+};
+
+void exit_from_a_callee(void* v) { tsu_ult_exit(v); }
+
+void* probed_child(void* a) {
+  auto* p = static_cast<InlineProbe*>(a);
+  volatile char here = 0;
+  p->child_frame = const_cast<const char*>(&here);
+  p->self = tsu_ult_self();
+  EXPECT_EQ(tsu_ult_setspecific(p->key, p), TSU_OK);
+  EXPECT_EQ(tsu_ult_getspecific(p->key), p);
+  if (p->block) {
+    p->child_started.store(true);
+    // Blocks (the mutex is held by a thread on another worker), may resume elsewhere.
+    tsu_ult_mutex_lock(&p->mu);
+    tsu_ult_yield();
+    tsu_ult_mutex_unlock(&p->mu);
+  }
+  if (p->exit_early) exit_from_a_callee(reinterpret_cast<void*>(uintptr_t{41}));
+  return reinterpret_cast<void*>(uintptr_t{42});
+}
+
+void* holds_mutex_a_while(void* a) {
+  auto* p = static_cast<InlineProbe*>(a);
+  tsu_ult_mutex_lock(&p->mu);
+  p->held.store(true);
+  while (!p->child_started.load()) tsu_ult_yield();
+  for (int i = 0; i < 20; ++i) tsu_ult_yield();
+  tsu_ult_mutex_unlock(&p->mu);
+  return nullptr;
+}
+
+// Creates the child and joins it at once (still in the nursery): returns the
+// distance from the joiner's frame down to the child's frame and whether the
+// join did a context switch; checks value, identity, keys.
+struct InlineResult {
+  std::ptrdiff_t distance = 0;
+  uint64_t switches = 0;
+  uintptr_t value = 0;
+  bool self_ok = false;
+};
+InlineResult create_join_probe(InlineProbe& p, const tsu_ult_attr_t* attr = nullptr) {
+  InlineResult r;
+  volatile char mine = 0;
+  tsu_ult_counters_t before{}, after{};
+  tsu_ult_counters(&before);
+  tsu_ult_t t = nullptr;
+  EXPECT_EQ(tsu_ult_create(&t, attr, probed_child, &p), TSU_OK);
+  void* v = nullptr;
+  EXPECT_EQ(tsu_ult_join(t, &v), TSU_OK);
+  tsu_ult_counters(&after);
+  r.distance = const_cast<const char*>(&mine) - p.child_frame;
+  r.switches = after.switches - before.switches;
+  r.value = reinterpret_cast<uintptr_t>(v);
+  r.self_ok = p.self == t;
+  return r;
+}
+
+TEST_F(Ult, JoinBeforeStartRunsTheThreadInlineOnTheJoinersStack) {
+  start(1);
+  InlineProbe p;
+  ASSERT_EQ(tsu_ult_key_create(&p.key, [](void* v) {
+              static_cast<InlineProbe*>(v)->key_destroyed.fetch_add(1);
+            }), TSU_OK);
+  struct Body {
+    static void* run(void* a) {
+      auto* p = static_cast<InlineProbe*>(a);
+      // Plain return: runs right below our frame, without any switch.
+      InlineResult r = create_join_probe(*p);
+      EXPECT_EQ(r.value, 42u);
+      EXPECT_TRUE(r.self_ok);
+      EXPECT_GT(r.distance, 0);
+      EXPECT_LT(r.distance, 16 * 1024) << "the child ran on a stack of its own";
+      EXPECT_EQ(r.switches, 0u);
+      EXPECT_EQ(p->key_destroyed.load(), 1);
+      // tsu_ult_exit from a callee of the inline thread returns to the join.
+      p->exit_early = true;
+      r = create_join_probe(*p);
+      EXPECT_EQ(r.value, 41u);
+      EXPECT_TRUE(r.self_ok);
+      EXPECT_LT(r.distance, 16 * 1024);
+      EXPECT_EQ(p->key_destroyed.load(), 2);
+      // A stack larger than what is left here: it gets its own stack.
+      p->exit_early = false;
+      tsu_ult_attr_t attr{};
+      attr.struct_size = sizeof attr;
+      attr.field_mask = TSU_ULT_ATTR_STACK_SIZE;
+      attr.stack_size = 4u << 20;
+      r = create_join_probe(*p, &attr);
+      EXPECT_EQ(r.value, 42u);
+      EXPECT_TRUE(r.distance < 0 || r.distance > 64 * 1024) << r.distance;
+      EXPECT_GT(r.switches, 0u);
+      return nullptr;
+    }
+  };
+  run_in_ult(Body::run, &p);
+  EXPECT_EQ(tsu_ult_key_delete(p.key), TSU_OK);
+  expect_all_finished();
+}
+
+// The joiner stays itself after the inline thread ran (tsu_ult_self, keys).
+TEST_F(Ult, JoinerIsItselfAgainAfterAnInlineThread) {
+  start(2);
+  struct Body {
+    static void* run(void*) {
+      tsu_ult_t me = tsu_ult_self();
+      InlineProbe p;
+      EXPECT_EQ(tsu_ult_key_create(&p.key, nullptr), TSU_OK);
+      EXPECT_EQ(tsu_ult_setspecific(p.key, &me), TSU_OK);
+      InlineResult r = create_join_probe(p);
+      EXPECT_EQ(r.value, 42u);
+      EXPECT_EQ(tsu_ult_self(), me);
+      EXPECT_EQ(tsu_ult_getspecific(p.key), &me);  // ours, not the child's
+      EXPECT_EQ(tsu_ult_setspecific(p.key, nullptr), TSU_OK);
+      EXPECT_EQ(tsu_ult_key_delete(p.key), TSU_OK);
+      return nullptr;
+    }
+  };
+  run_in_ult(Body::run);
+}
+
+// An inline thread that blocks and yields (and may resume on another worker)
+// still returns to its joiner; many at once, two workers.
+TEST_F(Ult, InlineThreadsThatBlockAndMigrateReturnToTheirJoiners) {
+  start(2);
+  struct Body {
+    static void* run(void* a) {
+      auto i = reinterpret_cast<uintptr_t>(a);
+      InlineProbe p;
+      EXPECT_EQ(tsu_ult_key_create(&p.key, nullptr), TSU_OK);
+      p.block = true;
+      p.exit_early = (i & 1) != 0;
+      tsu_ult_t holder;
+      EXPECT_EQ(tsu_ult_create(&holder, nullptr, holds_mutex_a_while, &p), TSU_OK);
+      // Let the holder take the mutex first (it may run on the other worker).
+      while (!p.held.load()) tsu_ult_yield();
+      tsu_ult_t me = tsu_ult_self();
+      InlineResult r = create_join_probe(p);
+      EXPECT_EQ(r.value, p.exit_early ? 41u : 42u);
+      EXPECT_TRUE(r.self_ok);
+      EXPECT_EQ(tsu_ult_self(), me);
+      EXPECT_EQ(tsu_ult_join(holder, nullptr), TSU_OK);
+      EXPECT_EQ(tsu_ult_key_delete(p.key), TSU_OK);
+      return reinterpret_cast<void*>(i);
+    }
+  };
+  std::vector<tsu_ult_t> ts(64);
+  for (uintptr_t i = 0; i < ts.size(); ++i)
+    ASSERT_EQ(tsu_ult_create(&ts[i], nullptr, Body::run, reinterpret_cast<void*>(i)), TSU_OK);
+  for (uintptr_t i = 0; i < ts.size(); ++i) {
+    void* v = nullptr;
+    ASSERT_EQ(tsu_ult_join(ts[i], &v), TSU_OK);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(v), i);
+  }
+  expect_all_finished();
+}
+
+// A thread that asked for 200 KiB and uses 180 KiB of it: run inline only
+// where that much is left below its joiner (pooled stacks reserve 256 KiB);
+// a joiner deeper than ~50 KiB must give it a stack of its own (with guard
+// pages, an inline run there would fault).
+constexpr std::size_t kBigStack = 200 * 1024;
+void* uses_180k_of_stack(void*) {
+  volatile char big[180 * 1024];
+  for (std::size_t i = 0; i < sizeof big; i += 512) big[i] = static_cast<char>(i >> 9);
+  uintptr_t sum = 0;
+  for (std::size_t i = 0; i < sizeof big; i += 4096) sum += static_cast<unsigned char>(big[i]);
+  return reinterpret_cast<void*>(sum + 1);
+}
+uintptr_t join_at_depth(uintptr_t kib) {
+  volatile char pad[1024];
+  pad[0] = 1;
+  if (kib > 0) return join_at_depth(kib - 1) + static_cast<uintptr_t>(pad[0]) - 1;
+  tsu_ult_attr_t attr{};
+  attr.struct_size = sizeof attr;
+  attr.field_mask = TSU_ULT_ATTR_STACK_SIZE;
+  attr.stack_size = kBigStack;
+  tsu_ult_t t;
+  EXPECT_EQ(tsu_ult_create(&t, &attr, uses_180k_of_stack, nullptr), TSU_OK);
+  void* v = nullptr;
+  EXPECT_EQ(tsu_ult_join(t, &v), TSU_OK);
+  return reinterpret_cast<uintptr_t>(v);
+}
+
+TEST_F(Ult, InlineRunKeepsTheThreadsStackSize) {
+  start(1, 1);  // guard pages on
+  struct Body {
+    static void* run(void*) {
+      uintptr_t expect = 1;
+      for (std::size_t i = 0; i < 180 * 1024; i += 4096) expect += static_cast<unsigned char>(i >> 9);
+      for (uintptr_t kib : {0u, 20u, 60u, 100u})
+        EXPECT_EQ(join_at_depth(kib), expect) << "joined at a depth of " << kib << " KiB";
+      return nullptr;
+    }
+  };
+  run_in_ult(Body::run);
+}
+
+// ---- The record pool (src/ult/record_pool.hpp) -------------------------------------
+
+// Records made on one pthread and dropped on another (as spawn records are)
+// are reused, never handed out twice while alive, and keep what was written.
+struct PoolRecord {
+  uint64_t id = 0;
+  unsigned char bytes[200];
+};
+
+TEST(UltRecordPool, CrossThreadMakeAndDropNeverAliases) {
+  using Pool = tsu::ult::RecordPool<PoolRecord>;
+  constexpr int kRecords = 20000;
+  std::mutex mu;
+  std::vector<PoolRecord*> handoff;  // guarded by mu
+  std::set<PoolRecord*> live;        // guarded by mu
+  std::atomic<bool> producer_done{false};
+  std::atomic<int> bad{0};
+  std::thread consumer([&] {
+    for (;;) {
+      std::vector<PoolRecord*> got;
+      {
+        std::lock_guard lock(mu);
+        got.swap(handoff);
+        for (PoolRecord* r : got) live.erase(r);
+      }
+      for (PoolRecord* r : got) {
+        for (unsigned char b : r->bytes)
+          if (b != static_cast<unsigned char>(r->id)) bad.fetch_add(1);
+        Pool::drop(r);
+      }
+      if (got.empty() && producer_done.load()) {
+        std::lock_guard lock(mu);
+        if (handoff.empty()) break;
+      }
+      if (got.empty()) std::this_thread::yield();
+    }
+  });
+  for (int i = 0; i < kRecords; ++i) {
+    PoolRecord* r = Pool::make();
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->id, 0u);  // constructed afresh
+    r->id = static_cast<uint64_t>(i) + 1;
+    std::memset(r->bytes, static_cast<unsigned char>(r->id), sizeof r->bytes);
+    std::lock_guard lock(mu);
+    EXPECT_TRUE(live.insert(r).second) << "a live record was handed out again";
+    handoff.push_back(r);
+  }
+  producer_done.store(true);
+  consumer.join();
+  EXPECT_EQ(bad.load(), 0);
+  // Many alive at once on this pthread are distinct too.
+  std::set<PoolRecord*> again;
+  for (int i = 0; i < 256; ++i) again.insert(Pool::make());
+  EXPECT_EQ(again.size(), 256u);
+  for (PoolRecord* r : again) Pool::drop(r);
 }
 
 // Deep enough to overflow any stack (the depth comes from the argument, so

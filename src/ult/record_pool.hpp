@@ -1,0 +1,99 @@
+// A pool of records of one type, for the remote layer's per-spawn records
+// (RemoteInfo): allocated on one pthread (a handler, a spawning ULT) and freed
+// on another (the worker that joins or ends the thread), hundreds of
+// thousands per second.  malloc's per-thread arenas grow and shrink under that
+// pattern (tens of thousands of mprotect calls per run); this keeps the
+// memory instead.  Each pthread has a cache (no lock) in front of one shared
+// list (a mutex, taken once per kBatch records).  Memory is never returned to
+// the system: the pool holds the peak number of records alive at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <new>
+
+namespace tsu::ult {
+
+template <typename T>
+class RecordPool {
+ public:
+  // A new T (default-initialized, as `new T` gives), or nullptr.
+  static T* make() noexcept {
+    Cache& c = cache();
+    if (!c.head) refill(c);
+    void* mem;
+    if (Node* n = c.head) {
+      c.head = n->next;
+      --c.count;
+      mem = n;
+    } else {
+      mem = ::operator new(sizeof(Slot), std::nothrow);
+      if (!mem) return nullptr;
+    }
+    return new (mem) T;
+  }
+  static void drop(T* p) noexcept {
+    if (!p) return;
+    p->~T();
+    Cache& c = cache();
+    Node* n = new (static_cast<void*>(p)) Node;
+    n->next = c.head;
+    c.head = n;
+    if (++c.count >= 2 * kBatch) spill(c, kBatch);
+  }
+
+ private:
+  static constexpr uint32_t kBatch = 128;
+  struct Node {
+    Node* next = nullptr;
+  };
+  union Slot {
+    alignas(T) unsigned char t[sizeof(T)];
+    Node n;
+  };
+  struct Shared {
+    std::mutex mu;
+    Node* head = nullptr;  // guarded by mu
+  };
+  struct Cache {
+    Node* head = nullptr;
+    uint32_t count = 0;
+    ~Cache() { spill(*this, count); }
+  };
+  static_assert(alignof(T) <= alignof(std::max_align_t));
+
+  static Shared& shared() noexcept {
+    static Shared* s = new Shared;  // never destroyed: caches spill into it at thread exit
+    return *s;
+  }
+  static Cache& cache() noexcept {
+    thread_local Cache c;
+    return c;
+  }
+  static void refill(Cache& c) noexcept {
+    Shared& s = shared();
+    std::lock_guard lock(s.mu);
+    for (uint32_t i = 0; i < kBatch && s.head; ++i) {
+      Node* n = s.head;
+      s.head = n->next;
+      n->next = c.head;
+      c.head = n;
+      ++c.count;
+    }
+  }
+  static void spill(Cache& c, uint32_t k) noexcept {
+    if (k == 0) return;
+    Shared& s = shared();
+    std::lock_guard lock(s.mu);
+    for (uint32_t i = 0; i < k && c.head; ++i) {
+      Node* n = c.head;
+      c.head = n->next;
+      --c.count;
+      n->next = s.head;
+      s.head = n;
+    }
+  }
+};
+
+}  // namespace tsu::ult
