@@ -24,6 +24,7 @@ ip link add veth0 netns "$a" type veth peer name veth0 netns "$b"
 ip -n "$a" addr add 10.98.0.1/24 dev veth0; ip -n "$b" addr add 10.98.0.2/24 dev veth0
 ip -n "$a" link set veth0 up; ip -n "$b" link set veth0 up
 export FI_TCP_IFACE=veth0
+sleep 1  # the veth pair comes up (a provider query right away can find no veth0)
 res=$out/ab.jsonl
 : >"$res"
 job() {  # job LIB_DIR ARGS...

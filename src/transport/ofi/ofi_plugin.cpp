@@ -84,16 +84,20 @@ tsu_status_t connect(const NetworkSetup& setup, std::unique_ptr<Transport>& out,
     error = "bootstrap put of the ofi endpoint name failed";
     return TSU_ERR_BOOTSTRAP;
   }
-  for (uint32_t r = 0; r < setup.size; ++r) {
-    if (!setup.reach[r]) continue;
-    std::vector<std::byte> name;
-    if (setup.boot->get(key_prefix + std::to_string(r), name) != TSU_OK || name.empty()) {
-      error = "bootstrap get of rank " + std::to_string(r) + "'s ofi endpoint name failed";
-      return TSU_ERR_BOOTSTRAP;
+  // No address exchange at init: a peer's name is fetched from the
+  // bootstrap and inserted into the address vector on first contact (the
+  // first send or RMA to it), so a rank's start-up costs one put whatever
+  // the job size (docs/scaling.md).  Ranks that only send to this one need
+  // no entry here: the provider accepts them (messages carry their rank).
+  t->set_name_resolver([boot = setup.boot, reach = setup.reach, key_prefix](
+                           uint32_t r, std::vector<std::byte>& name) {
+    if (r >= reach.size() || !reach[r]) return false;  // node peers go through shm
+    if (boot->get(key_prefix + std::to_string(r), name) != TSU_OK || name.empty()) {
+      TSU_LOG_ERROR("ofi: bootstrap lookup of rank %u's endpoint name failed", r);
+      return false;
     }
-    st = t->add_peer(r, name, error);
-    if (st != TSU_OK) return st;
-  }
+    return true;
+  });
   out = std::move(t);
   return TSU_OK;
 }

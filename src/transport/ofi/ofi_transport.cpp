@@ -253,7 +253,29 @@ tsu_status_t OfiTransport::add_peer(uint32_t rank, const std::vector<std::byte>&
     return TSU_ERR_UNREACHABLE;
   }
   peers_[rank].store(addr, std::memory_order_release);
+  av_inserts_.fetch_add(1, std::memory_order_relaxed);
   return TSU_OK;
+}
+
+fi_addr_t OfiTransport::peer_address(uint32_t rank) noexcept {
+  const fi_addr_t a = peers_[rank].load(std::memory_order_acquire);
+  if (a != FI_ADDR_UNSPEC || !resolve_) return a;
+  // First contact: the peer's name from the bootstrap, outside the lock so
+  // the engine keeps polling meanwhile.  Two threads may both look it up the
+  // first time; add_peer inserts it once.
+  try {
+    std::vector<std::byte> name;
+    std::string error;
+    if (!resolve_(rank, name) || name.empty()) return FI_ADDR_UNSPEC;
+    if (add_peer(rank, name, error) != TSU_OK) {
+      TSU_LOG_ERROR("ofi: %s", error.c_str());
+      return FI_ADDR_UNSPEC;
+    }
+  } catch (...) {
+    TSU_LOG_ERROR("ofi: out of memory looking up rank %u's address", rank);
+    return FI_ADDR_UNSPEC;
+  }
+  return peers_[rank].load(std::memory_order_acquire);
 }
 
 // Called with mu_ held.  A buffer the provider cannot take now (it needs
@@ -788,7 +810,8 @@ void OfiTransport::print_stats(std::FILE* f) const noexcept {
   std::fprintf(f,
                "tsunagi[%u] ofi stats: provider=%s sent=%llu injected=%llu received=%llu "
                "dropped=%llu eagain=%llu errors=%llu held_early=%llu rma_ops=%llu "
-               "rma_fallbacks=%llu rma_injected=%llu posted_with_more=%llu batch_flushes=%llu\n",
+               "rma_fallbacks=%llu rma_injected=%llu posted_with_more=%llu batch_flushes=%llu "
+               "av_inserts=%llu\n",
                rank_, provider_name(), static_cast<unsigned long long>(sent_.load()),
                static_cast<unsigned long long>(injected_.load()),
                static_cast<unsigned long long>(received_.load()),
@@ -800,7 +823,8 @@ void OfiTransport::print_stats(std::FILE* f) const noexcept {
                static_cast<unsigned long long>(rma_fallbacks_.load()),
                static_cast<unsigned long long>(rma_injected_.load()),
                static_cast<unsigned long long>(posted_more_.load()),
-               static_cast<unsigned long long>(flushes_.load()));
+               static_cast<unsigned long long>(flushes_.load()),
+               static_cast<unsigned long long>(av_inserts_.load()));
 }
 
 }  // namespace tsu::transport::ofi

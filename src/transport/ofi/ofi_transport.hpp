@@ -18,6 +18,13 @@
 // through the message emulation (transport/message_rma); the target's CPU
 // executes atomics (seed 002: one executor per word, MemoryRegion::atomics).
 //
+// Batches: between batch_begin and batch_end (one executor batch) sends,
+// writes and reads are staged and posted at batch_end in order, FI_MORE on
+// all but the last; small writes add FI_INJECT (still delivery complete).
+//
+// Addresses: none at init; a peer's endpoint name is fetched from the
+// bootstrap and inserted (fi_av_insert) on first contact (peer_address).
+//
 // Progress is the engine's: poll() reads the completion queue (providers
 // with manual progress advance only then); the engine sleeps on the queue's
 // wait descriptor after fi_trywait, or polls every 200 us where the provider
@@ -34,6 +41,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -89,6 +97,11 @@ class OfiTransport final : public Transport {
   const std::vector<std::byte>& local_name() const noexcept { return name_; }
   // A peer's address (from its published name).
   tsu_status_t add_peer(uint32_t rank, const std::vector<std::byte>& name, std::string& error);
+  // Where a peer's name comes from on first contact (the bootstrap): no
+  // address is inserted at init; the first send or RMA to a rank fetches
+  // its name and inserts it (fi_av_insert).  False: the rank has none.
+  using NameResolver = std::function<bool(uint32_t rank, std::vector<std::byte>& name)>;
+  void set_name_resolver(NameResolver resolve) { resolve_ = std::move(resolve); }
   const char* provider_name() const noexcept;
 
   // Native RMA (ofi_rma.hpp).  Whether it is on: the provider offers FI_RMA
@@ -169,10 +182,10 @@ class OfiTransport final : public Transport {
   // A staged operation the provider refused: an RMA's callback runs in the
   // next poll with the status; a send's peer is lost (mu_ held).
   void fail_staged(const Staged& s, ssize_t rc) noexcept;
-  // The peer's libfabric address (FI_ADDR_UNSPEC: none).
-  fi_addr_t peer_address(uint32_t rank) const noexcept {
-    return peers_[rank].load(std::memory_order_acquire);
-  }
+  // The peer's libfabric address (FI_ADDR_UNSPEC: none), inserted on first
+  // contact through the resolver.  Caller does not hold mu_ (the lookup may
+  // wait for the bootstrap service).
+  fi_addr_t peer_address(uint32_t rank) noexcept;
   tsu_status_t rma(bool write, uint32_t rank, void* buf, std::size_t len, uint64_t raddr,
                    uint64_t key, RmaContext* ctx) noexcept;
   // Runs one well-formed message and any held ones it unblocks.
@@ -219,6 +232,7 @@ class OfiTransport final : public Transport {
   // Peers' addresses, FI_ADDR_UNSPEC until added: written once under mu_
   // (after fi_av_insert), read without it (release/acquire).
   std::unique_ptr<std::atomic<fi_addr_t>[]> peers_;
+  NameResolver resolve_;
   std::vector<uint32_t> send_seq_;  // next sequence number to each peer (under mu_)
   std::vector<uint32_t> recv_seq_;  // next expected from each peer (poller only)
   // Messages that completed before their predecessors, by (src << 32 | seq):
@@ -240,7 +254,7 @@ class OfiTransport final : public Transport {
 
   std::atomic<uint64_t> sent_{0}, injected_{0}, received_{0}, dropped_{0}, eagain_{0},
       errors_{0}, held_count_{0}, rma_ops_{0}, rma_fallbacks_{0}, rma_injected_{0},
-      posted_more_{0}, flushes_{0};
+      posted_more_{0}, flushes_{0}, av_inserts_{0};
 };
 
 }  // namespace tsu::transport::ofi
