@@ -179,20 +179,24 @@ const core::SettingsTable<OfiConfig>& ofi_settings() {
                                       &O::native_rma));
     r.push_back({"TSU_OFI_TEST_FAULT", "none",
                  "ofi, testing: make native RMA fail with ENOSYS as a provider that claims "
-                 "FI_RMA and cannot do it would (rma_enosys: at the call; rma_cq_enosys: in "
-                 "the completion); the transport falls back to messages",
-                 "none, rma_enosys or rma_cq_enosys",
+                 "FI_RMA and cannot do it would (rma_enosys: at the call; rma_enosys_staged: "
+                 "at the call, only for writes and reads posted at the end of an engine "
+                 "batch; rma_cq_enosys: in the completion); the transport falls back to "
+                 "messages",
+                 "none, rma_enosys, rma_enosys_staged or rma_cq_enosys",
                  [](const char* v, O& c) {
                    const std::string s(v);
                    if (s == "none") c.fault = RmaFault::kNone;
                    else if (s == "rma_enosys") c.fault = RmaFault::kAtCall;
                    else if (s == "rma_cq_enosys") c.fault = RmaFault::kInCompletion;
+                   else if (s == "rma_enosys_staged") c.fault = RmaFault::kAtStagedCall;
                    else return false;
                    return true;
                  },
                  [](const O& c) {
                    return std::string(c.fault == RmaFault::kAtCall         ? "rma_enosys"
                                       : c.fault == RmaFault::kInCompletion ? "rma_cq_enosys"
+                                      : c.fault == RmaFault::kAtStagedCall ? "rma_enosys_staged"
                                                                            : "none");
                  }});
     return t;

@@ -404,7 +404,14 @@ void OfiTransport::batch_end() noexcept {
   flush_staged();
 }
 
-ssize_t OfiTransport::post(const Staged& s, uint64_t more) noexcept {
+ssize_t OfiTransport::post(const Staged& s, uint64_t more, bool staged) noexcept {
+  // TSU_OFI_TEST_FAULT: the provider refuses RMA at the call, as one that
+  // lists FI_RMA and cannot do it would: rma_enosys every call (outside a
+  // batch rma() returns it), rma_enosys_staged only those posted at
+  // batch_end (the staged write or read fails to its callback).
+  if (s.kind != Staged::kSend &&
+      (cfg_.fault == RmaFault::kAtCall || (staged && cfg_.fault == RmaFault::kAtStagedCall)))
+    return -FI_ENOSYS;
   iovec iov{s.buf, s.len};
   switch (s.kind) {
     case Staged::kSend: {
@@ -451,6 +458,7 @@ void OfiTransport::fail_staged(const Staged& s, ssize_t rc) noexcept {
     TSU_LOG_WARN("ofi: staged fi_%smsg with rank %u failed: %s",
                  s.kind == Staged::kWrite ? "write" : "read", s.rank,
                  fi_text(static_cast<int>(rc)).c_str());
+  staged_refused_.fetch_add(1, std::memory_order_relaxed);
   try {
     faulted_.emplace_back(static_cast<RmaContext*>(s.ctx), st);  // its callback in the next poll
   } catch (...) {
@@ -469,7 +477,7 @@ void OfiTransport::post_list(std::deque<Staged>& list) noexcept {
       continue;
     }
     const uint64_t more = list.size() > 1 ? FI_MORE : 0;
-    const ssize_t rc = post(s, more);
+    const ssize_t rc = post(s, more, true);
     if (rc == -FI_EAGAIN) {
       // No room: this one and those behind it wait for the next poll, in
       // order (nothing new is accepted before them).
@@ -775,8 +783,6 @@ tsu_status_t OfiTransport::rma(bool write, uint32_t rank, void* buf, std::size_t
       return TSU_ERR_NO_MEMORY;
     }
   }
-  // A provider that listed FI_RMA and cannot do it: OfiRma falls back.
-  if (cfg_.fault == RmaFault::kAtCall) return TSU_ERR_UNSUPPORTED;
   if (!retry_.empty()) {
     fi_cq_read(cq_, nullptr, 0);  // a progress nudge for manual providers
     return TSU_EAGAIN;            // staged operations wait for room first
@@ -790,7 +796,8 @@ tsu_status_t OfiTransport::rma(bool write, uint32_t rank, void* buf, std::size_t
     if (staged_.size() >= kMaxStaged) flush_staged();
     return TSU_OK;
   }
-  const ssize_t rc = post(s, 0);
+  const ssize_t rc = post(s, 0, false);
+  // A provider that listed FI_RMA and cannot do it: OfiRma falls back.
   if (rc == -FI_ENOSYS || rc == -FI_EOPNOTSUPP) return TSU_ERR_UNSUPPORTED;
   if (rc == 0) {
     rma_ops_.fetch_add(1, std::memory_order_relaxed);
@@ -811,7 +818,7 @@ void OfiTransport::print_stats(std::FILE* f) const noexcept {
                "tsunagi[%u] ofi stats: provider=%s sent=%llu injected=%llu received=%llu "
                "dropped=%llu eagain=%llu errors=%llu held_early=%llu rma_ops=%llu "
                "rma_fallbacks=%llu rma_injected=%llu posted_with_more=%llu batch_flushes=%llu "
-               "av_inserts=%llu\n",
+               "av_inserts=%llu staged_rma_refused=%llu\n",
                rank_, provider_name(), static_cast<unsigned long long>(sent_.load()),
                static_cast<unsigned long long>(injected_.load()),
                static_cast<unsigned long long>(received_.load()),
@@ -824,7 +831,8 @@ void OfiTransport::print_stats(std::FILE* f) const noexcept {
                static_cast<unsigned long long>(rma_injected_.load()),
                static_cast<unsigned long long>(posted_more_.load()),
                static_cast<unsigned long long>(flushes_.load()),
-               static_cast<unsigned long long>(av_inserts_.load()));
+               static_cast<unsigned long long>(av_inserts_.load()),
+               static_cast<unsigned long long>(staged_refused_.load()));
 }
 
 }  // namespace tsu::transport::ofi

@@ -173,7 +173,7 @@ class OfiTransport final : public Transport {
 
   tsu_status_t post_recv(Buffer& b) noexcept;
   // Hands one staged operation to the provider (mu_ held); `more`: FI_MORE.
-  ssize_t post(const Staged& s, uint64_t more) noexcept;
+  ssize_t post(const Staged& s, uint64_t more, bool staged) noexcept;
   // Posts staged_ (then retry_ first, in order): FI_MORE on all but the last.
   // An operation the provider has no room for waits in retry_ with those
   // behind it (posted again by poll); one that fails is failed (mu_ held).
@@ -254,7 +254,7 @@ class OfiTransport final : public Transport {
 
   std::atomic<uint64_t> sent_{0}, injected_{0}, received_{0}, dropped_{0}, eagain_{0},
       errors_{0}, held_count_{0}, rma_ops_{0}, rma_fallbacks_{0}, rma_injected_{0},
-      posted_more_{0}, flushes_{0}, av_inserts_{0};
+      posted_more_{0}, flushes_{0}, av_inserts_{0}, staged_refused_{0};
 };
 
 }  // namespace tsu::transport::ofi
