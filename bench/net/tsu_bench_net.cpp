@@ -1,7 +1,7 @@
 // tsu-bench-net: tsunagi over the udp transport beside the limit on the same
 // link (a raw UDP socket pingpong and throughput test).
 //
-//   tsurun -n 2 --hosts A,B ... tsu-bench-net tsu [--quick] [--only latency|bandwidth|bigbw|rate]
+//   tsurun -n 2 --hosts A,B ... tsu-bench-net tsu [--quick] [--only latency|bandwidth|bigbw|rate] [--get-rate]
 //                                                  [--wait yield|quiet]
 //                                                             rank 0 measures, rank 1 serves
 //   tsu-bench-net raw-server PORT                             (on B)
@@ -110,7 +110,8 @@ void bandwidth(uint32_t peer, std::size_t size, std::size_t seg) {
   std::fflush(stdout);
 }
 
-void rate(uint32_t peer, int threads) {
+// 8-byte puts (or gets) by `threads` threads, 64 in flight each, for 1 s.
+void rate(uint32_t peer, int threads, bool get) {
   std::atomic<uint64_t> total{0};
   std::atomic<bool> stop{false};
   std::vector<std::thread> th;
@@ -120,8 +121,10 @@ void rate(uint32_t peer, int threads) {
       uint64_t issued = 0;
       while (!stop.load(std::memory_order_relaxed)) {
         while (issued - static_cast<uint64_t>(f.done.load(std::memory_order_acquire)) >= 64) idle();
-        if (tsu_try_put(tsu_gaddr(peer, TSU_SEG_MAIN, 4096 + 8 * static_cast<uint64_t>(t)), tsu_laddr(TSU_SEG_MAIN, 0), 8,
-                        tsu_cb(flag_cb, &f)) == TSU_OK)
+        const tsu_gaddr_t remote = tsu_gaddr(peer, TSU_SEG_MAIN, 4096 + 8 * static_cast<uint64_t>(t));
+        const tsu_laddr_t local = tsu_laddr(TSU_SEG_MAIN, 8 * static_cast<uint64_t>(t));
+        if ((get ? tsu_try_get(local, remote, 8, tsu_cb(flag_cb, &f))
+                 : tsu_try_put(remote, local, 8, tsu_cb(flag_cb, &f))) == TSU_OK)
           ++issued;
         else
           idle();
@@ -135,12 +138,12 @@ void rate(uint32_t peer, int threads) {
   stop = true;
   for (auto& x : th) x.join();
   const double us = now_us() - t0;
-  std::printf("{\"bench\":\"tsu_msg_rate\",\"threads\":%d,\"Mmsgs\":%.3f}\n", threads,
+  std::printf("{\"bench\":\"tsu_msg_rate\",\"op\":\"%s\",\"threads\":%d,\"Mmsgs\":%.3f}\n", get ? "get" : "put", threads,
               static_cast<double>(total.load()) / us);
   std::fflush(stdout);
 }
 
-int run_tsu(bool quick, const std::string& only) {
+int run_tsu(bool quick, const std::string& only, bool get_rate) {
   const char* pm = std::getenv("TSU_PROGRESS");
   g_manual = pm && !std::strcmp(pm, "manual");
   if (tsu_init(nullptr) != TSU_OK) {
@@ -162,7 +165,9 @@ int run_tsu(bool quick, const std::string& only) {
       for (std::size_t s = 8; s <= (64u << 20) && s <= seg / 2; s *= (quick ? 64 : 8)) bandwidth(1, s, seg);
     if (all || only == "bigbw") bandwidth(1, std::min<std::size_t>(16u << 20, seg / 2), seg);
     if (all || only == "rate")
-      for (int t : {1, 2, 4}) rate(1, t);
+      for (int t : {1, 2, 4}) rate(1, t, false);
+    if (get_rate && (all || only == "rate"))
+      for (int t : {1, 2, 4}) rate(1, t, true);
   }
   tsu_barrier();
   return tsu_finalize() == TSU_OK ? 0 : 1;
@@ -323,23 +328,24 @@ int run_mac(std::size_t mtu) {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "tsu") {
-    bool quick = false;
+    bool quick = false, get_rate = false;
     std::string only;
     for (int i = 2; i < argc; ++i) {
       const std::string a = argv[i];
       if (a == "--quick") quick = true;
       else if (a == "--only" && i + 1 < argc) only = argv[++i];
       else if (a == "--wait" && i + 1 < argc) g_wait_quiet = std::string(argv[++i]) == "quiet";
+      else if (a == "--get-rate") get_rate = true;
       else {
         std::fprintf(stderr, "tsu-bench-net tsu: unknown argument '%s'\n", a.c_str());
         return 2;
       }
     }
-    return run_tsu(quick, only);
+    return run_tsu(quick, only, get_rate);
   }
   if (mode == "mac") return run_mac(argc > 2 ? static_cast<std::size_t>(std::atoi(argv[2])) : 1472);
   if (mode == "raw-server" && argc > 2) return raw_server(std::atoi(argv[2]));
   if (mode == "raw-client" && argc > 3) return raw_client(argv[2], std::atoi(argv[3]));
-  std::fprintf(stderr, "usage: tsu-bench-net tsu [--quick] [--only latency|bandwidth|bigbw|rate] [--wait yield|quiet] | raw-server PORT | raw-client IP PORT | mac [DATAGRAM_BYTES]\n");
+  std::fprintf(stderr, "usage: tsu-bench-net tsu [--quick] [--only latency|bandwidth|bigbw|rate] [--wait yield|quiet] [--get-rate] | raw-server PORT | raw-client IP PORT | mac [DATAGRAM_BYTES]\n");
   return 2;
 }

@@ -11,7 +11,8 @@ namespace tsu::transport::ofi {
 // Testing: make native RMA fail as a provider that claims FI_RMA but cannot
 // do it would (ENOSYS), at the call or in the completion, to exercise the
 // fallback to the message emulation (TSU_OFI_TEST_FAULT).
-enum class RmaFault : uint8_t { kNone, kAtCall, kInCompletion };
+// kAtStagedCall: only the calls made at batch_end for staged operations.
+enum class RmaFault : uint8_t { kNone, kAtCall, kInCompletion, kAtStagedCall };
 
 struct OfiConfig {
   std::string provider = "tcp;ofi_rxm";  // fi_info's provider name

@@ -84,16 +84,20 @@ tsu_status_t connect(const NetworkSetup& setup, std::unique_ptr<Transport>& out,
     error = "bootstrap put of the ofi endpoint name failed";
     return TSU_ERR_BOOTSTRAP;
   }
-  for (uint32_t r = 0; r < setup.size; ++r) {
-    if (!setup.reach[r]) continue;
-    std::vector<std::byte> name;
-    if (setup.boot->get(key_prefix + std::to_string(r), name) != TSU_OK || name.empty()) {
-      error = "bootstrap get of rank " + std::to_string(r) + "'s ofi endpoint name failed";
-      return TSU_ERR_BOOTSTRAP;
+  // No address exchange at init: a peer's name is fetched from the
+  // bootstrap and inserted into the address vector on first contact (the
+  // first send or RMA to it), so a rank's start-up costs one put whatever
+  // the job size (docs/scaling.md).  Ranks that only send to this one need
+  // no entry here: the provider accepts them (messages carry their rank).
+  t->set_name_resolver([boot = setup.boot, reach = setup.reach, key_prefix](
+                           uint32_t r, std::vector<std::byte>& name) {
+    if (r >= reach.size() || !reach[r]) return false;  // node peers go through shm
+    if (boot->get(key_prefix + std::to_string(r), name) != TSU_OK || name.empty()) {
+      TSU_LOG_ERROR("ofi: bootstrap lookup of rank %u's endpoint name failed", r);
+      return false;
     }
-    st = t->add_peer(r, name, error);
-    if (st != TSU_OK) return st;
-  }
+    return true;
+  });
   out = std::move(t);
   return TSU_OK;
 }
@@ -175,20 +179,24 @@ const core::SettingsTable<OfiConfig>& ofi_settings() {
                                       &O::native_rma));
     r.push_back({"TSU_OFI_TEST_FAULT", "none",
                  "ofi, testing: make native RMA fail with ENOSYS as a provider that claims "
-                 "FI_RMA and cannot do it would (rma_enosys: at the call; rma_cq_enosys: in "
-                 "the completion); the transport falls back to messages",
-                 "none, rma_enosys or rma_cq_enosys",
+                 "FI_RMA and cannot do it would (rma_enosys: at the call; rma_enosys_staged: "
+                 "at the call, only for writes and reads posted at the end of an engine "
+                 "batch; rma_cq_enosys: in the completion); the transport falls back to "
+                 "messages",
+                 "none, rma_enosys, rma_enosys_staged or rma_cq_enosys",
                  [](const char* v, O& c) {
                    const std::string s(v);
                    if (s == "none") c.fault = RmaFault::kNone;
                    else if (s == "rma_enosys") c.fault = RmaFault::kAtCall;
                    else if (s == "rma_cq_enosys") c.fault = RmaFault::kInCompletion;
+                   else if (s == "rma_enosys_staged") c.fault = RmaFault::kAtStagedCall;
                    else return false;
                    return true;
                  },
                  [](const O& c) {
                    return std::string(c.fault == RmaFault::kAtCall         ? "rma_enosys"
                                       : c.fault == RmaFault::kInCompletion ? "rma_cq_enosys"
+                                      : c.fault == RmaFault::kAtStagedCall ? "rma_enosys_staged"
                                                                            : "none");
                  }});
     return t;

@@ -253,7 +253,29 @@ tsu_status_t OfiTransport::add_peer(uint32_t rank, const std::vector<std::byte>&
     return TSU_ERR_UNREACHABLE;
   }
   peers_[rank].store(addr, std::memory_order_release);
+  av_inserts_.fetch_add(1, std::memory_order_relaxed);
   return TSU_OK;
+}
+
+fi_addr_t OfiTransport::peer_address(uint32_t rank) noexcept {
+  const fi_addr_t a = peers_[rank].load(std::memory_order_acquire);
+  if (a != FI_ADDR_UNSPEC || !resolve_) return a;
+  // First contact: the peer's name from the bootstrap, outside the lock so
+  // the engine keeps polling meanwhile.  Two threads may both look it up the
+  // first time; add_peer inserts it once.
+  try {
+    std::vector<std::byte> name;
+    std::string error;
+    if (!resolve_(rank, name) || name.empty()) return FI_ADDR_UNSPEC;
+    if (add_peer(rank, name, error) != TSU_OK) {
+      TSU_LOG_ERROR("ofi: %s", error.c_str());
+      return FI_ADDR_UNSPEC;
+    }
+  } catch (...) {
+    TSU_LOG_ERROR("ofi: out of memory looking up rank %u's address", rank);
+    return FI_ADDR_UNSPEC;
+  }
+  return peers_[rank].load(std::memory_order_acquire);
 }
 
 // Called with mu_ held.  A buffer the provider cannot take now (it needs
@@ -292,8 +314,14 @@ tsu_status_t OfiTransport::send_message(uint32_t dst, const core::MessageHeader&
   if (lost_[dst].load(std::memory_order_acquire)) return TSU_ERR_PEER_LOST;
   const std::size_t total = kPrefix + header.payload_len;
   std::lock_guard lock(mu_);
+  if (!retry_.empty()) {
+    // Operations staged earlier wait for room: nothing overtakes them.
+    eagain_.fetch_add(1, std::memory_order_relaxed);
+    fi_cq_read(cq_, nullptr, 0);  // a progress nudge for manual providers
+    return TSU_EAGAIN;
+  }
   const WirePrefix prefix{rank_, job_tag_, send_seq_[dst], 0};
-  if (total <= inject_size_) {
+  if (!batching_ && total <= inject_size_) {
     // Small: the provider copies it at once; no completion, no buffer held.
     alignas(8) std::byte small[512];
     if (total <= sizeof small) {
@@ -326,6 +354,28 @@ tsu_status_t OfiTransport::send_message(uint32_t dst, const core::MessageHeader&
   std::memcpy(b->data + sizeof prefix, &header, sizeof header);
   if (header.payload_len) std::memcpy(b->data + kPrefix, payload, header.payload_len);
   b->dst = dst;
+  if (batching_) {
+    // Staged: leaves at batch_end with the batch's other operations (FI_MORE
+    // but the last).  Small ones as FI_INJECT (the buffer is still held
+    // until the completion, which returns it).
+    Staged st;
+    st.kind = Staged::kSend;
+    st.rank = dst;
+    st.to = to;
+    st.buf = b->data;
+    st.len = total;
+    st.flags = FI_COMPLETION | (total <= inject_size_ ? FI_INJECT : 0);
+    st.ctx = b;
+    try {
+      staged_.push_back(st);
+    } catch (...) {
+      return TSU_ERR_NO_MEMORY;
+    }
+    free_tx_.pop_back();
+    ++send_seq_[dst];
+    if (staged_.size() >= kMaxStaged) flush_staged();
+    return TSU_OK;
+  }
   const ssize_t rc = fi_send(ep_, b->data, total, desc_, to, &b->ctx);
   if (rc == 0) {
     ++send_seq_[dst];
@@ -341,6 +391,135 @@ tsu_status_t OfiTransport::send_message(uint32_t dst, const core::MessageHeader&
   errors_.fetch_add(1, std::memory_order_relaxed);
   TSU_LOG_WARN("ofi: fi_send to rank %u failed: %s", dst, fi_text(static_cast<int>(rc)).c_str());
   return status_of(rc);
+}
+
+void OfiTransport::batch_begin() noexcept {
+  std::lock_guard lock(mu_);
+  batching_ = true;
+}
+
+void OfiTransport::batch_end() noexcept {
+  std::lock_guard lock(mu_);
+  batching_ = false;
+  flush_staged();
+}
+
+ssize_t OfiTransport::post(const Staged& s, uint64_t more, bool staged) noexcept {
+  // TSU_OFI_TEST_FAULT: the provider refuses RMA at the call, as one that
+  // lists FI_RMA and cannot do it would: rma_enosys every call (outside a
+  // batch rma() returns it), rma_enosys_staged only those posted at
+  // batch_end (the staged write or read fails to its callback).
+  if (s.kind != Staged::kSend &&
+      (cfg_.fault == RmaFault::kAtCall || (staged && cfg_.fault == RmaFault::kAtStagedCall)))
+    return -FI_ENOSYS;
+  iovec iov{s.buf, s.len};
+  switch (s.kind) {
+    case Staged::kSend: {
+      void* desc = desc_;
+      fi_msg m{};
+      m.msg_iov = &iov;
+      m.desc = &desc;
+      m.iov_count = 1;
+      m.addr = s.to;
+      m.context = &s.ctx->ctx;
+      return fi_sendmsg(ep_, &m, s.flags | more);
+    }
+    case Staged::kWrite:
+    case Staged::kRead: {
+      fi_rma_iov riov{s.raddr, s.len, s.key};
+      fi_msg_rma m{};
+      m.msg_iov = &iov;
+      m.iov_count = 1;
+      m.addr = s.to;
+      m.rma_iov = &riov;
+      m.rma_iov_count = 1;
+      m.context = &s.ctx->ctx;
+      return s.kind == Staged::kWrite ? fi_writemsg(ep_, &m, s.flags | more)
+                                      : fi_readmsg(ep_, &m, s.flags | more);
+    }
+  }
+  return -FI_EINVAL;
+}
+
+void OfiTransport::fail_staged(const Staged& s, ssize_t rc) noexcept {
+  errors_.fetch_add(1, std::memory_order_relaxed);
+  if (s.kind == Staged::kSend) {
+    // The caller was told TSU_OK: the message is lost, and with it the
+    // pair's order, so the peer is.
+    TSU_LOG_WARN("ofi: staged send to rank %u failed: %s", s.rank,
+                 fi_text(static_cast<int>(rc)).c_str());
+    free_tx_.push_back(static_cast<Buffer*>(s.ctx));
+    declare_lost(s.rank);
+    return;
+  }
+  const tsu_status_t st = rc == -FI_ENOSYS || rc == -FI_EOPNOTSUPP ? TSU_ERR_UNSUPPORTED
+                                                                   : status_of(rc);
+  if (st != TSU_ERR_UNSUPPORTED)
+    TSU_LOG_WARN("ofi: staged fi_%smsg with rank %u failed: %s",
+                 s.kind == Staged::kWrite ? "write" : "read", s.rank,
+                 fi_text(static_cast<int>(rc)).c_str());
+  staged_refused_.fetch_add(1, std::memory_order_relaxed);
+  try {
+    faulted_.emplace_back(static_cast<RmaContext*>(s.ctx), st);  // its callback in the next poll
+  } catch (...) {
+    TSU_LOG_ERROR("ofi: out of memory failing an RMA to rank %u", s.rank);
+  }
+}
+
+void OfiTransport::post_list(std::deque<Staged>& list) noexcept {
+  if (list.empty()) return;
+  flushes_.fetch_add(1, std::memory_order_relaxed);
+  while (!list.empty()) {
+    const Staged& s = list.front();
+    if (lost_[s.rank].load(std::memory_order_acquire)) {
+      fail_staged(s, -FI_ENOTCONN);
+      list.pop_front();
+      continue;
+    }
+    const uint64_t more = list.size() > 1 ? FI_MORE : 0;
+    const ssize_t rc = post(s, more, true);
+    if (rc == -FI_EAGAIN) {
+      // No room: this one and those behind it wait for the next poll, in
+      // order (nothing new is accepted before them).
+      eagain_.fetch_add(1, std::memory_order_relaxed);
+      if (&list != &retry_) {
+        try {
+          retry_.insert(retry_.end(), list.begin(), list.end());
+        } catch (...) {
+          for (const Staged& x : list) fail_staged(x, -FI_ENOMEM);
+        }
+        list.clear();
+      }
+      fi_cq_read(cq_, nullptr, 0);
+      return;
+    }
+    if (rc != 0) {
+      fail_staged(s, rc);
+    } else {
+      if (more) posted_more_.fetch_add(1, std::memory_order_relaxed);
+      if (s.kind == Staged::kSend) {
+        sent_.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        rma_ops_.fetch_add(1, std::memory_order_relaxed);
+        if (s.flags & FI_INJECT) rma_injected_.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    list.pop_front();
+  }
+}
+
+void OfiTransport::flush_staged() noexcept {
+  post_list(retry_);
+  if (retry_.empty()) {
+    post_list(staged_);
+    return;
+  }
+  try {
+    retry_.insert(retry_.end(), staged_.begin(), staged_.end());
+  } catch (...) {
+    for (const Staged& x : staged_) fail_staged(x, -FI_ENOMEM);
+  }
+  staged_.clear();
 }
 
 void OfiTransport::declare_lost(uint32_t rank) noexcept {
@@ -401,6 +580,7 @@ std::size_t OfiTransport::poll(const core::MessageHandlerTable& handlers) noexce
     std::vector<uint32_t> lost;
     {
       std::lock_guard lock(mu_);
+      if (!retry_.empty()) post_list(retry_);
       for (std::size_t k = unposted_.size(); k > 0; --k) {
         Buffer* u = unposted_.front();
         unposted_.erase(unposted_.begin());
@@ -410,9 +590,9 @@ std::size_t OfiTransport::poll(const core::MessageHandlerTable& handlers) noexce
       if (n == -FI_EAVAIL) failed_rma = handle_error_entry(failed_status);
       lost.swap(newly_lost_);
       if (n != -FI_EAVAIL && n <= 0 && !faulted_.empty()) {
-        failed_rma = faulted_.back();
+        failed_rma = faulted_.back().first;
+        failed_status = faulted_.back().second;
         faulted_.pop_back();
-        failed_status = TSU_ERR_UNSUPPORTED;
         n = -FI_EAVAIL;  // look again
       }
     }
@@ -504,7 +684,8 @@ void OfiTransport::deliver(const core::MessageHandlerTable& handlers, const Wire
 
 bool OfiTransport::prepare_sleep() noexcept {
   std::lock_guard lock(mu_);
-  if (!faulted_.empty()) return false;  // test faults to deliver first
+  // Test faults and refused operations to deliver, staged ones to post.
+  if (!faulted_.empty() || !retry_.empty() || !staged_.empty()) return false;
   if (wait_fd_ < 0) return true;        // polled every max_sleep_ns
   fid* fids[1] = {&cq_->fid};
   // FI_SUCCESS: nothing pending, the descriptor will signal new work.
@@ -579,36 +760,48 @@ tsu_status_t OfiTransport::rma(bool write, uint32_t rank, void* buf, std::size_t
   const fi_addr_t to = peer_address(rank);
   if (to == FI_ADDR_UNSPEC) return TSU_ERR_UNREACHABLE;
   ctx->kind = OpContext::kRma;
-  iovec iov{buf, len};
-  fi_rma_iov riov{raddr, len, key};
-  fi_msg_rma msg{};
-  msg.msg_iov = &iov;
-  msg.iov_count = 1;
-  msg.addr = to;
-  msg.rma_iov = &riov;
-  msg.rma_iov_count = 1;
-  msg.context = &ctx->ctx;
+  Staged s;
+  s.kind = write ? Staged::kWrite : Staged::kRead;
+  s.rank = rank;
+  s.to = to;
+  s.buf = buf;
+  s.len = len;
+  s.raddr = raddr;
+  s.key = key;
+  s.ctx = ctx;
+  // A write completes once delivered at the target (the put's contract:
+  // FI_DELIVERY_COMPLETE); small ones are copied by the provider at the call
+  // (FI_INJECT, still with a completion).  A read completes once its data is
+  // here.
+  s.flags = write ? rma_flags_ | (len <= inject_size_ ? FI_INJECT : 0) : FI_COMPLETION;
   std::lock_guard lock(mu_);
   if (cfg_.fault == RmaFault::kInCompletion) {
     try {
-      faulted_.push_back(ctx);
+      faulted_.emplace_back(ctx, TSU_ERR_UNSUPPORTED);
       return TSU_OK;  // fails with ENOSYS in the next poll
     } catch (...) {
       return TSU_ERR_NO_MEMORY;
     }
   }
-  // A write completes once delivered at the target (the put's contract); a
-  // read once its data is here.
-  const ssize_t rc =
-      cfg_.fault == RmaFault::kAtCall
-          ? -FI_ENOSYS
-          : (write ? fi_writemsg(ep_, &msg, rma_flags_) : fi_readmsg(ep_, &msg, FI_COMPLETION));
-  if (rc == -FI_ENOSYS || rc == -FI_EOPNOTSUPP) {
-    // A provider that listed FI_RMA and cannot do it: OfiRma falls back.
-    return TSU_ERR_UNSUPPORTED;
+  if (!retry_.empty()) {
+    fi_cq_read(cq_, nullptr, 0);  // a progress nudge for manual providers
+    return TSU_EAGAIN;            // staged operations wait for room first
   }
+  if (batching_) {
+    try {
+      staged_.push_back(s);
+    } catch (...) {
+      return TSU_ERR_NO_MEMORY;
+    }
+    if (staged_.size() >= kMaxStaged) flush_staged();
+    return TSU_OK;
+  }
+  const ssize_t rc = post(s, 0, false);
+  // A provider that listed FI_RMA and cannot do it: OfiRma falls back.
+  if (rc == -FI_ENOSYS || rc == -FI_EOPNOTSUPP) return TSU_ERR_UNSUPPORTED;
   if (rc == 0) {
     rma_ops_.fetch_add(1, std::memory_order_relaxed);
+    if (s.flags & FI_INJECT) rma_injected_.fetch_add(1, std::memory_order_relaxed);
     return TSU_OK;
   }
   if (rc == -FI_EAGAIN) {
@@ -624,7 +817,8 @@ void OfiTransport::print_stats(std::FILE* f) const noexcept {
   std::fprintf(f,
                "tsunagi[%u] ofi stats: provider=%s sent=%llu injected=%llu received=%llu "
                "dropped=%llu eagain=%llu errors=%llu held_early=%llu rma_ops=%llu "
-               "rma_fallbacks=%llu\n",
+               "rma_fallbacks=%llu rma_injected=%llu posted_with_more=%llu batch_flushes=%llu "
+               "av_inserts=%llu staged_rma_refused=%llu\n",
                rank_, provider_name(), static_cast<unsigned long long>(sent_.load()),
                static_cast<unsigned long long>(injected_.load()),
                static_cast<unsigned long long>(received_.load()),
@@ -633,7 +827,12 @@ void OfiTransport::print_stats(std::FILE* f) const noexcept {
                static_cast<unsigned long long>(errors_.load()),
                static_cast<unsigned long long>(held_count_.load()),
                static_cast<unsigned long long>(rma_ops_.load()),
-               static_cast<unsigned long long>(rma_fallbacks_.load()));
+               static_cast<unsigned long long>(rma_fallbacks_.load()),
+               static_cast<unsigned long long>(rma_injected_.load()),
+               static_cast<unsigned long long>(posted_more_.load()),
+               static_cast<unsigned long long>(flushes_.load()),
+               static_cast<unsigned long long>(av_inserts_.load()),
+               static_cast<unsigned long long>(staged_refused_.load()));
 }
 
 }  // namespace tsu::transport::ofi

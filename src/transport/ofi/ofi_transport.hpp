@@ -18,6 +18,13 @@
 // through the message emulation (transport/message_rma); the target's CPU
 // executes atomics (seed 002: one executor per word, MemoryRegion::atomics).
 //
+// Batches: between batch_begin and batch_end (one executor batch) sends,
+// writes and reads are staged and posted at batch_end in order, FI_MORE on
+// all but the last; small writes add FI_INJECT (still delivery complete).
+//
+// Addresses: none at init; a peer's endpoint name is fetched from the
+// bootstrap and inserted (fi_av_insert) on first contact (peer_address).
+//
 // Progress is the engine's: poll() reads the completion queue (providers
 // with manual progress advance only then); the engine sleeps on the queue's
 // wait descriptor after fi_trywait, or polls every 200 us where the provider
@@ -33,6 +40,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -88,6 +97,11 @@ class OfiTransport final : public Transport {
   const std::vector<std::byte>& local_name() const noexcept { return name_; }
   // A peer's address (from its published name).
   tsu_status_t add_peer(uint32_t rank, const std::vector<std::byte>& name, std::string& error);
+  // Where a peer's name comes from on first contact (the bootstrap): no
+  // address is inserted at init; the first send or RMA to a rank fetches
+  // its name and inserts it (fi_av_insert).  False: the rank has none.
+  using NameResolver = std::function<bool(uint32_t rank, std::vector<std::byte>& name)>;
+  void set_name_resolver(NameResolver resolve) { resolve_ = std::move(resolve); }
   const char* provider_name() const noexcept;
 
   // Native RMA (ofi_rma.hpp).  Whether it is on: the provider offers FI_RMA
@@ -117,6 +131,10 @@ class OfiTransport final : public Transport {
                             const void* payload) noexcept override;
   std::size_t poll(const core::MessageHandlerTable& handlers) noexcept override;
   bool prepare_sleep() noexcept override;
+  // Between these (one executor batch) sends, writes and reads are staged
+  // and posted at batch_end, each with FI_MORE but the last.
+  void batch_begin() noexcept override;
+  void batch_end() noexcept override;
   int wait_fd() const noexcept override { return wait_fd_; }
   uint64_t max_sleep_ns() const noexcept override {
     return wait_fd_ >= 0 ? UINT64_MAX : 200'000;
@@ -138,12 +156,36 @@ class OfiTransport final : public Transport {
     std::byte* data = nullptr;
   };
   static constexpr std::size_t kPrefix = sizeof(WirePrefix) + sizeof(core::MessageHeader);
+  // An operation accepted during a batch and not yet handed to the provider.
+  struct Staged {
+    enum Kind : uint8_t { kSend, kWrite, kRead } kind = kSend;
+    uint32_t rank = 0;
+    fi_addr_t to = FI_ADDR_UNSPEC;
+    void* buf = nullptr;
+    std::size_t len = 0;
+    uint64_t raddr = 0, key = 0;
+    uint64_t flags = 0;
+    OpContext* ctx = nullptr;  // the send's Buffer or the RMA's context
+  };
+  // Staged operations beyond this many are posted at once (FI_MORE but the
+  // last), without waiting for batch_end.
+  static constexpr std::size_t kMaxStaged = 64;
 
   tsu_status_t post_recv(Buffer& b) noexcept;
-  // The peer's libfabric address (FI_ADDR_UNSPEC: none).
-  fi_addr_t peer_address(uint32_t rank) const noexcept {
-    return peers_[rank].load(std::memory_order_acquire);
-  }
+  // Hands one staged operation to the provider (mu_ held); `more`: FI_MORE.
+  ssize_t post(const Staged& s, uint64_t more, bool staged) noexcept;
+  // Posts staged_ (then retry_ first, in order): FI_MORE on all but the last.
+  // An operation the provider has no room for waits in retry_ with those
+  // behind it (posted again by poll); one that fails is failed (mu_ held).
+  void flush_staged() noexcept;
+  void post_list(std::deque<Staged>& list) noexcept;
+  // A staged operation the provider refused: an RMA's callback runs in the
+  // next poll with the status; a send's peer is lost (mu_ held).
+  void fail_staged(const Staged& s, ssize_t rc) noexcept;
+  // The peer's libfabric address (FI_ADDR_UNSPEC: none), inserted on first
+  // contact through the resolver.  Caller does not hold mu_ (the lookup may
+  // wait for the bootstrap service).
+  fi_addr_t peer_address(uint32_t rank) noexcept;
   tsu_status_t rma(bool write, uint32_t rank, void* buf, std::size_t len, uint64_t raddr,
                    uint64_t key, RmaContext* ctx) noexcept;
   // Runs one well-formed message and any held ones it unblocks.
@@ -190,6 +232,7 @@ class OfiTransport final : public Transport {
   // Peers' addresses, FI_ADDR_UNSPEC until added: written once under mu_
   // (after fi_av_insert), read without it (release/acquire).
   std::unique_ptr<std::atomic<fi_addr_t>[]> peers_;
+  NameResolver resolve_;
   std::vector<uint32_t> send_seq_;  // next sequence number to each peer (under mu_)
   std::vector<uint32_t> recv_seq_;  // next expected from each peer (poller only)
   // Messages that completed before their predecessors, by (src << 32 | seq):
@@ -200,11 +243,18 @@ class OfiTransport final : public Transport {
   PeerLostFn lost_fn_ = nullptr;
   void* lost_ctx_ = nullptr;
   std::vector<uint32_t> newly_lost_;
-  // TSU_OFI_TEST_FAULT=rma_cq_enosys: RMA "issued" to fail in the next poll.
-  std::vector<RmaContext*> faulted_;  // under mu_
+  // RMA to fail in the next poll with the status: TSU_OFI_TEST_FAULT=
+  // rma_cq_enosys, and staged operations the provider refused at batch_end.
+  std::vector<std::pair<RmaContext*, tsu_status_t>> faulted_;  // under mu_
+  // Batching (under mu_): inside an executor batch; what it staged; what the
+  // provider had no room for (posted again by poll, before anything new).
+  bool batching_ = false;
+  std::deque<Staged> staged_;
+  std::deque<Staged> retry_;
 
   std::atomic<uint64_t> sent_{0}, injected_{0}, received_{0}, dropped_{0}, eagain_{0},
-      errors_{0}, held_count_{0}, rma_ops_{0}, rma_fallbacks_{0};
+      errors_{0}, held_count_{0}, rma_ops_{0}, rma_fallbacks_{0}, rma_injected_{0},
+      posted_more_{0}, flushes_{0}, av_inserts_{0}, staged_refused_{0};
 };
 
 }  // namespace tsu::transport::ofi
