@@ -1,7 +1,8 @@
 // Hierarchical collectives when a whole node is lost.  Run under
 // `tsurun -n 5 --ranks-per-node 2 --tolerate-rank-loss` with a short
-// TSU_UDP_PEER_TIMEOUT: nodes {0,1} {2,3} {4}, so the world team runs its
-// collectives by hierarchy (node phase, leaders 0/2/4, node phase).  Rank 4
+// TSU_UDP_PEER_TIMEOUT (over ofi: TSU_OFI_PEER_TIMEOUT): nodes {0,1} {2,3}
+// {4}, so the world team runs its collectives by hierarchy (node phase,
+// leaders 0/2/4, node phase).  Rank 4
 // (a node of its own, hence a leader) checks one allreduce with the others
 // and dies.  The survivors then run every collective on the world team.  The
 // leaders' phase fails on the leaders; the rule checked here is that a rank
@@ -56,7 +57,9 @@ bool run(Start&& start, Request& r, tsu_status_t& out) {
     out = st;
     return true;
   }
+  // The route's peer timeout (udp or ofi; 10 s by default), plus slack.
   const char* to = std::getenv("TSU_UDP_PEER_TIMEOUT");
+  if (!to) to = std::getenv("TSU_OFI_PEER_TIMEOUT");
   const double limit = (to ? std::atof(to) : 10.0) + 20.0;
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit);
   while (r.calls.load() == 0) {

@@ -23,6 +23,10 @@ struct OfiConfig {
   uint32_t tx_buffers = 64;              // send buffers (sends in flight)
   bool native_rma = true;                // put/get by fi_write/fi_read where offered
   RmaFault fault = RmaFault::kNone;      // TSU_OFI_TEST_FAULT
+  // Watched peers (Transport::watch_peer): one silent this long is pinged
+  // (it answers), one silent for peer_timeout is lost.
+  uint64_t keepalive_ns = 500'000'000;         // TSU_OFI_KEEPALIVE
+  uint64_t peer_timeout_ns = 10'000'000'000;   // TSU_OFI_PEER_TIMEOUT
 };
 
 }  // namespace tsu::transport::ofi

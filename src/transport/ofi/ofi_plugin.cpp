@@ -199,6 +199,19 @@ const core::SettingsTable<OfiConfig>& ofi_settings() {
                                       : c.fault == RmaFault::kAtStagedCall ? "rma_enosys_staged"
                                                                            : "none");
                  }});
+    r.push_back(core::duration_setting<O>("TSU_OFI_KEEPALIVE", "500ms",
+                                          "ofi: ping a watched peer (one this rank waits on) "
+                                          "silent for this long",
+                                          &O::keepalive_ns, 1'000'000));
+    r.push_back(core::duration_setting<O>("TSU_OFI_PEER_TIMEOUT", "10s",
+                                          "ofi: a watched peer silent this long is lost "
+                                          "(TSU_ERR_PEER_LOST)",
+                                          &O::peer_timeout_ns, 10'000'000));
+    t.finish = [](O& c) -> std::string {
+      if (c.keepalive_ns >= c.peer_timeout_ns)
+        return "TSU_OFI_KEEPALIVE must be shorter than TSU_OFI_PEER_TIMEOUT";
+      return std::string();
+    };
     return t;
   }();
   return table;

@@ -14,6 +14,7 @@
 #include "core/log.hpp"
 #include "transport/ofi/fabric_library.hpp"
 #include "transport/ofi/ofi_rma.hpp"
+#include "util/clock.hpp"
 
 namespace tsu::transport::ofi {
 
@@ -66,9 +67,13 @@ OfiTransport::OfiTransport(uint32_t rank, uint32_t size, uint32_t job_tag, const
       peers_(new std::atomic<fi_addr_t>[size]),
       send_seq_(size, 0),
       recv_seq_(size, 0),
-      lost_(new std::atomic<bool>[size]) {
+      lost_(new std::atomic<bool>[size]),
+      watched_(new std::atomic<bool>[size]),
+      heard_ns_(size, 0),
+      pinged_ns_(size, 0) {
   for (uint32_t r = 0; r < size; ++r) {
     lost_[r].store(false, std::memory_order_relaxed);
+    watched_[r].store(false, std::memory_order_relaxed);
     peers_[r].store(FI_ADDR_UNSPEC, std::memory_order_relaxed);
   }
 }
@@ -522,10 +527,93 @@ void OfiTransport::flush_staged() noexcept {
   staged_.clear();
 }
 
-void OfiTransport::declare_lost(uint32_t rank) noexcept {
+void OfiTransport::declare_lost(uint32_t rank, const char* why) noexcept {
   if (rank >= size_ || lost_[rank].exchange(true, std::memory_order_acq_rel)) return;
-  TSU_LOG_WARN("ofi: rank %u is lost (a send to it failed)", rank);
-  newly_lost_.push_back(rank);
+  TSU_LOG_WARN("ofi: rank %u is lost (%s)", rank, why);
+  try {
+    newly_lost_.push_back(rank);
+  } catch (...) {
+    TSU_LOG_ERROR("ofi: out of memory reporting rank %u lost", rank);
+  }
+}
+
+void OfiTransport::watch_peer(uint32_t rank) noexcept {
+  if (rank >= size_ || rank == rank_) return;
+  if (watched_[rank].load(std::memory_order_relaxed)) return;
+  if (watched_[rank].exchange(true, std::memory_order_acq_rel)) return;
+  watching_any_.store(true, std::memory_order_relaxed);
+  watch_pending_.store(true, std::memory_order_release);
+}
+
+bool OfiTransport::send_control(uint32_t dst, fi_addr_t to, uint32_t kind) noexcept {
+  const WirePrefix prefix{rank_, job_tag_, 0, kind};
+  ssize_t rc;
+  if (sizeof prefix <= inject_size_) {
+    rc = fi_inject(ep_, &prefix, sizeof prefix, to);
+  } else {
+    if (free_tx_.empty()) return false;
+    Buffer* b = free_tx_.back();
+    std::memcpy(b->data, &prefix, sizeof prefix);
+    b->dst = dst;
+    rc = fi_send(ep_, b->data, sizeof prefix, desc_, to, &b->ctx);
+    if (rc == 0) free_tx_.pop_back();  // a failure completes with an error: lost
+  }
+  if (rc == 0) {
+    (kind == kPing ? pings_ : pongs_).fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  if (rc == -FI_EAGAIN) {
+    fi_cq_read(cq_, nullptr, 0);  // a progress nudge for manual providers
+    return false;
+  }
+  errors_.fetch_add(1, std::memory_order_relaxed);
+  TSU_LOG_DEBUG("ofi: keep-alive to rank %u failed: %s", dst,
+                fi_text(static_cast<int>(rc)).c_str());
+  if (status_of(rc) == TSU_ERR_PEER_LOST) declare_lost(dst, "a keep-alive to it failed");
+  return false;
+}
+
+void OfiTransport::keepalive(uint64_t now) noexcept {
+  if (watch_pending_.exchange(false, std::memory_order_acq_rel)) {
+    // New watches: silence counts from now (or the last message heard).
+    for (uint32_t r = 0; r < size_; ++r) {
+      if (!watched_[r].load(std::memory_order_acquire) ||
+          std::find(watching_.begin(), watching_.end(), r) != watching_.end())
+        continue;
+      if (lost_[r].load(std::memory_order_acquire)) continue;
+      try {
+        watching_.push_back(r);
+      } catch (...) {
+        continue;  // not watched: a wait on it ends when it sends, or with the job
+      }
+      heard_ns_[r] = std::max(heard_ns_[r], now);
+      pinged_ns_[r] = 0;
+    }
+    next_tick_ns_ = 0;
+  }
+  if (watching_.empty() || now < next_tick_ns_) return;
+  next_tick_ns_ = now + cfg_.keepalive_ns / 4;
+  for (std::size_t i = 0; i < watching_.size();) {
+    const uint32_t r = watching_[i];
+    if (lost_[r].load(std::memory_order_acquire)) {
+      watching_[i] = watching_.back();  // lost: no more pings
+      watching_.pop_back();
+      continue;
+    }
+    ++i;
+    const uint64_t silent = now - heard_ns_[r];
+    if (silent >= cfg_.peer_timeout_ns) {
+      silent_lost_.fetch_add(1, std::memory_order_relaxed);
+      std::lock_guard lock(mu_);
+      declare_lost(r, "silent past TSU_OFI_PEER_TIMEOUT");
+      continue;
+    }
+    if (silent < cfg_.keepalive_ns || now - pinged_ns_[r] < cfg_.keepalive_ns) continue;
+    const fi_addr_t to = peer_address(r);  // outside mu_: may ask the bootstrap
+    if (to == FI_ADDR_UNSPEC) continue;    // no address yet: the timeout still runs
+    std::lock_guard lock(mu_);
+    if (send_control(r, to, kPing)) pinged_ns_[r] = now;
+  }
 }
 
 // Called with mu_ held, after fi_cq_read said FI_EAVAIL.
@@ -575,6 +663,11 @@ std::size_t OfiTransport::poll(const core::MessageHandlerTable& handlers) noexce
   std::size_t work = 0;
   RmaContext* failed_rma = nullptr;
   tsu_status_t failed_status = TSU_OK;
+  // The clock only where peers are watched (what was heard before a watch
+  // began does not count: silence is measured from the watch's start).
+  const bool watching = watching_any_.load(std::memory_order_relaxed);
+  const uint64_t now = watching ? util::now_ns() : 0;
+  if (watching) keepalive(now);
   for (;;) {
     ssize_t n;
     std::vector<uint32_t> lost;
@@ -626,6 +719,22 @@ std::size_t OfiTransport::poll(const core::MessageHandlerTable& handlers) noexce
       WirePrefix prefix;
       core::MessageHeader h;
       const std::size_t len = entries[i].len;
+      if (len == sizeof prefix) {
+        // A keep-alive: consumed here, outside the pair's sequence.
+        std::memcpy(&prefix, b->data, sizeof prefix);
+        const uint32_t src = prefix.src_rank;
+        const bool ok = prefix.job_tag == job_tag_ && src < size_ &&
+                        (prefix.reserved == kPing || prefix.reserved == kPong);
+        if (ok) heard_ns_[src] = now;
+        const bool answer = ok && prefix.reserved == kPing &&
+                            !lost_[src].load(std::memory_order_acquire);
+        const fi_addr_t to = answer ? peer_address(src) : FI_ADDR_UNSPEC;  // outside mu_
+        if (!ok) dropped_.fetch_add(1, std::memory_order_relaxed);
+        std::lock_guard lock(mu_);
+        if (to != FI_ADDR_UNSPEC) send_control(src, to, kPong);
+        post_recv(*b);
+        continue;
+      }
       bool ok = len >= kPrefix;
       if (ok) {
         std::memcpy(&prefix, b->data, sizeof prefix);
@@ -633,6 +742,7 @@ std::size_t OfiTransport::poll(const core::MessageHandlerTable& handlers) noexce
         ok = prefix.job_tag == job_tag_ && prefix.src_rank < size_ &&
              kPrefix + std::size_t{h.payload_len} == len;
       }
+      if (ok) heard_ns_[prefix.src_rank] = now;
       if (ok)
         deliver(handlers, prefix, b->data, len);
       else
@@ -686,6 +796,8 @@ bool OfiTransport::prepare_sleep() noexcept {
   std::lock_guard lock(mu_);
   // Test faults and refused operations to deliver, staged ones to post.
   if (!faulted_.empty() || !retry_.empty() || !staged_.empty()) return false;
+  // New watches to pick up (and their first timeout to arm).
+  if (watch_pending_.load(std::memory_order_acquire)) return false;
   if (wait_fd_ < 0) return true;        // polled every max_sleep_ns
   fid* fids[1] = {&cq_->fid};
   // FI_SUCCESS: nothing pending, the descriptor will signal new work.
@@ -818,7 +930,7 @@ void OfiTransport::print_stats(std::FILE* f) const noexcept {
                "tsunagi[%u] ofi stats: provider=%s sent=%llu injected=%llu received=%llu "
                "dropped=%llu eagain=%llu errors=%llu held_early=%llu rma_ops=%llu "
                "rma_fallbacks=%llu rma_injected=%llu posted_with_more=%llu batch_flushes=%llu "
-               "av_inserts=%llu staged_rma_refused=%llu\n",
+               "av_inserts=%llu staged_rma_refused=%llu pings=%llu pongs=%llu silent_lost=%llu\n",
                rank_, provider_name(), static_cast<unsigned long long>(sent_.load()),
                static_cast<unsigned long long>(injected_.load()),
                static_cast<unsigned long long>(received_.load()),
@@ -832,7 +944,10 @@ void OfiTransport::print_stats(std::FILE* f) const noexcept {
                static_cast<unsigned long long>(posted_more_.load()),
                static_cast<unsigned long long>(flushes_.load()),
                static_cast<unsigned long long>(av_inserts_.load()),
-               static_cast<unsigned long long>(staged_refused_.load()));
+               static_cast<unsigned long long>(staged_refused_.load()),
+               static_cast<unsigned long long>(pings_.load()),
+               static_cast<unsigned long long>(pongs_.load()),
+               static_cast<unsigned long long>(silent_lost_.load()));
 }
 
 }  // namespace tsu::transport::ofi

@@ -12,6 +12,14 @@
 // FI_ORDER_SAS, yet completes a rendezvous-sized message after the eager ones
 // sent behind it; the conformance suite's long AMs caught it.)
 //
+// Watched peers (watch_peer: a rank this one waits on): poll inserts the
+// peer's address and, while the peer is not lost, pings it when it has been
+// silent for TSU_OFI_KEEPALIVE; the peer answers each ping.  Pings and
+// answers are a bare prefix (reserved = kPing / kPong, no sequence number):
+// the receiving transport consumes them without dispatching and without
+// touching the pair's sequence.  Any message from the peer counts as heard;
+// one silent for TSU_OFI_PEER_TIMEOUT is lost, as is one a ping to fails.
+//
 // RMA: native (ofi_rma.hpp) where the provider offers FI_RMA without local
 // registration: every segment is registered (register_memory) and put/get
 // become fi_write/fi_read.  Atomics, third-party copies and the rest go
@@ -37,6 +45,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -79,8 +88,11 @@ struct WirePrefix {
   uint32_t src_rank;
   uint32_t job_tag;  // from the job secret: traffic of other jobs is dropped
   uint32_t seq;      // per (sender, receiver) pair, from 0
-  uint32_t reserved;
+  uint32_t reserved;  // 0: a message; kPing / kPong: a keep-alive (prefix only)
 };
+inline constexpr uint32_t kPing = 0x50494e47;  // "PING"
+inline constexpr uint32_t kPong = 0x504f4e47;  // "PONG"
+
 static_assert(sizeof(WirePrefix) == 16);
 
 class OfiTransport final : public Transport {
@@ -137,8 +149,14 @@ class OfiTransport final : public Transport {
   void batch_end() noexcept override;
   int wait_fd() const noexcept override { return wait_fd_; }
   uint64_t max_sleep_ns() const noexcept override {
-    return wait_fd_ >= 0 ? UINT64_MAX : 200'000;
+    const uint64_t base = wait_fd_ >= 0 ? UINT64_MAX : 200'000;
+    // Watched peers: wake to ping them and to time them out.
+    if (watching_any_.load(std::memory_order_relaxed))
+      return std::min<uint64_t>(base, cfg_.keepalive_ns / 2 + 1);
+    return base;
   }
+  // Starts keep-alives to `rank` in the next poll (never blocks: atomics).
+  void watch_peer(uint32_t rank) noexcept override;
   void set_peer_lost_handler(PeerLostFn fn, void* ctx) noexcept override {
     lost_fn_ = fn;
     lost_ctx_ = ctx;
@@ -195,7 +213,13 @@ class OfiTransport final : public Transport {
   // Reads one error completion (mu_ held); an RMA one is returned to run
   // its callback once the lock is released.
   RmaContext* handle_error_entry(tsu_status_t& rma_status) noexcept;
-  void declare_lost(uint32_t rank) noexcept;
+  void declare_lost(uint32_t rank, const char* why = "a send to it failed") noexcept;
+  // Keep-alives (poller only): picks up new watches, pings silent watched
+  // peers, declares lost those silent past the timeout.
+  void keepalive(uint64_t now) noexcept;
+  // A ping or its answer (a bare prefix) to `dst` (mu_ held).  False: not
+  // sent (no room now; the next interval tries again).
+  bool send_control(uint32_t dst, fi_addr_t to, uint32_t kind) noexcept;
 
   const uint32_t rank_, size_;
   const uint32_t job_tag_;
@@ -243,6 +267,14 @@ class OfiTransport final : public Transport {
   PeerLostFn lost_fn_ = nullptr;
   void* lost_ctx_ = nullptr;
   std::vector<uint32_t> newly_lost_;
+  // Watched peers: set by watch_peer (any thread), picked up by poll.
+  std::unique_ptr<std::atomic<bool>[]> watched_;
+  std::atomic<bool> watch_pending_{false};
+  std::atomic<bool> watching_any_{false};
+  std::vector<uint32_t> watching_;   // poller only: watched, not lost
+  std::vector<uint64_t> heard_ns_;   // poller only: last message from each peer
+  std::vector<uint64_t> pinged_ns_;  // poller only: last ping to each peer
+  uint64_t next_tick_ns_ = 0;        // poller only
   // RMA to fail in the next poll with the status: TSU_OFI_TEST_FAULT=
   // rma_cq_enosys, and staged operations the provider refused at batch_end.
   std::vector<std::pair<RmaContext*, tsu_status_t>> faulted_;  // under mu_
@@ -254,7 +286,8 @@ class OfiTransport final : public Transport {
 
   std::atomic<uint64_t> sent_{0}, injected_{0}, received_{0}, dropped_{0}, eagain_{0},
       errors_{0}, held_count_{0}, rma_ops_{0}, rma_fallbacks_{0}, rma_injected_{0},
-      posted_more_{0}, flushes_{0}, av_inserts_{0}, staged_refused_{0};
+      posted_more_{0}, flushes_{0}, av_inserts_{0}, staged_refused_{0}, pings_{0},
+      pongs_{0}, silent_lost_{0};
 };
 
 }  // namespace tsu::transport::ofi
