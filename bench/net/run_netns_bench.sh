@@ -9,16 +9,12 @@
 set -u
 build=$1 out=$2 loss=${3:-0}
 mkdir -p "$out"
-[[ $(id -u) -eq 0 ]] || { echo "SKIPPED: needs root for network namespaces"; exit 77; }
+source "$(dirname "$0")/veth_pair.sh"
 p=tsb$$ a=tsb$$a b=tsb$$b
-cleanup() { ip netns del "$a" 2>/dev/null; ip netns del "$b" 2>/dev/null; }
+cleanup() { veth_pair_down "$a" "$b"; }
 trap cleanup EXIT
 trap "exit 143" INT TERM
-ip netns add "$a" && ip netns add "$b" || { echo "SKIPPED: cannot create namespaces"; exit 77; }
-ip -n "$a" link set lo up; ip -n "$b" link set lo up
-ip link add veth0 netns "$a" type veth peer name veth0 netns "$b"
-ip -n "$a" addr add 10.98.0.1/24 dev veth0; ip -n "$b" addr add 10.98.0.2/24 dev veth0
-ip -n "$a" link set veth0 up; ip -n "$b" link set veth0 up
+veth_pair_up "$a" "$b" 10.98.0
 if [[ $loss != 0 ]]; then
   for ns in "$a" "$b"; do
     printf 'table ip tsu {\n chain in {\n  type filter hook input priority 0; policy accept;\n  meta l4proto udp numgen random mod 100 < %s drop\n }\n}\n' "$loss" | ip netns exec "$ns" nft -f -

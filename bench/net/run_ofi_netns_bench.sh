@@ -18,20 +18,16 @@ set -u
 build=$(realpath "$1") out=$2 quick=${3:-0}
 mkdir -p "$out"
 out=$(realpath "$out")
-[[ $(id -u) -eq 0 ]] || { echo "SKIPPED: needs root for network namespaces"; exit 77; }
+source "$(dirname "$0")/veth_pair.sh"
 a=tsf$$a b=tsf$$b
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-  ip netns del "$a" 2>/dev/null; ip netns del "$b" 2>/dev/null
+  veth_pair_down "$a" "$b"
 }
 trap cleanup EXIT
 trap "exit 143" INT TERM
-ip netns add "$a" && ip netns add "$b" || { echo "SKIPPED: cannot create namespaces"; exit 77; }
-ip -n "$a" link set lo up; ip -n "$b" link set lo up
-ip link add veth0 netns "$a" type veth peer name veth0 netns "$b"
-ip -n "$a" addr add 10.98.0.1/24 dev veth0; ip -n "$b" addr add 10.98.0.2/24 dev veth0
-ip -n "$a" link set veth0 up; ip -n "$b" link set veth0 up
+veth_pair_up "$a" "$b" 10.98.0
 export FI_TCP_IFACE=veth0 FI_UDP_IFACE=veth0 FI_SOCKETS_IFACE=veth0
 prov="tcp;ofi_rxm"
 res=$out/results.jsonl

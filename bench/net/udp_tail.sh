@@ -12,16 +12,12 @@
 # its put_lat is half a round trip (ping-pong), tsunagi's a whole one.
 set -u
 a=$1 b=${2:-} rounds=${3:-3}
-[[ $(id -u) -eq 0 ]] || { echo "SKIPPED: needs root for network namespaces"; exit 77; }
+source "$(dirname "$0")/veth_pair.sh"
 p=tst$$ na=tst$$a nb=tst$$b
-cleanup() { ip netns del "$na" 2>/dev/null; ip netns del "$nb" 2>/dev/null; }
+cleanup() { veth_pair_down "$na" "$nb"; }
 trap cleanup EXIT
 trap "exit 143" INT TERM
-ip netns add "$na" && ip netns add "$nb" || { echo "SKIPPED: cannot create namespaces"; exit 77; }
-ip -n "$na" link set lo up; ip -n "$nb" link set lo up
-ip link add veth0 netns "$na" type veth peer name veth0 netns "$nb"
-ip -n "$na" addr add 10.97.0.1/24 dev veth0; ip -n "$nb" addr add 10.97.0.2/24 dev veth0
-ip -n "$na" link set veth0 up; ip -n "$nb" link set veth0 up
+veth_pair_up "$na" "$nb" 10.97.0
 sleep 0.5
 bin=${b:-$a}/bench/net/tsu-bench-net  # B's benchmark for both: only the library differs
 tsu() {  # build label [benchmark arguments]
