@@ -11,7 +11,7 @@ namespace tsu::transport::udp {
 UdpTransport::UdpTransport(uint32_t rank, uint32_t size, const Secret& secret,
                            const UdpConfig& cfg)
     : rank_(rank), size_(size), secret_(secret), cfg_(cfg), pool_(cfg.mtu),
-      peers_(size), addrs_(size) {}
+      peers_(size), addrs_(size), watch_asked_(new std::atomic<bool>[size]()) {}
 
 UdpTransport::~UdpTransport() {
   if (trace_) std::fclose(trace_);
@@ -199,6 +199,10 @@ void UdpTransport::batch_end() noexcept {
 }
 
 void UdpTransport::watch_peer(uint32_t rank) noexcept {
+  // Called on every single-source receive: after the first call for a rank
+  // it costs one relaxed load, no lock.
+  if (rank >= size_ || watch_asked_[rank].load(std::memory_order_relaxed)) return;
+  watch_asked_[rank].store(true, std::memory_order_relaxed);
   std::lock_guard lock(mu_);
   if (rank >= size_ || rank == rank_ || peers_[rank]) return;
   if (std::find(to_watch_.begin(), to_watch_.end(), rank) != to_watch_.end()) return;

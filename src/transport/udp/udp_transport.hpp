@@ -233,6 +233,7 @@ class UdpTransport final : public Transport {
   // state, whose keep-alives then detect a dead peer.
   std::vector<uint32_t> to_watch_;
   std::atomic<bool> watch_pending_{false};  // to_watch_ is not empty (poll's cheap check)
+  std::unique_ptr<std::atomic<bool>[]> watch_asked_;  // by rank: watch_peer was called
   void start_watching() noexcept;
   // Earliest protocol deadline, or earlier (deadlines that went away, e.g.
   // everything acknowledged, leave it stale until max_sleep_ns/run_timers
