@@ -2,6 +2,8 @@
 # Installs the Debian/Ubuntu packages tsunagi builds and tests with.
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libgtest-dev libcli11-dev python3
+  # rebuilds of unchanged files (other clones, the sanitizer presets) come from its cache
+  ccache
   # the bootstrap handshake and udp payload authentication (HMAC, BLAKE2b)
   libsodium-dev
   # the ofi transport (libfabric) and its tools (fi_info, fi_pingpong)
