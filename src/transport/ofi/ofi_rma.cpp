@@ -38,6 +38,11 @@ void OfiRma::release(Op* op) noexcept {
 }
 
 tsu_status_t OfiRma::start(const core::Command& cmd, uint32_t completion_id) noexcept {
+  // A rank already known lost: its peer-loss handler has run, so nothing
+  // parked below (waiting for its key) would ever be failed.
+  if (t_.is_peer_lost(cmd.dst.rank) ||
+      (cmd.kind == core::CommandKind::kCopy && t_.is_peer_lost(cmd.src.rank)))
+    return TSU_ERR_PEER_LOST;
   if (!native_ok_ || cmd.kind != core::CommandKind::kCopy || cmd.len == 0 ||
       cmd.len > t_.max_rma())
     return fallback_.start(cmd, completion_id);

@@ -341,6 +341,7 @@ tsu_status_t OfiTransport::send_message(uint32_t dst, const core::MessageHeader&
       }
       if (rc == -FI_EAGAIN) {
         eagain_.fetch_add(1, std::memory_order_relaxed);
+        watch_backpressured(dst);
         fi_cq_read(cq_, nullptr, 0);  // a progress nudge for manual providers
         return TSU_EAGAIN;
       }
@@ -390,6 +391,7 @@ tsu_status_t OfiTransport::send_message(uint32_t dst, const core::MessageHeader&
   }
   if (rc == -FI_EAGAIN) {
     eagain_.fetch_add(1, std::memory_order_relaxed);
+    watch_backpressured(dst);
     fi_cq_read(cq_, nullptr, 0);
     return TSU_EAGAIN;
   }
@@ -487,6 +489,7 @@ void OfiTransport::post_list(std::deque<Staged>& list) noexcept {
       // No room: this one and those behind it wait for the next poll, in
       // order (nothing new is accepted before them).
       eagain_.fetch_add(1, std::memory_order_relaxed);
+      watch_backpressured(s.rank);
       if (&list != &retry_) {
         try {
           retry_.insert(retry_.end(), list.begin(), list.end());
@@ -543,6 +546,17 @@ void OfiTransport::watch_peer(uint32_t rank) noexcept {
   if (watched_[rank].exchange(true, std::memory_order_acq_rel)) return;
   watching_any_.store(true, std::memory_order_relaxed);
   watch_pending_.store(true, std::memory_order_release);
+}
+
+// The provider refused an operation to `rank` for want of room.  A live peer
+// drains it; a dead one never does: over tcp;ofi_rxm, sends and writes to a
+// rank whose connection never came up return -FI_EAGAIN forever, and a
+// staged operation stuck that way holds up every later one (retry_).  So the
+// rank is watched from then on: keep-alives, and TSU_ERR_PEER_LOST once it
+// is silent past TSU_OFI_PEER_TIMEOUT (the udp route's retransmission
+// timeout, in effect).  Atomics only: called with mu_ held, on any thread.
+void OfiTransport::watch_backpressured(uint32_t rank) noexcept {
+  if (rank < size_ && !watched_[rank].load(std::memory_order_relaxed)) watch_peer(rank);
 }
 
 bool OfiTransport::send_control(uint32_t dst, fi_addr_t to, uint32_t kind) noexcept {
@@ -711,6 +725,9 @@ std::size_t OfiTransport::poll(const core::MessageHandlerTable& handlers) noexce
       }
       auto* b = static_cast<Buffer*>(c);
       if (b->kind == OpContext::kSend) {
+        // A send the peer's side took: it is alive (a watched peer we only
+        // stream to may not answer a ping that waits behind our data).
+        if (watching) heard_ns_[b->dst] = now;
         std::lock_guard lock(mu_);
         free_tx_.push_back(b);
         continue;
@@ -917,6 +934,7 @@ tsu_status_t OfiTransport::rma(bool write, uint32_t rank, void* buf, std::size_t
     return TSU_OK;
   }
   if (rc == -FI_EAGAIN) {
+    watch_backpressured(rank);
     fi_cq_read(cq_, nullptr, 0);  // a progress nudge for manual providers
     return TSU_EAGAIN;
   }

@@ -214,6 +214,8 @@ class OfiTransport final : public Transport {
   // its callback once the lock is released.
   RmaContext* handle_error_entry(tsu_status_t& rma_status) noexcept;
   void declare_lost(uint32_t rank, const char* why = "a send to it failed") noexcept;
+  // Watches a rank the provider keeps answering -FI_EAGAIN for (atomics only).
+  void watch_backpressured(uint32_t rank) noexcept;
   // Keep-alives (poller only): picks up new watches, pings silent watched
   // peers, declares lost those silent past the timeout.
   void keepalive(uint64_t now) noexcept;
