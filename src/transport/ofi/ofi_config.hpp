@@ -22,6 +22,12 @@ struct OfiConfig {
   uint32_t rx_buffers = 64;              // receive buffers posted
   uint32_t tx_buffers = 64;              // send buffers (sends in flight)
   bool native_rma = true;                // put/get by fi_write/fi_read where offered
+  // Staged messages to one peer packed into one provider send (TSU_OFI_BUNDLE).
+  bool bundle = true;
+  // Puts and gets up to this size use messages even where native RMA works
+  // (TSU_OFI_RMA_MESSAGE_MAX): bundled, they cost a fraction of a provider
+  // operation each.
+  std::size_t rma_message_max = 256;
   RmaFault fault = RmaFault::kNone;      // TSU_OFI_TEST_FAULT
   // Watched peers (Transport::watch_peer): one silent this long is pinged
   // (it answers), one silent for peer_timeout is lost.

@@ -177,6 +177,17 @@ const core::SettingsTable<OfiConfig>& ofi_settings() {
                                       "ofi: 1: put and get by the provider's RMA (fi_write, "
                                       "fi_read) where it offers it; 0: over messages",
                                       &O::native_rma));
+    r.push_back(core::bool_setting<O>("TSU_OFI_BUNDLE", "1",
+                                      "ofi: 1: messages staged for one peer (an engine batch, "
+                                      "the replies of one poll) leave packed in one provider "
+                                      "send; 0: one send each",
+                                      &O::bundle));
+    r.push_back(core::size_setting<O>("TSU_OFI_RMA_MESSAGE_MAX", "256",
+                                      "ofi: puts and gets up to this size go over messages "
+                                      "(bundled, many per provider send) instead of one "
+                                      "fi_write / fi_read each; 0: native RMA at every size",
+                                      &O::rma_message_max, 0, 64u << 10,
+                                      "a size between 0 and 64K"));
     r.push_back({"TSU_OFI_TEST_FAULT", "none",
                  "ofi, testing: make native RMA fail with ENOSYS as a provider that claims "
                  "FI_RMA and cannot do it would (rma_enosys: at the call; rma_enosys_staged: "

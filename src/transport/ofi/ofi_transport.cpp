@@ -402,13 +402,40 @@ tsu_status_t OfiTransport::send_message(uint32_t dst, const core::MessageHeader&
 
 void OfiTransport::batch_begin() noexcept {
   std::lock_guard lock(mu_);
-  batching_ = true;
+  ++batching_;
 }
 
 void OfiTransport::batch_end() noexcept {
   std::lock_guard lock(mu_);
-  batching_ = false;
+  if (batching_ > 0 && --batching_ > 0) return;
   flush_staged();
+}
+
+// Records in one buffer start at multiples of 8 (the header's alignment).
+static constexpr std::size_t record_start(std::size_t at) noexcept { return (at + 7) & ~std::size_t{7}; }
+
+void OfiTransport::bundle_sends(std::deque<Staged>& list) noexcept {
+  Staged& head = list.front();
+  auto* b = static_cast<Buffer*>(head.ctx);
+  std::size_t used = head.len;
+  std::size_t merged = 0;
+  while (merged + 1 < list.size()) {
+    const Staged& next = list[merged + 1];
+    if (next.kind != Staged::kSend || next.rank != head.rank) break;
+    const std::size_t at = record_start(used);
+    if (at + next.len > buffer_size_) break;
+    std::memcpy(b->data + at, next.buf, next.len);
+    used = at + next.len;
+    free_tx_.push_back(static_cast<Buffer*>(next.ctx));
+    ++merged;
+  }
+  if (merged == 0) return;
+  head.len = used;
+  head.flags = FI_COMPLETION | (used <= inject_size_ ? FI_INJECT : 0);
+  bundled_.fetch_add(merged, std::memory_order_relaxed);
+  // Erasing inside a deque invalidates every reference into it (`head`
+  // included): the caller takes list.front() again.
+  list.erase(list.begin() + 1, list.begin() + 1 + static_cast<std::ptrdiff_t>(merged));
 }
 
 ssize_t OfiTransport::post(const Staged& s, uint64_t more, bool staged) noexcept {
@@ -477,12 +504,13 @@ void OfiTransport::post_list(std::deque<Staged>& list) noexcept {
   if (list.empty()) return;
   flushes_.fetch_add(1, std::memory_order_relaxed);
   while (!list.empty()) {
-    const Staged& s = list.front();
-    if (lost_[s.rank].load(std::memory_order_acquire)) {
-      fail_staged(s, -FI_ENOTCONN);
+    if (lost_[list.front().rank].load(std::memory_order_acquire)) {
+      fail_staged(list.front(), -FI_ENOTCONN);
       list.pop_front();
       continue;
     }
+    if (list.front().kind == Staged::kSend && cfg_.bundle) bundle_sends(list);
+    const Staged& s = list.front();
     const uint64_t more = list.size() > 1 ? FI_MORE : 0;
     const ssize_t rc = post(s, more, true);
     if (rc == -FI_EAGAIN) {
@@ -682,6 +710,9 @@ std::size_t OfiTransport::poll(const core::MessageHandlerTable& handlers) noexce
   const bool watching = watching_any_.load(std::memory_order_relaxed);
   const uint64_t now = watching ? util::now_ns() : 0;
   if (watching) keepalive(now);
+  // Replies the handlers send while this poll dispatches are staged and
+  // leave together at its end (bundled per peer when TSU_OFI_BUNDLE=1).
+  if (cfg_.bundle) batch_begin();
   for (;;) {
     ssize_t n;
     std::vector<uint32_t> lost;
@@ -752,23 +783,33 @@ std::size_t OfiTransport::poll(const core::MessageHandlerTable& handlers) noexce
         post_recv(*b);
         continue;
       }
-      bool ok = len >= kPrefix;
-      if (ok) {
-        std::memcpy(&prefix, b->data, sizeof prefix);
-        std::memcpy(&h, b->data + sizeof prefix, sizeof h);
-        ok = prefix.job_tag == job_tag_ && prefix.src_rank < size_ &&
-             kPrefix + std::size_t{h.payload_len} == len;
+      // One message, or a bundle of them (bundle_sends): records back to
+      // back, each starting at a multiple of 8, each checked on its own.
+      // A malformed record drops it and the rest of the buffer.
+      for (std::size_t at = 0; at < len;) {
+        const std::size_t left = len - at;
+        bool ok = left >= kPrefix;
+        if (ok) {
+          std::memcpy(&prefix, b->data + at, sizeof prefix);
+          std::memcpy(&h, b->data + at + sizeof prefix, sizeof h);
+          ok = prefix.job_tag == job_tag_ && prefix.src_rank < size_ && prefix.reserved == 0 &&
+               kPrefix + std::size_t{h.payload_len} <= left;
+        }
+        if (!ok) {
+          dropped_.fetch_add(1, std::memory_order_relaxed);
+          break;
+        }
+        heard_ns_[prefix.src_rank] = now;
+        const std::size_t record = kPrefix + h.payload_len;
+        deliver(handlers, prefix, b->data + at, record);
+        at = record_start(at + record);
       }
-      if (ok) heard_ns_[prefix.src_rank] = now;
-      if (ok)
-        deliver(handlers, prefix, b->data, len);
-      else
-        dropped_.fetch_add(1, std::memory_order_relaxed);
       std::lock_guard lock(mu_);
       post_recv(*b);
     }
     if (n < kCqBatch) break;
   }
+  if (cfg_.bundle) batch_end();
   return work;
 }
 
@@ -948,7 +989,8 @@ void OfiTransport::print_stats(std::FILE* f) const noexcept {
                "tsunagi[%u] ofi stats: provider=%s sent=%llu injected=%llu received=%llu "
                "dropped=%llu eagain=%llu errors=%llu held_early=%llu rma_ops=%llu "
                "rma_fallbacks=%llu rma_injected=%llu posted_with_more=%llu batch_flushes=%llu "
-               "av_inserts=%llu staged_rma_refused=%llu pings=%llu pongs=%llu silent_lost=%llu\n",
+               "av_inserts=%llu staged_rma_refused=%llu pings=%llu pongs=%llu silent_lost=%llu "
+               "bundled=%llu\n",
                rank_, provider_name(), static_cast<unsigned long long>(sent_.load()),
                static_cast<unsigned long long>(injected_.load()),
                static_cast<unsigned long long>(received_.load()),
@@ -965,7 +1007,8 @@ void OfiTransport::print_stats(std::FILE* f) const noexcept {
                static_cast<unsigned long long>(staged_refused_.load()),
                static_cast<unsigned long long>(pings_.load()),
                static_cast<unsigned long long>(pongs_.load()),
-               static_cast<unsigned long long>(silent_lost_.load()));
+               static_cast<unsigned long long>(silent_lost_.load()),
+               static_cast<unsigned long long>(bundled_.load()));
 }
 
 }  // namespace tsu::transport::ofi

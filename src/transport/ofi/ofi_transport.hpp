@@ -161,6 +161,8 @@ class OfiTransport final : public Transport {
     lost_fn_ = fn;
     lost_ctx_ = ctx;
   }
+  // Puts and gets this small go over messages (TSU_OFI_RMA_MESSAGE_MAX).
+  std::size_t rma_message_max() const noexcept { return cfg_.rma_message_max; }
   bool is_peer_lost(uint32_t rank) const noexcept override {
     return rank < size_ && lost_[rank].load(std::memory_order_acquire);
   }
@@ -197,6 +199,10 @@ class OfiTransport final : public Transport {
   // behind it (posted again by poll); one that fails is failed (mu_ held).
   void flush_staged() noexcept;
   void post_list(std::deque<Staged>& list) noexcept;
+  // Packs the staged sends right behind list.front() (a send) that go to the
+  // same rank into its buffer, while they fit: one provider send carries
+  // many tsunagi messages (mu_ held).
+  void bundle_sends(std::deque<Staged>& list) noexcept;
   // A staged operation the provider refused: an RMA's callback runs in the
   // next poll with the status; a send's peer is lost (mu_ held).
   void fail_staged(const Staged& s, ssize_t rc) noexcept;
@@ -282,14 +288,16 @@ class OfiTransport final : public Transport {
   std::vector<std::pair<RmaContext*, tsu_status_t>> faulted_;  // under mu_
   // Batching (under mu_): inside an executor batch; what it staged; what the
   // provider had no room for (posted again by poll, before anything new).
-  bool batching_ = false;
+  // A depth: the executor's batch and poll's dispatch (replies sent by
+  // handlers) may nest; the outermost end posts what was staged.
+  uint32_t batching_ = 0;
   std::deque<Staged> staged_;
   std::deque<Staged> retry_;
 
   std::atomic<uint64_t> sent_{0}, injected_{0}, received_{0}, dropped_{0}, eagain_{0},
       errors_{0}, held_count_{0}, rma_ops_{0}, rma_fallbacks_{0}, rma_injected_{0},
       posted_more_{0}, flushes_{0}, av_inserts_{0}, staged_refused_{0}, pings_{0},
-      pongs_{0}, silent_lost_{0};
+      pongs_{0}, silent_lost_{0}, bundled_{0};
 };
 
 }  // namespace tsu::transport::ofi
