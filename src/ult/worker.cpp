@@ -436,6 +436,9 @@ void Worker::loop() {
     // wake comes with the completion.
     if (parked_drive_ != 0) {
       if (!remote) tsu_progress();
+      // As the polling waiters' rounds do (wait_hook): give the CPU away
+      // once per pass, so that on a shared CPU the peer rank runs.
+      sched_yield();
       continue;
     }
     // Idle: poll for spin_ns (yielding the CPU now and then), then sleep.
