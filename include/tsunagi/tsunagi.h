@@ -402,7 +402,10 @@ TSU_API tsu_cb_t tsu_counter_cb(tsu_counter_t *counter);
 TSU_API uint64_t tsu_counter_value(const tsu_counter_t *counter);
 /** Blocks (driving progress in manual mode) until `n` requests have completed.
  * Returns at once, without checking initialization, when the count is
- * already reached.
+ * already reached.  Inside a user-level thread whose pthread has a park hook
+ * (tsu_set_park_hook) the caller is parked until a completion counted on
+ * `counter` wakes it; the counter's address is its key, so the counter may be
+ * freed as soon as the wait returns.
  * @retval TSU_OK               n completions, none failed.
  * @retval (an error)           n completions; the first error status any counted
  *                              request completed with (any code a callback can get).
@@ -473,7 +476,9 @@ TSU_API tsu_status_t tsu_fence(void);
 /** Blocks (driving progress in manual mode) until every request the calling
  * thread has issued has completed and its callback has returned.  Requests
  * with a callback report their status there only; implicit-completion
- * requests (tsu_try_*_nbi) report here.
+ * requests (tsu_try_*_nbi) report here.  Inside a user-level thread with a
+ * park hook (tsu_set_park_hook) it waits for every request of its pthread,
+ * parked until the completion that drains them wakes it.
  * @retval TSU_OK               nothing of this thread is in flight, and no
  *                              implicit-completion request failed since the
  *                              thread's previous tsu_quiet.

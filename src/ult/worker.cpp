@@ -367,9 +367,12 @@ int Worker::park_hook(void*, tsu_waiter_t* waiter, uint32_t flags) {
   Ult* self = w ? w->current_ : nullptr;
   if (!self || w->polling_) return 0;
   w->maybe_poll();
-  // Nothing else to run: to the worker's loop, which drives progress or
-  // sleeps until a wake (or a new thread) comes.
+  // Nothing else to run: to the worker's loop, which sleeps until a wake (or
+  // a new thread) comes.  In manual progress the loop would only spin
+  // progress passes for us: the caller polls in place instead (no switches,
+  // the old cost), and parks as soon as another thread can run.
   Ult* next = w->next_local();
+  if (!next && (flags & TSU_PARK_DRIVE_PROGRESS)) return 0;
   w->park_waiter_ = waiter;
   w->park_flags_ = flags;
   w->switch_to(self, next, Action::kParkUntilWoken);
@@ -415,6 +418,7 @@ void Worker::loop() {
   }
 #endif
   uint32_t idle = 0;
+  uint32_t drive_idle = 0;  // empty passes while driving progress for parked threads
   uint64_t idle_since = 0;
   Remote* remote = sched_.remote();  // set before the workers start
   for (;;) {
@@ -422,6 +426,7 @@ void Worker::loop() {
     if (!u) u = steal();
     if (u) {
       idle = 0;
+      drive_idle = 0;
       if (!ready_to_run(u)) continue;
       switch_to(nullptr, u, Action::kNone);
       continue;
@@ -436,11 +441,13 @@ void Worker::loop() {
     // wake comes with the completion.
     if (parked_drive_ != 0) {
       if (!remote) tsu_progress();
-      // As the polling waiters' rounds do (wait_hook): give the CPU away
-      // once per pass, so that on a shared CPU the peer rank runs.
-      sched_yield();
+      // As a polling waiter's backoff did: spin a few empty passes, then
+      // give the CPU away once per pass, so that on a shared CPU the peer
+      // rank runs (spinning without it cost 8-12 ms round trips).
+      if (++drive_idle > 32) sched_yield(); else cpu_relax();
       continue;
     }
+    drive_idle = 0;
     // Idle: poll for spin_ns (yielding the CPU now and then), then sleep.
     if (idle++ == 0) idle_since = now_ns();
     if ((idle & 15) != 0) {

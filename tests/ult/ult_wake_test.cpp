@@ -4,7 +4,7 @@
 //  1. 16 ULTs on one worker wait on counters that a plain pthread completes
 //     later: while they wait, the worker makes no context switch at all (a
 //     polling waiter is resumed again and again), and completing them costs
-//     at most two switches per waiter (resume, end).
+//     two switches per waiter (resume, end), plus two in manual progress.
 //  2. The wake-before-park race: 8 ULTs on 2 workers wait for each of 20000
 //     successive counts of one counter that a pthread bumps as fast as it
 //     can; a lost wake-up hangs the test (tsurun's timeout fails it).
@@ -82,7 +82,9 @@ void test_not_polled() {
   const uint64_t used = switches() - s0;
   std::printf("parked: %u waiters, %llu switches from the last park to the last end\n", kParked,
               static_cast<unsigned long long>(used));
-  if (used > 2 * kParked) fail("more than one resumption per waiter");
+  // Two per waiter; in manual progress the last waiter polls in place
+  // (it drives progress) until another thread is woken: two more at most.
+  if (used > 2 * kParked + 2) fail("more than one resumption per waiter");
 }
 
 // ---- 2. wake-before-park race --------------------------------------------------------
