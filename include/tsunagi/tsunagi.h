@@ -402,7 +402,10 @@ TSU_API tsu_cb_t tsu_counter_cb(tsu_counter_t *counter);
 TSU_API uint64_t tsu_counter_value(const tsu_counter_t *counter);
 /** Blocks (driving progress in manual mode) until `n` requests have completed.
  * Returns at once, without checking initialization, when the count is
- * already reached.
+ * already reached.  Inside a user-level thread whose pthread has a park hook
+ * (tsu_set_park_hook) the caller is parked until a completion counted on
+ * `counter` wakes it; the counter's address is its key, so the counter may be
+ * freed as soon as the wait returns.
  * @retval TSU_OK               n completions, none failed.
  * @retval (an error)           n completions; the first error status any counted
  *                              request completed with (any code a callback can get).
@@ -473,7 +476,9 @@ TSU_API tsu_status_t tsu_fence(void);
 /** Blocks (driving progress in manual mode) until every request the calling
  * thread has issued has completed and its callback has returned.  Requests
  * with a callback report their status there only; implicit-completion
- * requests (tsu_try_*_nbi) report here.
+ * requests (tsu_try_*_nbi) report here.  Inside a user-level thread with a
+ * park hook (tsu_set_park_hook) it waits for every request of its pthread,
+ * parked until the completion that drains them wakes it.
  * @retval TSU_OK               nothing of this thread is in flight, and no
  *                              implicit-completion request failed since the
  *                              thread's previous tsu_quiet.
@@ -877,7 +882,8 @@ typedef int (*tsu_wait_hook_fn_t)(void *ctx);
  * do the same).  While a hook is set on the calling pthread, tsunagi's
  * blocking calls made on it (tsu_counter_wait, tsu_quiet, tsu_barrier-style
  * collective waits, tsu_am_register, tsu_team_split) and tsu_progress when it
- * found nothing to do call fn(ctx) between polls.  fn runs other work and
+ * found nothing to do call fn(ctx) between polls (those that can park
+ * through tsu_set_park_hook do so instead when a park hook is set).  fn runs other work and
  * returns when the waiting call should poll again: 1 if it ran something, 0
  * if it had nothing to run (the call then pauses as usual: spin, yield,
  * sleep).  The waiting call goes on on the same pthread, so fn must come back
@@ -888,6 +894,41 @@ typedef int (*tsu_wait_hook_fn_t)(void *ctx);
  * @retval TSU_OK               always: the hook is set (or removed); nothing is
  *                              checked. */
 TSU_API tsu_status_t tsu_set_wait_hook(tsu_wait_hook_fn_t fn, void *ctx);
+
+/** A blocking call's waiter record, handed to a park hook (opaque; it lives
+ * in the waiting call's frame until the call returns). */
+typedef struct tsu_waiter tsu_waiter_t;
+/** Park flag: nothing but this pthread drives progress (TSU_PROGRESS_MANUAL):
+ * while the thread is parked the scheduler must keep calling tsu_progress()
+ * on this pthread when it has nothing else to run, instead of sleeping. */
+#define TSU_PARK_DRIVE_PROGRESS 1u
+/** The park hook: suspends the calling user-level thread until the completion
+ * it waits for wakes it.  It switches away from the caller and, once the
+ * caller's context is saved (no other pthread could resume it before),
+ * calls tsu_waiter_commit(waiter, token) with its own handle for the thread:
+ * 1 means parked (resume it only when unpark(ctx, token) is called), 0 means
+ * the wake came first (resume it now).  Returns 1 after the thread was
+ * resumed, 0 at once if it cannot park the caller (the call then waits
+ * through the wait hook, polling, as before).  `flags`: TSU_PARK_*. */
+typedef int (*tsu_park_fn_t)(void *ctx, tsu_waiter_t *waiter, uint32_t flags);
+/** The unpark hook: makes the parked thread `token` runnable on the pthread it
+ * parked on.  Called exactly once per committed park, from any pthread (the
+ * progress thread, another worker) or from the parking pthread itself inside
+ * a completion callback; must not block. */
+typedef void (*tsu_unpark_fn_t)(void *ctx, void *token);
+/** Sets the calling pthread's park hook (next to its wait hook): while both
+ * park and unpark are set, tsu_counter_wait, tsu_quiet and the collective
+ * waits made on this pthread park the caller until their completion wakes it,
+ * instead of resuming it to poll.  park NULL removes the hook.  Per pthread;
+ * works before tsu_init and after tsu_finalize.
+ * @retval TSU_OK               the hook is set (or removed).
+ * @retval TSU_ERR_INVALID_ARG  park is set and unpark is NULL (nothing changed). */
+TSU_API tsu_status_t tsu_set_park_hook(tsu_park_fn_t park, tsu_unpark_fn_t unpark, void *ctx);
+/** For park hooks only: records `token` for `waiter` after the parking thread's
+ * context is saved.
+ * @return 1 parked: unpark(ctx, token) will be called exactly once;
+ *         0 already woken (or waiter NULL): resume the thread now. */
+TSU_API int tsu_waiter_commit(tsu_waiter_t *waiter, void *token);
 
 /* ------------------------------------------------------------------------- */
 /* Statistics                                                                  */

@@ -27,6 +27,10 @@
  * tsu_quiet, blocking collectives, tsu_am_register, tsu_progress with nothing
  * to do, and the C++ futures' wait/get) let the worker run other ULTs while
  * they wait, instead of spinning (tsu_set_wait_hook in tsunagi.h).
+ * tsu_counter_wait, tsu_quiet and the blocking collectives park the ULT until
+ * their completion wakes it (tsu_set_park_hook); the others resume it to
+ * poll.  A worker whose ULTs are all parked drives progress itself in
+ * TSU_PROGRESS_MANUAL, and sleeps until woken with a progress thread.
  *
  * Thread-local storage: a ULT may move between workers at any yield or
  * blocking call, so the C library's and tsunagi's per-pthread state

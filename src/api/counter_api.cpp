@@ -3,6 +3,7 @@
 
 #include "api/api_common.hpp"
 #include "core/wait_hook.hpp"
+#include "core/wait_table.hpp"
 #include "util/backoff.hpp"
 
 using namespace tsu;
@@ -17,7 +18,20 @@ void counter_callback(tsu_status_t status, void* arg) {
     err.compare_exchange_strong(expected, status, std::memory_order_relaxed);
   }
   // Release: whoever sees the count also sees the request's effects.
-  std::atomic_ref<uint64_t>(c->completed).fetch_add(1, std::memory_order_release);
+  // Seq_cst: it comes before notify's read of the wait table (wait_table.hpp).
+  std::atomic_ref<uint64_t>(c->completed).fetch_add(1, std::memory_order_seq_cst);
+  // Only the address: the waiter may free the counter once it sees the count.
+  core::wait_table::notify(c);
+}
+
+// A parked tsu_counter_wait's condition (seq_cst: see wait_table.hpp).
+struct CounterWait {
+  tsu_counter_t* counter;
+  uint64_t n;
+};
+bool counter_short(const void* a) {
+  const auto* w = static_cast<const CounterWait*>(a);
+  return std::atomic_ref<uint64_t>(w->counter->completed).load(std::memory_order_seq_cst) < w->n;
 }
 
 }  // namespace
@@ -52,6 +66,13 @@ tsu_status_t tsu_counter_wait(tsu_counter_t* counter, uint64_t n) {
       backoff.reset();
       continue;
     }
+    // Inside a user-level thread: parked until the callback wakes it (the
+    // counter's address is the key: the public struct has no room for a
+    // pointer, and the callback must not read the counter after counting).
+    const CounterWait w{counter, n};
+    if (core::wait_table::park_while(counter, rt->manual_progress() ? TSU_PARK_DRIVE_PROGRESS : 0,
+                                     counter_short, &w))
+      continue;
     if (!core::wait_hook_yield()) backoff.pause();
   }
   return std::atomic_ref<int32_t>(counter->first_error).load(std::memory_order_relaxed);

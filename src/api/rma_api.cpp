@@ -2,6 +2,7 @@
 #include "api/api_common.hpp"
 #include "api/request_checks.hpp"
 #include "core/wait_hook.hpp"
+#include "core/wait_table.hpp"
 #include "util/backoff.hpp"
 
 using namespace tsu;
@@ -140,14 +141,25 @@ tsu_status_t tsu_quiet(void) {
   ThreadContext& tc = *rt->threads().current();
   tsu_status_t st = TSU_OK;
   if (core::wait_hook_set()) {
-    // Inside a user-level thread: poll, letting the scheduler run others.
+    // Inside a user-level thread: parked until the completion that drains
+    // this pthread's requests wakes it (ThreadContext::count_completed), or
+    // with no park hook polling, letting the scheduler run others.
+    const uint32_t flags = rt->manual_progress() ? TSU_PARK_DRIVE_PROGRESS : 0;
+    auto pending = [](const void* t) {
+      const auto* c = static_cast<const ThreadContext*>(t);
+      return c->issued.load(std::memory_order_relaxed) !=
+             c->completed.load(std::memory_order_seq_cst);
+    };
     util::Backoff backoff;
     while (tc.outstanding() != 0) {
       if (rt->engine().progress()) {
         backoff.reset();
-      } else if (!core::wait_hook_yield()) {
-        backoff.pause();
+        continue;
       }
+      tc.parked_quiet.fetch_add(1, std::memory_order_seq_cst);  // before the table's re-check
+      const bool parked = core::wait_table::park_while(&tc, flags, pending, &tc);
+      tc.parked_quiet.fetch_sub(1, std::memory_order_relaxed);
+      if (!parked && !core::wait_hook_yield()) backoff.pause();
     }
   } else {
     st = rt->quiet(tc);

@@ -8,6 +8,8 @@
 
 #include "api/api_common.hpp"
 #include "core/wait_hook.hpp"
+#include "core/wait_table.hpp"
+#include "core/waiter.hpp"
 #include "api/layers.hpp"
 #include "core/trace.hpp"
 #include "util/backoff.hpp"
@@ -126,6 +128,17 @@ tsu_status_t tsu_set_wait_hook(tsu_wait_hook_fn_t fn, void* ctx) {
   return TSU_OK;
 }
 
+tsu_status_t tsu_set_park_hook(tsu_park_fn_t park, tsu_unpark_fn_t unpark, void* ctx) {
+  if (park && !unpark)
+    return core::fail(TSU_ERR_INVALID_ARG, "tsu_set_park_hook: park set without unpark");
+  core::set_park_hook(park, unpark, ctx);
+  return TSU_OK;
+}
+
+int tsu_waiter_commit(tsu_waiter_t* waiter, void* token) {
+  return waiter && static_cast<core::Waiter*>(waiter)->commit(token) ? 1 : 0;
+}
+
 tsu_status_t tsu_barrier(void) {
   core::Runtime* rt = runtime();
   if (!rt) return api::not_initialized("tsu_barrier");
@@ -140,20 +153,28 @@ tsu_status_t tsu_barrier(void) {
     // waits for before it enters the barrier).  A helper pthread waits in it
     // instead, while this caller waits through the hook like any other
     // blocking call (the scheduler runs its other threads meanwhile).
+    // With a park hook the caller parks until the helper notifies `done`.
     std::atomic<bool> done{false};
     std::thread helper;
     try {
       helper = std::thread([&] {
         st = rt->barrier();
-        done.store(true, std::memory_order_release);
+        done.store(true, std::memory_order_seq_cst);
+        core::wait_table::notify(&done);
       });
     } catch (...) {
       st = rt->barrier();
       done.store(true, std::memory_order_relaxed);
     }
+    const uint32_t flags = rt->manual_progress() ? TSU_PARK_DRIVE_PROGRESS : 0;
+    auto not_done = [](const void* d) {
+      return !static_cast<const std::atomic<bool>*>(d)->load(std::memory_order_seq_cst);
+    };
     util::Backoff backoff;
     while (!done.load(std::memory_order_acquire))
-      if (!core::wait_hook_yield()) backoff.pause();
+      if (!core::wait_table::park_while(&done, flags, not_done, &done) &&
+          !core::wait_hook_yield())
+        backoff.pause();
     if (helper.joinable()) helper.join();
   } else {
     st = rt->barrier();

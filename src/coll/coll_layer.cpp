@@ -13,6 +13,7 @@
 #include "coll/hierarchy.hpp"
 #include "coll/reduce_ops.hpp"
 #include "core/wait_hook.hpp"
+#include "core/wait_table.hpp"
 #include "util/backoff.hpp"
 
 namespace tsu::coll {
@@ -259,15 +260,22 @@ tsu_status_t CollLayer::wait_blocking(const std::function<tsu_status_t(tsu_cb_t)
       [](tsu_status_t s, void* a) {
         auto* d = static_cast<Done*>(a);
         d->status = s;
-        d->flag.store(true, std::memory_order_release);
+        d->flag.store(true, std::memory_order_seq_cst);  // before notify's table read
+        core::wait_table::notify(d);  // the address only: d may be gone by now
       },
       &done));
   if (st != TSU_OK) return st;
+  // Inside a user-level thread: parked until the callback wakes it.
+  const uint32_t flags = rt_.manual_progress() ? TSU_PARK_DRIVE_PROGRESS : 0;
+  auto not_done = [](const void* d) {
+    return !static_cast<const Done*>(d)->flag.load(std::memory_order_seq_cst);
+  };
   util::Backoff backoff;
   while (!done.flag.load(std::memory_order_acquire)) {
     if (rt_.engine().progress()) {
       backoff.reset();
-    } else if (!core::wait_hook_yield()) {
+    } else if (!core::wait_table::park_while(&done, flags, not_done, &done) &&
+               !core::wait_hook_yield()) {
       backoff.pause();
     }
   }

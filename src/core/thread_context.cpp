@@ -2,6 +2,7 @@
 
 #include <ctime>
 
+#include "core/wait_table.hpp"
 #include "util/futex.hpp"
 
 namespace tsu::core {
@@ -25,6 +26,8 @@ void ThreadContext::wake_quiet_sleeper() noexcept {
   quiet_sleeper.store(0, std::memory_order_relaxed);
   util::futex_wake(&quiet_sleeper);
 }
+
+void ThreadContext::wake_parked_quiet() noexcept { wait_table::notify(this); }
 
 void ThreadContext::sleep_until_completion(uint64_t timeout_ns) noexcept {
   quiet_sleeper.store(1, std::memory_order_seq_cst);

@@ -31,6 +31,10 @@ struct alignas(kCacheLine) ThreadContext {
   // progress thread); whoever counts a completion wakes it (count_completed).
   // In the `completed` line, so the completer's check costs no extra miss.
   std::atomic<uint32_t> quiet_sleeper{0};
+  // User-level threads of this pthread parked in tsu_quiet (wait_table.hpp,
+  // keyed by this context): the completer that drains the thread's requests
+  // notifies them.  Same line, same reason.
+  std::atomic<uint32_t> parked_quiet{0};
   // This thread's ordered requests (tsu_try_*_ordered), made by the thread on
   // its first one; completers reach the book through the request itself.
   std::unique_ptr<OrderBook> orders;
@@ -44,11 +48,18 @@ struct alignas(kCacheLine) ThreadContext {
   // with sleep_until_completion(): the completer adds then reads the flag,
   // the sleeper sets the flag then reads the count, both seq_cst, so at least
   // one of them sees the other (no lost wake-up).
+  // Parked user-level threads likewise (parked_quiet, then the wait table's
+  // own count), woken only once nothing is outstanding: `issued` read here
+  // may be stale, i.e. smaller, which wakes early (they re-check), never late.
   void count_completed(uint64_t n) noexcept {
-    completed.fetch_add(n, std::memory_order_seq_cst);
+    const uint64_t done = completed.fetch_add(n, std::memory_order_seq_cst) + n;
     if (quiet_sleeper.load(std::memory_order_seq_cst)) [[unlikely]] wake_quiet_sleeper();
+    if (parked_quiet.load(std::memory_order_seq_cst) && done >= issued.load(std::memory_order_relaxed))
+        [[unlikely]]
+      wake_parked_quiet();
   }
   void wake_quiet_sleeper() noexcept;
+  void wake_parked_quiet() noexcept;
   // The thread itself: sleeps until count_completed() runs for one of its
   // requests or `timeout_ns` passes; returns at once if none is outstanding.
   void sleep_until_completion(uint64_t timeout_ns) noexcept;

@@ -6,6 +6,7 @@ namespace {
 // Per pthread; written only by the thread itself (set at a worker's start).
 thread_local WaitHookFn t_hook = nullptr;
 thread_local void* t_hook_ctx = nullptr;
+thread_local ParkHook t_park;
 }  // namespace
 
 void set_wait_hook(WaitHookFn fn, void* ctx) noexcept {
@@ -21,5 +22,11 @@ bool wait_hook_yield() noexcept {
   WaitHookFn fn = t_hook;
   return fn && fn(t_hook_ctx) != 0;
 }
+
+void set_park_hook(tsu_park_fn_t park, tsu_unpark_fn_t unpark, void* ctx) noexcept {
+  t_park = park ? ParkHook{park, unpark, ctx} : ParkHook{};
+}
+
+ParkHook park_hook() noexcept { return t_park; }
 
 }  // namespace tsu::core

@@ -265,9 +265,16 @@ void Scheduler::notify() noexcept {
   }
 }
 
+void Scheduler::notify_all() noexcept {
+  if (sleepers_.fetch_add(0, std::memory_order_seq_cst) != 0) {
+    wake_seq_.fetch_add(1, std::memory_order_seq_cst);
+    futex_wake(wake_seq_, INT32_MAX);
+  }
+}
+
 bool Scheduler::any_queued() const noexcept {
   for (const auto& w : workers_)
-    if (w->queue().size_hint() != 0 || w->has_nursery()) return true;
+    if (w->queue().size_hint() != 0 || w->has_nursery() || w->has_woken()) return true;
   return false;
 }
 

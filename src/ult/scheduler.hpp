@@ -68,6 +68,9 @@ class Scheduler {
   // wake_seq_ if anyone sleeps.  One of the two sees the other.
   void idle_wait(Worker& w, long timeout_ns) noexcept;
   void notify() noexcept;
+  // notify() for a thread only one given worker may run (a woken parked
+  // thread): wakes every sleeper, since the futex cannot pick that worker.
+  void notify_all() noexcept;
   // From a worker that has more work than it runs now: wakes a sleeping
   // worker if any (a hint: a missed one sleeps at most its timeout).
   void help_wanted() noexcept {

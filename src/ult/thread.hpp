@@ -20,7 +20,8 @@ enum class State : uint32_t {
   kReady,    // in a run queue
   kRunning,  // on a worker
   kBlocked,  // in a wait queue (join, mutex, cond, barrier)
-  kWaiting,  // inside a blocking tsunagi call, on its worker's private list
+  kWaiting,  // inside a blocking tsunagi call: on its worker's private list
+             // (polling), or parked until its completion wakes it
   kDone      // ended; the record lives until joined (or at once if detached)
 };
 const char* state_name(State s) noexcept;
@@ -46,6 +47,8 @@ struct Ult {
   std::size_t stack_size = 0;
   SanitizerContext san;
   Ult* next = nullptr;       // private lists (a worker's waiting list, free lists)
+  Ult* wake_next = nullptr;  // a worker's woken stack (Worker::unpark_hook)
+  bool park_drive = false;   // parked with TSU_PARK_DRIVE_PROGRESS (owner only)
   std::atomic<State> state{State::kNew};  // read by dumps from other threads
   tsu_status_t error = TSU_OK;            // set when it could not run (no stack)
   RemoteInfo* remote = nullptr;    // spawned threads (remote.hpp), owned

@@ -125,6 +125,17 @@ Worker* Worker::land(Transfer t) noexcept {
     case Action::kPark:
       w->park(p);
       break;
+    case Action::kParkUntilWoken:
+      // p's context is saved: only now may a waker see it parked.
+      p->state.store(State::kWaiting, std::memory_order_relaxed);
+      p->park_drive = (w->park_flags_ & TSU_PARK_DRIVE_PROGRESS) != 0;
+      if (tsu_waiter_commit(w->park_waiter_, p)) {
+        ++w->parked_;
+        if (p->park_drive) ++w->parked_drive_;
+      } else {
+        w->push_resumable(p);  // woken before it parked: runs again
+      }
+      break;
     case Action::kFinish:
       w->finish(p);
       break;
@@ -234,9 +245,36 @@ void Worker::yield(Ult* self) noexcept {
   if (Ult* next = next_local()) switch_to(self, next, Action::kRequeue);
 }
 
+void Worker::take_woken() noexcept {
+  // Acquire: pairs with each waker's release compare-exchange (a chain of
+  // read-modify-writes), so every record's wake_next is visible.
+  Ult* u = woken_.exchange(nullptr, std::memory_order_acquire);
+  Ult* fifo = nullptr;  // the stack reversed: oldest wake first
+  while (u) {
+    Ult* next = u->wake_next;
+    u->wake_next = fifo;
+    fifo = u;
+    u = next;
+  }
+  while (fifo) {
+    Ult* next = fifo->wake_next;
+    --parked_;
+    if (fifo->park_drive) --parked_drive_;
+    push_resumable(fifo);
+    fifo = next;
+  }
+}
+
 Ult* Worker::next_local() noexcept {
   if (nursery_.load(std::memory_order_relaxed)) flush_nursery();
   const uint32_t tick = ++tick_;
+  // Threads their completion woke go first: their wait is over.
+  if (woken_.load(std::memory_order_relaxed)) take_woken();
+  if (Ult* u = resumable_head_) {
+    resumable_head_ = u->next;
+    if (!resumable_head_) resumable_tail_ = nullptr;
+    return u;
+  }
   // Yielded threads go behind the shared queue's (FIFO): when that queue
   // has threads they are moved there; when it is empty (two threads taking
   // turns) they run from the private list without a lock.  Every 64 picks
@@ -324,10 +362,45 @@ int Worker::wait_hook(void*) {
   return 1;
 }
 
+int Worker::park_hook(void*, tsu_waiter_t* waiter, uint32_t flags) {
+  Worker* w = current_worker();
+  Ult* self = w ? w->current_ : nullptr;
+  if (!self || w->polling_) return 0;
+  w->maybe_poll();
+  // Nothing else to run: to the worker's loop, which sleeps until a wake (or
+  // a new thread) comes.  In manual progress the loop would only spin
+  // progress passes for us: the caller polls in place instead (no switches,
+  // the old cost), and parks as soon as another thread can run.
+  Ult* next = w->next_local();
+  if (!next && (flags & TSU_PARK_DRIVE_PROGRESS)) return 0;
+  w->park_waiter_ = waiter;
+  w->park_flags_ = flags;
+  w->switch_to(self, next, Action::kParkUntilWoken);
+  // Parked threads are resumed only by their own worker: still on `w`.
+  return 1;
+}
+
+void Worker::unpark_hook(void*, void* token) {
+  auto* u = static_cast<Ult*>(token);
+  // u->worker was written before the commit (release), which the waker's
+  // exchange read (acquire); u cannot move before it runs again.
+  Worker* w = u->worker;
+  Ult* head = w->woken_.load(std::memory_order_relaxed);
+  do {
+    u->wake_next = head;
+  } while (!w->woken_.compare_exchange_weak(head, u, std::memory_order_seq_cst,
+                                            std::memory_order_relaxed));
+  // The owner itself (a callback run by its progress pass) takes it at its
+  // next pick; any other pthread wakes it if it sleeps (seq_cst push above,
+  // then the sleepers check: see Scheduler::idle_wait).
+  if (current_worker() != w) w->sched_.notify_all();
+}
+
 void Worker::loop() {
   t_worker = this;
   give_thread_altstack();
   tsu_set_wait_hook(&Worker::wait_hook, this);
+  tsu_set_park_hook(&Worker::park_hook, &Worker::unpark_hook, this);
 #if TSU_ULT_TSAN
   sched_san_.tsan_fiber = __tsan_get_current_fiber();
 #endif
@@ -345,6 +418,7 @@ void Worker::loop() {
   }
 #endif
   uint32_t idle = 0;
+  uint32_t drive_idle = 0;  // empty passes while driving progress for parked threads
   uint64_t idle_since = 0;
   Remote* remote = sched_.remote();  // set before the workers start
   for (;;) {
@@ -352,6 +426,7 @@ void Worker::loop() {
     if (!u) u = steal();
     if (u) {
       idle = 0;
+      drive_idle = 0;
       if (!ready_to_run(u)) continue;
       switch_to(nullptr, u, Action::kNone);
       continue;
@@ -360,6 +435,19 @@ void Worker::loop() {
     if (remote) remote->poll(*this, true);
     if (sched_.stopping() && sched_.live() == 0) break;
     if (has_waiting()) continue;
+    // Threads parked in manual progress: nothing else completes their
+    // requests, so keep driving progress (remote->poll above does; without
+    // the remote layer, here).  With a progress thread, sleep below: the
+    // wake comes with the completion.
+    if (parked_drive_ != 0) {
+      if (!remote) tsu_progress();
+      // As a polling waiter's backoff did: spin a few empty passes, then
+      // give the CPU away once per pass, so that on a shared CPU the peer
+      // rank runs (spinning without it cost 8-12 ms round trips).
+      if (++drive_idle > 32) sched_yield(); else cpu_relax();
+      continue;
+    }
+    drive_idle = 0;
     // Idle: poll for spin_ns (yielding the CPU now and then), then sleep.
     if (idle++ == 0) idle_since = now_ns();
     if ((idle & 15) != 0) {
@@ -373,6 +461,7 @@ void Worker::loop() {
     }
   }
   tsu_set_wait_hook(nullptr, nullptr);
+  tsu_set_park_hook(nullptr, nullptr, nullptr);
   drop_thread_altstack();
   t_worker = nullptr;
 }

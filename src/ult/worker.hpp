@@ -33,6 +33,7 @@ enum class Action : uint32_t {
   kRequeue,  // `from` yielded: back to the run queue
   kRelease,  // `from` blocked: release the wait queue's lock
   kPark,     // `from` waits in a tsunagi call: the private waiting list
+  kParkUntilWoken,  // `from` waits in a tsunagi call until its completion wakes it
   kFinish    // `from` ended: its stack goes back, joiners are woken
 };
 
@@ -74,7 +75,8 @@ class Worker {
     const uint32_t tick = tick_ + 1;
     const uint32_t poll_tick = poll_tick_ + 1;
     if ((poll_tick & 63) == 0 || (tick & 63) == 0 || !yielded_head_ ||
-        nursery_.load(std::memory_order_relaxed) || rq_.size_hint() != 0 ||
+        nursery_.load(std::memory_order_relaxed) || rq_.size_hint() != 0 || resumable_head_ ||
+        woken_.load(std::memory_order_relaxed) ||
         (waiting_head_ && (tick & 7) == 0))
       return false;
     tick_ = tick;
@@ -166,6 +168,14 @@ class Worker {
 
   // The tsunagi wait hook installed on this pthread.
   static int wait_hook(void* ctx);
+  // The tsunagi park hooks (tsu_set_park_hook).  A parked thread stays
+  // pinned to its worker like a polling waiter (libtsunagi's per-pthread
+  // state): the unpark pushes it on that worker's woken stack, which only
+  // the owner drains, into its private resumable FIFO (never the run queue,
+  // where thieves would take it).
+  static int park_hook(void* ctx, tsu_waiter_t* waiter, uint32_t flags);
+  static void unpark_hook(void* ctx, void* token);
+  bool has_woken() const noexcept { return woken_.load(std::memory_order_relaxed) != nullptr; }
 
  private:
   static void entry(Transfer t);
@@ -210,6 +220,28 @@ class Worker {
   Ult* yielded_head_ = nullptr;
   Ult* yielded_tail_ = nullptr;
   uint32_t yielded_count_ = 0;
+  // Parked until woken (kParkUntilWoken): counts kept by the owner; parked_drive_
+  // of them need this pthread to drive progress (manual progress).
+  uint32_t parked_ = 0;
+  uint32_t parked_drive_ = 0;
+  tsu_waiter_t* park_waiter_ = nullptr;  // for land(), with park_flags_
+  uint32_t park_flags_ = 0;
+  // Woken parked threads, resumed before the run queue's: a private FIFO
+  // (Ult::next), filled by the owner from woken_.
+  Ult* resumable_head_ = nullptr;
+  Ult* resumable_tail_ = nullptr;
+  void push_resumable(Ult* u) noexcept {
+    u->state.store(State::kReady, std::memory_order_relaxed);
+    u->next = nullptr;
+    if (resumable_tail_) resumable_tail_->next = u; else resumable_head_ = u;
+    resumable_tail_ = u;
+  }
+  void take_woken() noexcept;
+  // Woken parked threads: a stack (Ult::wake_next) pushed by any thread with
+  // a compare-exchange, emptied whole by the owner with one exchange (so no
+  // ABA: nodes leave only by that exchange).  Its own line: other pthreads
+  // write it.
+  alignas(64) std::atomic<Ult*> woken_{nullptr};
   Ult* waiting_head_ = nullptr;  // private FIFO (Ult::next)
   Ult* waiting_tail_ = nullptr;
   uint32_t waiting_count_ = 0;
