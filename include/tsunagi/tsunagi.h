@@ -315,7 +315,10 @@ typedef enum {
  * TSU_ERR_UNSUPPORTED (switching sites then would break atomicity).  A NIC
  * segment's memory stays mapped and registered with the adapter until
  * tsu_finalize, also after tsu_segment_free (an issuer that cached its key
- * must never reach other memory).  Local operation, like tsu_segment_alloc.
+ * must never reach other memory).  The owner's plain loads and stores on
+ * its memory are unchanged; atomics on its words must go through
+ * tsu_try_atomic (a CPU atomic through a pointer would be a second executor).
+ * Local operation, like tsu_segment_alloc.
  * @param size  bytes (rounded up to whole pages); at least 8 with TSU_SEG_NIC_ATOMICS.
  * @param flags 0 or TSU_SEG_NIC_ATOMICS.
  * @retval TSU_OK               *seg and *base written.
