@@ -32,6 +32,11 @@ tsu_status_t tsu_segment_alloc_ex(size_t size, unsigned flags, tsu_seg_t* seg, v
     return core::fail(TSU_ERR_INVALID_ARG, "tsu_segment_alloc_ex: unknown flags 0x%x",
                       flags & ~TSU_SEG_NIC_ATOMICS);
   const bool nic = flags & TSU_SEG_NIC_ATOMICS;
+  // The allocation waits for its first NIC atomic: only where waiting is allowed.
+  if (nic && core::in_progress_context())
+    return core::fail(TSU_ERR_UNSUPPORTED,
+                      "tsu_segment_alloc_ex: TSU_SEG_NIC_ATOMICS cannot wait for the segment's "
+                      "first NIC atomic inside a completion callback or the progress thread");
   if (size == 0 || (nic && size < 8))
     return core::fail(TSU_ERR_INVALID_ARG, "tsu_segment_alloc_ex: size %zu is below %d", size,
                       nic ? 8 : 1);
