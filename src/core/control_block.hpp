@@ -93,11 +93,7 @@ constexpr bool slot_state_shared(uint32_t state) noexcept {
 // reader's second word load comes after (the acquire load orders it), so it
 // sees the retirement or something later and differs from w.  The word never
 // returns to an earlier value (the id's generation grows; see kSegQuarantine
-// for the wrap), so there is no ABA within one check.  One exception keeps
-// the id and changes the state: kSegmentSharedNic -> kSegmentShared
-// (SegmentTable::make_cpu_atomics), done only before the id has left
-// tsu_segment_alloc_ex, when no reader can hold it; the fields stay as they
-// are, so even a reader that raced it would read consistent fields.  On x86 these acquire
+// for the wrap), so there is no ABA within one check.  On x86 these acquire
 // loads and release stores are plain moves.
 //
 // Pages of the control block are only touched for slots that are used: the

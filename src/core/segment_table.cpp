@@ -108,6 +108,12 @@ tsu_status_t SegmentTable::allocate(std::size_t size, tsu_seg_t& seg, void*& bas
   return TSU_OK;
 }
 
+// The seqlock's one exception to "the word never returns to an earlier
+// value under a live id" (control_block.hpp): kSegmentSharedNic ->
+// kSegmentShared keeps the id and changes the state.  Done only before the
+// id has left tsu_segment_alloc_ex, when no reader can hold it; the fields
+// stay as they are, so even a reader that raced it reads consistent fields
+// (it would see the word change and report the id stale, nothing worse).
 void SegmentTable::make_cpu_atomics(tsu_seg_t seg) noexcept {
   std::lock_guard lock(mu_);
   SegmentSlot& slot = cb_->slots[seg_index(seg)];
