@@ -328,7 +328,8 @@ typedef enum {
  *                              unknown flag.
  * @retval TSU_ERR_UNSUPPORTED  TSU_SEG_NIC_ATOMICS, and the job's network transport
  *                              cannot execute every atomic in its adapter (or there
- *                              is none).
+ *                              is none), or the call was made inside a completion
+ *                              callback or the progress thread (it waits).
  * @retval TSU_ERR_LIMIT        as tsu_segment_alloc.
  * @retval TSU_ERR_NO_MEMORY    as tsu_segment_alloc.
  * @retval TSU_ERR_SYSTEM       as tsu_segment_alloc, or the adapter failed the first
