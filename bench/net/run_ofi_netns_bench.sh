@@ -79,6 +79,10 @@ for net in ofi udp; do
     sed "s/^{/{\"net\":\"$net\",/" | tee -a "$res"
   tsu_job "$net" "tsu_$net.stderr" "$build/bench/net/tsu-bench-net" tsu --only latency --wait quiet |
     sed "s/^{/{\"net\":\"$net\",/" | tee -a "$res"
+  # 8 B fetch-add to a CPU segment and to a NIC segment (TSU_SEG_NIC_ATOMICS),
+  # interleaved in one run (ofi only: udp refuses NIC segments).
+  [[ $net == ofi ]] && tsu_job "$net" "tsu_$net.stderr" "$build/bench/net/tsu-bench-net" tsu \
+    --only fadd_sites $( ((quick)) && echo --quick) | sed "s/^{/{\"net\":\"$net\",/" | tee -a "$res"
   tsu_job "$net" "tsu_$net.stderr" "$build/bench/tsu-bench" pingpong --max 65536 |
     tee "$out/tsu_${net}_pingpong.txt"
   tsu_job "$net" "tsu_$net.stderr" "$build/bench/tsu-bench" am --threads 1 |

@@ -1,7 +1,7 @@
 // tsu-bench-net: tsunagi over the udp transport beside the limit on the same
 // link (a raw UDP socket pingpong and throughput test).
 //
-//   tsurun -n 2 --hosts A,B ... tsu-bench-net tsu [--quick] [--only latency|bandwidth|bigbw|rate] [--get-rate]
+//   tsurun -n 2 --hosts A,B ... tsu-bench-net tsu [--quick] [--only latency|bandwidth|bigbw|rate|fadd_sites] [--get-rate]
 //                                                  [--wait yield|quiet]
 //                                                             rank 0 measures, rank 1 serves
 //   tsu-bench-net raw-server PORT                             (on B)
@@ -87,6 +87,69 @@ void latency(const char* op, uint32_t peer, int iters) {
   std::fflush(stdout);
 }
 
+// --only fadd_sites: 8-byte fetch-add latency to `peer`'s word in a segment
+// with CPU atomics (tsu_segment_alloc: the target's CPU executes it) and in
+// one with NIC atomics (TSU_SEG_NIC_ATOMICS: the provider's atomic), in
+// alternating blocks of 100 so both see the same machine state.  Every rank
+// allocates both; rank 0 learns `peer`'s ids from its main segment.
+constexpr uint64_t kSiteIdsOff = 256;  // main segment: this rank's two segment ids
+
+bool alloc_site_segments(tsu_seg_t ids[2]) {
+  void* base = nullptr;
+  if (tsu_segment_alloc_ex(4096, 0, &ids[0], &base) != TSU_OK ||
+      tsu_segment_alloc_ex(4096, TSU_SEG_NIC_ATOMICS, &ids[1], &base) != TSU_OK) {
+    std::fprintf(stderr, "tsu-bench-net fadd_sites: %s\n", tsu_last_error());
+    return false;
+  }
+  void* main = nullptr;
+  std::size_t len = 0;
+  tsu_segment_info(TSU_SEG_MAIN, &main, &len);
+  std::memcpy(static_cast<char*>(main) + kSiteIdsOff, ids, 2 * sizeof(tsu_seg_t));
+  return true;
+}
+
+void fadd_sites(uint32_t peer, int iters) {
+  tsu_seg_t ids[2];
+  Flag g;
+  issue([&] {
+    return tsu_try_get(tsu_laddr(TSU_SEG_MAIN, kSiteIdsOff + 64), tsu_gaddr(peer, TSU_SEG_MAIN, kSiteIdsOff),
+                       sizeof ids, tsu_cb(flag_cb, &g));
+  });
+  wait_flag(g, 1);
+  void* main = nullptr;
+  std::size_t len = 0;
+  tsu_segment_info(TSU_SEG_MAIN, &main, &len);
+  std::memcpy(ids, static_cast<char*>(main) + kSiteIdsOff + 64, sizeof ids);
+  std::vector<double> t[2];
+  uint64_t result = 0;
+  constexpr int kBlock = 100;
+  const int blocks = (iters + kBlock - 1) / kBlock + 1;  // the first block of each: warm-up
+  for (int b = 0; b < blocks; ++b)
+    for (int k = 0; k < 2; ++k)
+      for (int i = 0; i < kBlock; ++i) {
+        Flag f;
+        const double t0 = now_us();
+        issue([&] { return tsu_try_fetch_add_u64(tsu_gaddr(peer, ids[k], 64), 1, &result, tsu_cb(flag_cb, &f)); });
+        if (g_wait_quiet) tsu_quiet();
+        wait_flag(f, 1);
+        if (f.status.load() != TSU_OK) {
+          std::fprintf(stderr, "fadd_sites: fetch-add failed: %s\n", tsu_strerror(f.status.load()));
+          return;
+        }
+        if (b > 0) t[k].push_back(now_us() - t0);
+      }
+  for (int k = 0; k < 2; ++k) {
+    std::sort(t[k].begin(), t[k].end());
+    double sum = 0;
+    for (double x : t[k]) sum += x;
+    std::printf("{\"bench\":\"tsu_fadd_site\",\"site\":\"%s\",\"wait\":\"%s\",\"bytes\":8,\"count\":%zu,"
+                "\"median_us\":%.2f,\"mean_us\":%.2f,\"p99_us\":%.2f}\n",
+                k ? "nic" : "cpu", g_wait_quiet ? "quiet" : (g_manual ? "progress" : "yield"), t[k].size(),
+                t[k][t[k].size() / 2], sum / static_cast<double>(t[k].size()), t[k][t[k].size() * 99 / 100]);
+  }
+  std::fflush(stdout);
+}
+
 // The issuing thread waits in tsu_counter_wait (spins briefly, then sleeps)
 // rather than in a sched_yield loop: on this 2-core host a yielding waiter
 // stays runnable and takes CPU time from the progress threads that move the
@@ -156,6 +219,14 @@ int run_tsu(bool quick, const std::string& only, bool get_rate) {
   void* base;
   std::size_t seg;
   tsu_segment_info(TSU_SEG_MAIN, &base, &seg);
+  if (only == "fadd_sites") {  // its own run: every rank allocates the two segments
+    tsu_seg_t ids[2];
+    const bool ok = alloc_site_segments(ids);
+    tsu_barrier();
+    if (me == 0 && ok) fadd_sites(1, quick ? 1000 : 10000);
+    tsu_barrier();
+    return tsu_finalize() == TSU_OK && ok ? 0 : 1;
+  }
   if (me == 0) {
     const int iters = quick ? 500 : 5000;
     const bool all = only.empty();
@@ -346,6 +417,6 @@ int main(int argc, char** argv) {
   if (mode == "mac") return run_mac(argc > 2 ? static_cast<std::size_t>(std::atoi(argv[2])) : 1472);
   if (mode == "raw-server" && argc > 2) return raw_server(std::atoi(argv[2]));
   if (mode == "raw-client" && argc > 3) return raw_client(argv[2], std::atoi(argv[3]));
-  std::fprintf(stderr, "usage: tsu-bench-net tsu [--quick] [--only latency|bandwidth|bigbw|rate] [--wait yield|quiet] [--get-rate] | raw-server PORT | raw-client IP PORT | mac [DATAGRAM_BYTES]\n");
+  std::fprintf(stderr, "usage: tsu-bench-net tsu [--quick] [--only latency|bandwidth|bigbw|rate|fadd_sites] [--wait yield|quiet] [--get-rate] | raw-server PORT | raw-client IP PORT | mac [DATAGRAM_BYTES]\n");
   return 2;
 }

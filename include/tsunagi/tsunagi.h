@@ -288,6 +288,62 @@ static inline tsu_gaddr_t tsu_gaddr_add(tsu_gaddr_t g, uint64_t delta) {
  * @retval TSU_ERR_SYSTEM       creating the shared-memory file failed otherwise. */
 TSU_API tsu_status_t tsu_segment_alloc(size_t size, tsu_seg_t *seg, void **base);
 
+/** Flags of tsu_segment_alloc_ex. */
+#define TSU_SEG_NIC_ATOMICS 0x1u /**< atomics on the segment run in the network adapter */
+
+/** Who executes the atomics aimed at a segment (tsu_segment_atomic_site). */
+typedef enum {
+  TSU_ATOMIC_SITE_CPU = 0, /**< the owner's CPU (the default for every segment) */
+  TSU_ATOMIC_SITE_NIC = 1  /**< the network transport's adapter, for every issuer */
+} tsu_atomic_site_t;
+
+/** tsu_segment_alloc with flags.  flags 0 is tsu_segment_alloc.
+ *
+ * TSU_SEG_NIC_ATOMICS: every atomic on the segment, from every issuer (the
+ * owner's own threads and its node peers included), is executed by the
+ * network transport's adapter (libfabric atomics over TSU_NET=ofi), never by a
+ * CPU, so one executor owns each word.  Puts, gets and copies keep their
+ * usual routes.  Granted only where the job has a network transport (ranks on
+ * other nodes) whose adapter accepts every (type, op) of tsu_try_atomic
+ * (TSU_NET=ofi with native RMA and a provider offering FI_ATOMIC, e.g.
+ * tcp;ofi_rxm); elsewhere (udp, a job on one node, TSU_OFI_RMA=0) refused
+ * with TSU_ERR_UNSUPPORTED and the reason in tsu_last_error().  The call
+ * then runs one NIC atomic on the new segment (a fetch-add of 0 at offset
+ * 0, from the owner through its own adapter address) before returning: a
+ * provider that refuses it (ENOSYS) leaves the segment with CPU atomics,
+ * as tsu_segment_atomic_site says; later refusals fail the atomic with
+ * TSU_ERR_UNSUPPORTED (switching sites then would break atomicity).  A NIC
+ * segment's memory stays mapped and registered with the adapter until
+ * tsu_finalize, also after tsu_segment_free (an issuer that cached its key
+ * must never reach other memory).  The owner's plain loads and stores on
+ * its memory are unchanged; atomics on its words must go through
+ * tsu_try_atomic (a CPU atomic through a pointer would be a second executor).
+ * Local operation, like tsu_segment_alloc.
+ * @param size  bytes (rounded up to whole pages); at least 8 with TSU_SEG_NIC_ATOMICS.
+ * @param flags 0 or TSU_SEG_NIC_ATOMICS.
+ * @retval TSU_OK               *seg and *base written.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_NULL_POINTER seg or base is NULL.
+ * @retval TSU_ERR_INVALID_ARG  size is 0 (below 8 with TSU_SEG_NIC_ATOMICS), or an
+ *                              unknown flag.
+ * @retval TSU_ERR_UNSUPPORTED  TSU_SEG_NIC_ATOMICS, and the job's network transport
+ *                              cannot execute every atomic in its adapter (or there
+ *                              is none), or the call was made inside a completion
+ *                              callback or the progress thread (it waits).
+ * @retval TSU_ERR_LIMIT        as tsu_segment_alloc.
+ * @retval TSU_ERR_NO_MEMORY    as tsu_segment_alloc.
+ * @retval TSU_ERR_SYSTEM       as tsu_segment_alloc, or the adapter failed the first
+ *                              NIC atomic otherwise than by refusing it. */
+TSU_API tsu_status_t tsu_segment_alloc_ex(size_t size, unsigned flags, tsu_seg_t *seg,
+                                          void **base);
+
+/** Who executes atomics on one of the caller's segments.
+ * @retval TSU_OK               *site written.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_NULL_POINTER site is NULL.
+ * @retval TSU_ERR_BAD_SEGMENT  seg is not a live segment of this rank. */
+TSU_API tsu_status_t tsu_segment_atomic_site(tsu_seg_t seg, tsu_atomic_site_t *site);
+
 /** Registers existing user memory as a segment.  Node peers reach it through
  * Cross Memory Attach (one copy, a system call each).  Atomics on it fail with
  * TSU_ERR_UNSUPPORTED on every route, the owner's own included (atomics need
@@ -692,7 +748,8 @@ typedef enum {
  * a value of `type`, read before the call returns (NULL where the op needs none);
  * `result` (for fetching ops and load) is written before the callback runs and
  * must stay valid until then.  Atomicity holds between all tsunagi atomics on the
- * word, whoever issues them: they are CPU atomics on the target's memory.
+ * word, whoever issues them: they are CPU atomics on the target's memory, or,
+ * on a segment allocated with TSU_SEG_NIC_ATOMICS, all NIC atomics.
  * @retval TSU_OK                accepted; the callback gets TSU_OK, or
  *                               TSU_ERR_BAD_SEGMENT / TSU_ERR_OUT_OF_BOUNDS (nothing
  *                               changed), TSU_ERR_UNSUPPORTED (the word is in

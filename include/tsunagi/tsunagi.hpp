@@ -71,6 +71,33 @@ class runtime {
   }
 };
 
+// A segment of this rank (tsu_segment_alloc_ex), freed by the destructor.
+// flags: 0 or TSU_SEG_NIC_ATOMICS (throws error(TSU_ERR_UNSUPPORTED) where
+// the job's network transport cannot execute atomics in its adapter).
+class segment {
+ public:
+  explicit segment(std::size_t size, unsigned flags = 0) {
+    const status st = tsu_segment_alloc_ex(size, flags, &id_, &base_);
+    if (st != TSU_OK) throw error(st, std::string("tsu_segment_alloc_ex: ") + tsu_last_error());
+  }
+  ~segment() { tsu_segment_free(id_); }
+  segment(const segment&) = delete;
+  segment& operator=(const segment&) = delete;
+
+  tsu_seg_t id() const noexcept { return id_; }
+  void* base() const noexcept { return base_; }
+  // Who executes its atomics (TSU_ATOMIC_SITE_NIC only with TSU_SEG_NIC_ATOMICS).
+  tsu_atomic_site_t atomic_site() const noexcept {
+    tsu_atomic_site_t site = TSU_ATOMIC_SITE_CPU;
+    tsu_segment_atomic_site(id_, &site);
+    return site;
+  }
+
+ private:
+  tsu_seg_t id_ = 0;
+  void* base_ = nullptr;
+};
+
 namespace detail {
 
 // A heap-allocated closure that deletes itself after its one call.

@@ -47,9 +47,13 @@ tsu_status_t atomic_impl(Runtime* rt, tsu_gaddr_t target, tsu_aop_t op, tsu_atyp
   const uint64_t opnd = operand ? core::atomic_load_operand(operand, type) : 0;
   const uint64_t cmp = compare ? core::atomic_load_operand(compare, type) : 0;
   tc.stats.add(Counter::kAtomic);
-  if (rt->bypass() && mem)
-    return finish_inline<kImplicit>(tc, cb,
-                                    rt->execute_atomic(target, op, type, opnd, cmp, result));
+  if (rt->bypass() && mem) {
+    bool nic = false;
+    const tsu_status_t st = rt->execute_atomic(target, op, type, opnd, cmp, result, &nic);
+    if (!nic) return finish_inline<kImplicit>(tc, cb, st);
+    // A NIC segment: through the engine to the network transport, as from
+    // any other rank (one executor per word).
+  }
   core::Command cmd{};
   cmd.dst = target;
   cmd.operand = opnd;

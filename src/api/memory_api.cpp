@@ -1,5 +1,6 @@
 // Segments and address helpers.
 #include "api/api_common.hpp"
+#include "api/nic_probe.hpp"
 
 using namespace tsu;
 using tsu::api::runtime;
@@ -19,6 +20,55 @@ tsu_status_t tsu_segment_alloc(size_t size, tsu_seg_t* seg, void** base) {
   if (st != TSU_OK) return core::fail(st, "tsu_segment_alloc(%zu): %s", size, error.c_str());
   *seg = id;
   *base = b;
+  return TSU_OK;
+}
+
+tsu_status_t tsu_segment_alloc_ex(size_t size, unsigned flags, tsu_seg_t* seg, void** base) {
+  core::Runtime* rt = runtime();
+  if (!rt) return api::not_initialized("tsu_segment_alloc_ex");
+  if (!seg || !base)
+    return core::fail(TSU_ERR_NULL_POINTER, "tsu_segment_alloc_ex: seg and base must not be NULL");
+  if (flags & ~TSU_SEG_NIC_ATOMICS)
+    return core::fail(TSU_ERR_INVALID_ARG, "tsu_segment_alloc_ex: unknown flags 0x%x",
+                      flags & ~TSU_SEG_NIC_ATOMICS);
+  const bool nic = flags & TSU_SEG_NIC_ATOMICS;
+  // The allocation waits for its first NIC atomic: only where waiting is allowed.
+  if (nic && core::in_progress_context())
+    return core::fail(TSU_ERR_UNSUPPORTED,
+                      "tsu_segment_alloc_ex: TSU_SEG_NIC_ATOMICS cannot wait for the segment's "
+                      "first NIC atomic inside a completion callback or the progress thread");
+  if (size == 0 || (nic && size < 8))
+    return core::fail(TSU_ERR_INVALID_ARG, "tsu_segment_alloc_ex: size %zu is below %d", size,
+                      nic ? 8 : 1);
+  std::string error;
+  tsu_seg_t id;
+  void* b;
+  tsu_status_t st = rt->allocate_segment(size, id, b, error, nic);
+  if (st != TSU_OK) return core::fail(st, "tsu_segment_alloc_ex(%zu): %s", size, error.c_str());
+  if (nic) {
+    st = api::first_nic_atomic(*rt, id);
+    if (st != TSU_OK) {
+      std::string ignored;
+      rt->free_segment(id, ignored);
+      return core::fail(TSU_ERR_SYSTEM,
+                        "tsu_segment_alloc_ex: the first NIC atomic on the new segment failed: %s",
+                        tsu_strerror(st));
+    }
+  }
+  *seg = id;
+  *base = b;
+  return TSU_OK;
+}
+
+tsu_status_t tsu_segment_atomic_site(tsu_seg_t seg, tsu_atomic_site_t* site) {
+  core::Runtime* rt = runtime();
+  if (!rt) return api::not_initialized("tsu_segment_atomic_site");
+  if (!site) return core::fail(TSU_ERR_NULL_POINTER, "tsu_segment_atomic_site: site is NULL");
+  transport::AtomicSite s;
+  if (!rt->atomic_site(seg, s))
+    return core::fail(TSU_ERR_BAD_SEGMENT, "tsu_segment_atomic_site: segment %u does not exist",
+                      seg);
+  *site = s == transport::AtomicSite::kNic ? TSU_ATOMIC_SITE_NIC : TSU_ATOMIC_SITE_CPU;
   return TSU_OK;
 }
 

@@ -35,9 +35,12 @@ tsu_cb_t OrderedRequests::done_cb(core::OrderedRequest* req) noexcept {
 
 bool OrderedRequests::runs_inline(const core::Command& cmd) const noexcept {
   if (!rt_.bypass()) return false;
-  return cmd.kind == core::CommandKind::kCopy
-             ? rt_.memory_route(cmd.dst.rank) && rt_.memory_route(cmd.src.rank)
-             : rt_.memory_route(cmd.dst.rank);
+  if (cmd.kind == core::CommandKind::kCopy)
+    return rt_.memory_route(cmd.dst.rank) && rt_.memory_route(cmd.src.rank);
+  // A NIC segment's atomics go through the engine to the network transport.
+  if (cmd.kind == core::CommandKind::kAtomic)
+    return rt_.memory_route(cmd.dst.rank) && !rt_.atomics_on_nic(cmd.dst);
+  return rt_.memory_route(cmd.dst.rank);
 }
 
 void OrderedRequests::finish(core::OrderedRequest* req, tsu_status_t status) noexcept {

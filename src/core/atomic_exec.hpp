@@ -1,8 +1,10 @@
 // Executes one atomic on a word this process can address.  Every tsunagi
-// atomic ends here — the owner's, a node peer's (on the shared mapping) and,
-// with network transports, the target's progress thread — so they are all CPU
-// atomics on the same memory and stay atomic with each other (seed 002's trap
-// does not arise).
+// atomic on a CPU segment ends here — the owner's, a node peer's (on the
+// shared mapping) and, with network transports, the target's progress
+// thread — so they are all CPU atomics on the same memory and stay atomic
+// with each other (seed 002's trap does not arise).  Words of a
+// TSU_SEG_NIC_ATOMICS segment never come here: all their atomics are the
+// adapter's (Runtime::execute_atomic refuses them).
 #pragma once
 
 #include <atomic>

@@ -49,6 +49,10 @@ enum SegmentState : uint32_t {
   kSegmentShared = 1,      // memfd region: peers map it
   kSegmentRegistered = 2,  // user memory: peers use Cross Memory Attach
   kSegmentRetired = 3,     // freed; the index may later carry a new generation
+  // A memfd region like kSegmentShared whose atomics the network adapter
+  // executes (TSU_SEG_NIC_ATOMICS): node peers map it for copies and send
+  // its atomics to the network transport (seed 002: one executor per word).
+  kSegmentSharedNic = 4,
 };
 
 // The slot's state word: the current id in the high half, the state low.
@@ -62,7 +66,11 @@ constexpr uint32_t slot_word_state(uint64_t word) noexcept {
   return static_cast<uint32_t>(word);
 }
 constexpr bool slot_state_live(uint32_t state) noexcept {
-  return state == kSegmentShared || state == kSegmentRegistered;
+  return state == kSegmentShared || state == kSegmentRegistered || state == kSegmentSharedNic;
+}
+// Live and in shared memory (node peers map it).
+constexpr bool slot_state_shared(uint32_t state) noexcept {
+  return state == kSegmentShared || state == kSegmentSharedNic;
 }
 
 // One segment index.  Other processes (node peers) and other threads read a

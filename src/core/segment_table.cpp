@@ -10,6 +10,7 @@ namespace tsu::core {
 SegmentTable::~SegmentTable() {
   if (locals_)
     for (uint32_t i = 0; i < kMaxSegments; ++i) shared_region_destroy(locals_[i].region);
+  for (SharedRegion& r : kept_) shared_region_destroy(r);
   shared_region_destroy(cb_region_);
 }
 
@@ -87,7 +88,7 @@ void SegmentTable::publish(uint32_t index, tsu_seg_t id, uint32_t state, int fd,
 }
 
 tsu_status_t SegmentTable::allocate(std::size_t size, tsu_seg_t& seg, void*& base,
-                                    std::string& error) {
+                                    std::string& error, bool nic_atomics) {
   std::lock_guard lock(mu_);
   uint32_t index;
   tsu_seg_t id;
@@ -100,10 +101,25 @@ tsu_status_t SegmentTable::allocate(std::size_t size, tsu_seg_t& seg, void*& bas
     return st;
   }
   locals_[index].region = region;
-  publish(index, id, kSegmentShared, region.fd, size, static_cast<std::byte*>(region.base));
+  publish(index, id, nic_atomics ? kSegmentSharedNic : kSegmentShared, region.fd, size,
+          static_cast<std::byte*>(region.base));
   seg = id;
   base = region.base;
   return TSU_OK;
+}
+
+// The seqlock's one exception to "the word never returns to an earlier
+// value under a live id" (control_block.hpp): kSegmentSharedNic ->
+// kSegmentShared keeps the id and changes the state.  Done only before the
+// id has left tsu_segment_alloc_ex, when no reader can hold it; the fields
+// stay as they are, so even a reader that raced it reads consistent fields
+// (it would see the word change and report the id stale, nothing worse).
+void SegmentTable::make_cpu_atomics(tsu_seg_t seg) noexcept {
+  std::lock_guard lock(mu_);
+  SegmentSlot& slot = cb_->slots[seg_index(seg)];
+  const uint64_t w = slot.word.load(std::memory_order_relaxed);  // only we write it
+  if (slot_word_id(w) == seg && slot_word_state(w) == kSegmentSharedNic)
+    slot.word.store(slot_word(seg, kSegmentShared), std::memory_order_release);
 }
 
 tsu_status_t SegmentTable::register_memory(void* base, std::size_t size, tsu_seg_t& seg,
@@ -118,7 +134,7 @@ tsu_status_t SegmentTable::register_memory(void* base, std::size_t size, tsu_seg
   return TSU_OK;
 }
 
-tsu_status_t SegmentTable::free(tsu_seg_t seg, std::string& error) {
+tsu_status_t SegmentTable::free(tsu_seg_t seg, std::string& error, bool keep_memory) {
   std::lock_guard lock(mu_);
   if (seg == TSU_SEG_MAIN) {
     error = "the main segment (0) is freed by tsu_finalize, not tsu_segment_free";
@@ -141,6 +157,14 @@ tsu_status_t SegmentTable::free(tsu_seg_t seg, std::string& error) {
       ranges_.erase(it);
       break;
     }
+  if (keep_memory) {
+    try {
+      kept_.push_back(locals_[index].region);
+    } catch (...) {
+      // Out of memory: leaked rather than unmapped under the adapter's key.
+    }
+    locals_[index].region = SharedRegion{};
+  }
   shared_region_destroy(locals_[index].region);
   free_.push_back(index);
   --live_;

@@ -33,9 +33,18 @@ class SegmentTable {
   // Creates the control block and the main segment.
   tsu_status_t init(uint32_t rank, std::size_t main_size, std::string& error);
 
-  tsu_status_t allocate(std::size_t size, tsu_seg_t& seg, void*& base, std::string& error);
+  // nic_atomics: the slot says kSegmentSharedNic (TSU_SEG_NIC_ATOMICS).
+  tsu_status_t allocate(std::size_t size, tsu_seg_t& seg, void*& base, std::string& error,
+                        bool nic_atomics = false);
+  // A kSegmentSharedNic segment whose first NIC atomic the provider refused
+  // becomes kSegmentShared (CPU atomics).  Only before its id left the
+  // allocating call: a reader comparing the word twice would otherwise see
+  // it change under a live id.
+  void make_cpu_atomics(tsu_seg_t seg) noexcept;
   tsu_status_t register_memory(void* base, std::size_t size, tsu_seg_t& seg, std::string& error);
-  tsu_status_t free(tsu_seg_t seg, std::string& error);
+  // keep_memory: the mapping stays until the table is destroyed (a NIC
+  // segment: the adapter may still be handed its stale key by a peer).
+  tsu_status_t free(tsu_seg_t seg, std::string& error, bool keep_memory = false);
 
   // Bounds-checked translation of [offset, offset+len) of one of our segments.
   // Writes `out` only on success.  Safe against a concurrent free/reuse: a
@@ -75,6 +84,7 @@ class SegmentTable {
   void publish(uint32_t index, tsu_seg_t id, uint32_t state, int fd, uint64_t size,
                std::byte* base) noexcept;
 
+  std::deque<SharedRegion> kept_;    // freed with keep_memory; destroyed last (under mu_)
   SharedRegion cb_region_;
   ControlBlock* cb_ = nullptr;
   std::unique_ptr<Local[]> locals_;  // kMaxSegments entries

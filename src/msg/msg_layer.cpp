@@ -312,7 +312,7 @@ tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::si
   uint32_t state = 0;
   if (rt_.segments().find(buf, seg, offset) &&
       rt_.segments().translate(seg, offset, len, p, &state) == TSU_OK &&
-      state == core::kSegmentShared && seg < 256) {  // flags carry 8 bits of id
+      core::slot_state_shared(state) && seg < 256) {  // flags carry 8 bits of id
     h.flags = static_cast<uint16_t>(kRtsShared | (seg << 8));
     h.args[2] = offset;
   }
@@ -634,7 +634,7 @@ tsu_status_t MsgLayer::recv(uint32_t src, uint64_t tag, uint64_t mask, void* buf
   uint32_t state = 0;
   if (cap && rt_.segments().find(buf, seg, offset) &&
       rt_.segments().translate(seg, offset, cap, p, &state) == TSU_OK &&
-      state == core::kSegmentShared) {
+      core::slot_state_shared(state)) {
     l->seg = static_cast<int64_t>(seg);
     l->offset = offset;
   }

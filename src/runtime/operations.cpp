@@ -83,13 +83,21 @@ tsu_status_t Runtime::copy_access(const Access& dst, const Access& src,
 }
 
 tsu_status_t Runtime::execute_atomic(const tsu_gaddr_t& target, tsu_aop_t op, tsu_atype_t type,
-                                     uint64_t operand, uint64_t compare, void* result) noexcept {
+                                     uint64_t operand, uint64_t compare, void* result,
+                                     bool* nic_route) noexcept {
   transport::Transport* t = routes_[target.rank];
   if (!t) return TSU_ERR_UNREACHABLE;
   const std::size_t width = atomic_type_size(type);
   Access a;
   const tsu_status_t st = t->resolve(target, width, a);
   if (st != TSU_OK) return st;
+  // A NIC segment's words belong to the adapter (seed 002): never a CPU
+  // atomic here, whoever asks.
+  if (a.nic_atomics) {
+    if (!nic_route) return TSU_ERR_UNSUPPORTED;
+    *nic_route = true;
+    return TSU_OK;
+  }
   // Registered user memory: copies only, on every route (Access::copies_only).
   if (a.kind != Access::kDirect || a.copies_only) return TSU_ERR_UNSUPPORTED;
   if (reinterpret_cast<uintptr_t>(a.ptr) % width) return TSU_ERR_MISALIGNED;
@@ -149,8 +157,16 @@ tsu_status_t Runtime::execute(const Command& cmd, uint32_t completion_id) noexce
     st = execute_vector(vector_of(cmd)->view());
     delete vector_of(cmd);
   } else {
+    bool nic = false;
     st = execute_atomic(cmd.dst, static_cast<tsu_aop_t>(cmd.aop),
-                        static_cast<tsu_atype_t>(cmd.atype), cmd.operand, cmd.compare, cmd.result);
+                        static_cast<tsu_atype_t>(cmd.atype), cmd.operand, cmd.compare, cmd.result,
+                        &nic);
+    // A NIC segment of this rank or a node peer: the network transport's
+    // protocol, like a remote rank's (needs a completion record).
+    if (nic) {
+      if (rma_ && completion_id != UINT32_MAX) return rma_->start(cmd, completion_id);
+      st = TSU_ERR_UNSUPPORTED;
+    }
   }
   if (st != TSU_OK) {
     TSU_LOG_DEBUG("request to rank %u segment %u offset %llu failed at the target: %s",

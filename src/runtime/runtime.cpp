@@ -16,6 +16,7 @@
 #include <sys/random.h>
 
 #include "bootstrap/local/auth.hpp"
+#include "core/atomic_exec.hpp"
 #include "core/layer_area.hpp"
 #include "core/log.hpp"
 #include "transport/message_rma/message_rma.hpp"
@@ -332,14 +333,15 @@ void Runtime::complete(uint32_t completion_id, tsu_status_t status) noexcept {
 }
 
 tsu_status_t Runtime::announce_segment(tsu_seg_t seg, void* base, std::size_t size,
-                                       bool user_memory, std::string& error) noexcept {
+                                       bool user_memory, std::string& error,
+                                       transport::AtomicSite site) noexcept {
   if (!net_) return TSU_OK;
   transport::MemoryRegion region;
   region.seg = seg;
   region.base = base;
   region.size = size;
   region.user_memory = user_memory;
-  region.atomics = transport::AtomicSite::kCpu;  // the only site built in (transport/rma.hpp)
+  region.atomics = site;
   transport::MemoryKey key;
   const tsu_status_t st = net_->register_memory(region, key, error);
   if (st != TSU_OK) {
@@ -370,11 +372,63 @@ bool Runtime::memory_key(tsu_seg_t seg, transport::MemoryKey& out) const noexcep
   return false;
 }
 
+bool Runtime::atomic_site(tsu_seg_t seg, transport::AtomicSite& out) const noexcept {
+  std::byte* p = nullptr;
+  uint32_t state = 0;
+  if (segments_.translate(seg, 0, 0, p, &state) != TSU_OK) return false;
+  out = state == kSegmentSharedNic ? transport::AtomicSite::kNic : transport::AtomicSite::kCpu;
+  return true;
+}
+
+bool Runtime::atomics_on_nic(const tsu_gaddr_t& target) const noexcept {
+  transport::Transport* t = routes_[target.rank];
+  transport::Access a;
+  return t && t->resolve(target, 0, a) == TSU_OK && a.nic_atomics;
+}
+
+// The rule (docs/ofi.md): NIC atomics only where the network transport
+// executes every (type, op) tsu_try_atomic offers, so a segment's site is
+// fixed at its birth and never depends on which atomic a program uses.
+std::string Runtime::nic_atomics_refusal() const {
+  if (!net_)
+    return "this job has no network transport (every rank is on this node; shared memory "
+           "has no adapter to execute atomics)";
+  if (!rma_)
+    return std::string("TSU_NET=") + net_->name() + " has no RMA protocol of its own";
+  static constexpr tsu_atype_t kTypes[] = {TSU_TYPE_INT32, TSU_TYPE_UINT32, TSU_TYPE_INT64,
+                                           TSU_TYPE_UINT64, TSU_TYPE_DOUBLE};
+  for (const tsu_atype_t type : kTypes)
+    for (int o = TSU_AOP_LOAD; o <= TSU_AOP_XOR; ++o) {
+      const auto op = static_cast<tsu_aop_t>(o);
+      if (atomic_op_valid(op, type) && !net_->nic_atomics(type, op))
+        return std::string("TSU_NET=") + net_->name() + " cannot execute atomic op " +
+               std::to_string(o) + " on type " + std::to_string(static_cast<int>(type)) +
+               " in the network adapter" +
+               (cfg_.net == "ofi" ? " (needs native RMA and a provider with FI_ATOMIC)" : "");
+    }
+  return {};
+}
+
+void Runtime::make_cpu_atomics(tsu_seg_t seg) noexcept { segments_.make_cpu_atomics(seg); }
+
 tsu_status_t Runtime::allocate_segment(std::size_t size, tsu_seg_t& seg, void*& base,
-                                       std::string& error) noexcept {
-  tsu_status_t st = segments_.allocate(size, seg, base, error);
+                                       std::string& error, bool nic_atomics) noexcept {
+  if (nic_atomics) {
+    try {
+      error = nic_atomics_refusal();
+    } catch (...) {
+      error = "out of memory";
+      return TSU_ERR_NO_MEMORY;
+    }
+    if (!error.empty()) {
+      error = "TSU_SEG_NIC_ATOMICS refused: " + error;
+      return TSU_ERR_UNSUPPORTED;
+    }
+  }
+  tsu_status_t st = segments_.allocate(size, seg, base, error, nic_atomics);
   if (st != TSU_OK) return st;
-  st = announce_segment(seg, base, size, false, error);
+  st = announce_segment(seg, base, size, false, error,
+                        nic_atomics ? transport::AtomicSite::kNic : transport::AtomicSite::kCpu);
   if (st != TSU_OK) {
     std::string ignored;
     segments_.free(seg, ignored);
@@ -397,12 +451,18 @@ tsu_status_t Runtime::register_segment(void* base, std::size_t size, tsu_seg_t& 
 tsu_status_t Runtime::free_segment(tsu_seg_t seg, std::string& error) noexcept {
   void* base = nullptr;
   std::size_t size = 0;
+  transport::AtomicSite site = transport::AtomicSite::kCpu;
+  const bool nic = atomic_site(seg, site) && site == transport::AtomicSite::kNic;
   if (net_ && segments_.info(seg, base, size)) {
-    net_->deregister_memory(seg);
+    // A NIC segment keeps its registration (closed with the transport) and
+    // its memory (unmapped with the table): issuers cache its key, and an
+    // access under a closed key tears tcp;ofi_rxm's connection down.  Its
+    // key leaves the list, so no issuer learns it anew.
+    if (!nic) net_->deregister_memory(seg);
     std::lock_guard lock(keys_mutex_);
     std::erase_if(memory_keys_, [seg](const auto& e) { return e.first == seg; });
   }
-  return segments_.free(seg, error);
+  return segments_.free(seg, error, nic);
 }
 
 tsu_status_t Runtime::barrier() noexcept {

@@ -66,7 +66,18 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   tsu_status_t copy_access(const transport::Access& dst, const transport::Access& src,
                            std::size_t len) noexcept;
   tsu_status_t execute_atomic(const tsu_gaddr_t& target, tsu_aop_t op, tsu_atype_t type,
-                              uint64_t operand, uint64_t compare, void* result) noexcept override;
+                              uint64_t operand, uint64_t compare, void* result) noexcept override {
+    return execute_atomic(target, op, type, operand, compare, result, nullptr);
+  }
+  // `nic_route` non-null: a word of a NIC segment (AtomicSite::kNic) is not
+  // touched; *nic_route says so and the caller hands the atomic to the
+  // network transport.  Null: such a word fails with TSU_ERR_UNSUPPORTED
+  // (never a CPU atomic on it).
+  tsu_status_t execute_atomic(const tsu_gaddr_t& target, tsu_aop_t op, tsu_atype_t type,
+                              uint64_t operand, uint64_t compare, void* result,
+                              bool* nic_route) noexcept;
+  // Whether `target` (a rank this process reaches) is in a NIC segment.
+  bool atomics_on_nic(const tsu_gaddr_t& target) const noexcept;
   // A vector/strided put or get to a rank this process reaches: every piece
   // checked before any byte moves (runtime/vector_ops.cpp).
   tsu_status_t execute_vector(const VectorView& req) noexcept;
@@ -92,8 +103,13 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   // Segments: created or registered in this rank's table and announced to
   // the network transport (Transport::register_memory) before the call
   // returns; withdrawn from it before the memory goes.
+  // nic_atomics (TSU_SEG_NIC_ATOMICS): refused with TSU_ERR_UNSUPPORTED
+  // unless the network transport executes every atomic in its adapter.
   tsu_status_t allocate_segment(std::size_t size, tsu_seg_t& seg, void*& base,
-                                std::string& error) noexcept;
+                                std::string& error, bool nic_atomics = false) noexcept;
+  // The first NIC atomic on a new NIC segment was refused: CPU atomics.
+  void make_cpu_atomics(tsu_seg_t seg) noexcept;
+  bool atomic_site(tsu_seg_t seg, transport::AtomicSite& out) const noexcept override;
   tsu_status_t register_segment(void* base, std::size_t size, tsu_seg_t& seg,
                                 std::string& error) noexcept;
   tsu_status_t free_segment(tsu_seg_t seg, std::string& error) noexcept;
@@ -138,7 +154,10 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   tsu_status_t connect_network(const std::vector<bool>& remote, std::string& error);
   static void on_peer_lost(void* ctx, uint32_t rank) noexcept;
   tsu_status_t announce_segment(tsu_seg_t seg, void* base, std::size_t size, bool user_memory,
-                                std::string& error) noexcept;
+                                std::string& error,
+                                transport::AtomicSite site = transport::AtomicSite::kCpu) noexcept;
+  // Why this job cannot give a segment NIC atomics ("" when it can).
+  std::string nic_atomics_refusal() const;
   // RmaHost (transport/rma.hpp): what an RMA protocol uses of the runtime.
   uint32_t host_rank() const noexcept override { return rank_; }
   uint32_t host_size() const noexcept override { return size_; }

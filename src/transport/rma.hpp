@@ -12,8 +12,11 @@
 // Who executes atomics on a segment (seed 002) is one decision per segment,
 // made when the segment is registered (MemoryRegion::atomics): every atomic
 // on that segment, local or remote, goes the same way, so CPU atomics and
-// NIC atomics are never mixed on one word.  Today every segment says kCpu:
-// no built-in transport executes atomics in a NIC.
+// NIC atomics are never mixed on one word.  A segment says kNic only when it
+// was allocated with TSU_SEG_NIC_ATOMICS and the network transport accepted
+// every atomic (Transport::nic_atomics); then the runtime hands its atomics
+// to the network transport's RmaProtocol from every issuer, the owner and
+// its node peers included (core::kSegmentSharedNic in the slot tells them).
 #pragma once
 
 #include <array>
@@ -82,6 +85,9 @@ class RmaHost {
   // The key registration gave this rank's segment `seg` (peers ask for it):
   // copied to `out`; false when the segment has none (not live).
   virtual bool memory_key(tsu_seg_t seg, MemoryKey& out) const noexcept = 0;
+  // Who executes atomics on this rank's segment `seg` (peers learn it with
+  // the key); false when `seg` is not live.
+  virtual bool atomic_site(tsu_seg_t seg, AtomicSite& out) const noexcept = 0;
   // Where a protocol registers its message handlers (handler ids 1..63 are
   // the RMA protocols'; the message emulation uses 1..8).
   virtual core::MessageHandlerTable& handler_table() noexcept = 0;

@@ -39,6 +39,9 @@ struct Access {
   // atomics, so tsunagi atomics on it fail with TSU_ERR_UNSUPPORTED on every
   // route, the owner's own included (seed 002: one way per word).
   bool copies_only = false;
+  // A TSU_SEG_NIC_ATOMICS segment: its atomics go to the network transport's
+  // RMA protocol from every issuer, never to a CPU here (AtomicSite::kNic).
+  bool nic_atomics = false;
 };
 
 enum Capability : uint32_t {

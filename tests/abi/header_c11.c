@@ -36,6 +36,17 @@ int main(void) {
   EXPECT(tsu_quiet() == TSU_OK && done == 1);
   EXPECT(strcmp(mem + 100, "hello, tsunagi") == 0);
 
+  /* tsu_segment_alloc_ex: flags 0 is tsu_segment_alloc; NIC atomics need a
+     network transport (none here: every rank on this node). */
+  tsu_seg_t seg = 0;
+  void *seg_base = NULL;
+  tsu_atomic_site_t site = TSU_ATOMIC_SITE_NIC;
+  EXPECT(tsu_segment_alloc_ex(4096, 0, &seg, &seg_base) == TSU_OK);
+  EXPECT(tsu_segment_atomic_site(seg, &site) == TSU_OK && site == TSU_ATOMIC_SITE_CPU);
+  EXPECT(tsu_segment_free(seg) == TSU_OK);
+  EXPECT(tsu_segment_alloc_ex(4096, TSU_SEG_NIC_ATOMICS, &seg, &seg_base) == TSU_ERR_UNSUPPORTED);
+  EXPECT(tsu_segment_alloc_ex(4096, 0x80u, &seg, &seg_base) == TSU_ERR_INVALID_ARG);
+
   uint64_t old = 0;
   tsu_counter_t c;
   tsu_counter_init(&c);

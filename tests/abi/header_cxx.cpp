@@ -34,6 +34,11 @@ int main() {
     const uint64_t old = tsu::fetch_add<uint64_t>(tsu_gaddr(0, TSU_SEG_MAIN, 8192), 1).get();
     EXPECT(old < n);
     tsu::atomic<double>(tsu_gaddr(0, TSU_SEG_MAIN, 8200), TSU_AOP_ADD, 0.25).get();
+    {
+      // A segment of this rank, freed at scope end; CPU atomics by default.
+      tsu::segment seg(4096);
+      EXPECT(seg.base() != nullptr && seg.atomic_site() == TSU_ATOMIC_SITE_CPU);
+    }
     tsu::runtime::barrier();
 
     const uint32_t left = (me + n - 1) % n;

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -50,28 +52,61 @@ uint64_t raw(T v) {
   }
 }
 
+// TSU_TEST_NIC_ATOMICS=1: every contended word is in a segment allocated
+// with TSU_SEG_NIC_ATOMICS (the adapter executes every atomic on it, the
+// owner's own included), and the arena must have got that site.  =cpu: the
+// same allocation where the provider refuses NIC atomics (a test fault):
+// the arena must have fallen back to CPU atomics.
+const char* nic_env() {
+  const char* v = std::getenv("TSU_TEST_NIC_ATOMICS");
+  return v ? v : "";
+}
+bool nic_mode() { return std::strcmp(nic_env(), "1") == 0 || std::strcmp(nic_env(), "cpu") == 0; }
+bool nic_expected() { return std::strcmp(nic_env(), "1") == 0; }
+
+uint8_t* g_arena_base = nullptr;
+
 // One allocated segment per rank (ids exchanged once, collectively).
 const std::vector<tsu_seg_t>& arena() {
   static std::vector<tsu_seg_t> ids;
   if (ids.empty()) {
     tsu_seg_t seg = 0;
     void* base = nullptr;
-    EXPECT_EQ(tsu_segment_alloc(64 * 1024, &seg, &base), TSU_OK) << tsu_last_error();
+    EXPECT_EQ(tsu_segment_alloc_ex(64 * 1024, nic_mode() ? TSU_SEG_NIC_ATOMICS : 0u, &seg, &base),
+              TSU_OK)
+        << tsu_last_error();
+    g_arena_base = static_cast<uint8_t*>(base);
     ids = mp::allgather_u32(seg, kDirOff, kScratchOff);
   }
   return ids;
 }
 
+// The segment of `owner` that holds the words of the tests below that are
+// not spread by type: the main one, or the NIC arena in NIC mode.
+tsu_seg_t plain_seg(uint32_t owner) { return nic_mode() ? arena()[owner] : TSU_SEG_MAIN; }
+uint8_t* plain_base() { return nic_mode() ? (arena(), g_arena_base) : mp::main_base(); }
+
 // Where the word of test `slot` for type T lives: 64-bit integer types in an
-// allocated segment, the others in the main segment.  Owner rotates by type.
+// allocated segment, the others in the main segment (all in the arena in
+// NIC mode).  Owner rotates by type.
 template <typename T>
 tsu_gaddr_t word(unsigned slot) {
   const uint32_t n = mp::size();
   const auto type = static_cast<uint32_t>(type_of<T>());
   const uint32_t owner = type == TSU_TYPE_DOUBLE ? n - 1 : type % n;
   const uint64_t off = kWordsOff + 64u * (slot * 8u + type);
-  if (type == TSU_TYPE_INT64 || type == TSU_TYPE_UINT64) return tsu_gaddr(owner, arena()[owner], off);
+  if (nic_mode() || type == TSU_TYPE_INT64 || type == TSU_TYPE_UINT64)
+    return tsu_gaddr(owner, arena()[owner], off);
   return tsu_gaddr(owner, TSU_SEG_MAIN, off);
+}
+
+// The arena's site is what the mode asked for.
+TEST(AtomicSite, ArenaHasTheRequestedSite) {
+  const uint32_t me = mp::rank();
+  tsu_atomic_site_t site = TSU_ATOMIC_SITE_CPU;
+  ASSERT_EQ(tsu_segment_atomic_site(arena()[me], &site), TSU_OK) << tsu_last_error();
+  EXPECT_EQ(site, nic_expected() ? TSU_ATOMIC_SITE_NIC : TSU_ATOMIC_SITE_CPU);
+  barrier();
 }
 
 // A synchronous atomic: issues, waits, returns the completion status.
@@ -488,7 +523,7 @@ TEST_F(DoubleAtomic, SwapChainAndLoadStore) {
 // CAS compares bits: -0.0 != +0.0, and a NaN equals the same NaN.
 TEST_F(DoubleAtomic, CasComparesBits) {
   const uint32_t me = mp::rank(), n = mp::size();
-  const tsu_gaddr_t g = tsu_gaddr((me + 1) % n, TSU_SEG_MAIN, kWordsOff + 8192 + 64u * me);
+  const tsu_gaddr_t g = tsu_gaddr((me + 1) % n, plain_seg((me + 1) % n), kWordsOff + 8192 + 64u * me);
   store<double>(g, -0.0);
   double seen = 1, desired = 7.0, compare = 0.0;
   EXPECT_EQ(amo<double>(g, TSU_AOP_CAS, &desired, &compare, &seen), TSU_OK);
@@ -517,12 +552,12 @@ TEST(AtomicWidth, ThirtyTwoBitOpsTouchOnlyTheirWord) {
   const uint32_t me = mp::rank(), n = mp::size();
   const uint32_t peer = (me + 1) % n, writer = (me + n - 1) % n;
   auto slot = [](uint32_t w) { return kWordsOff + 16384 + 64u * w; };
-  uint8_t* mine = mp::main_base() + slot(writer);  // the slot my writer aims at
+  uint8_t* mine = plain_base() + slot(writer);  // the slot my writer aims at
   std::memset(mine - 16, 0xDD, 16);                // sentinels around it
   std::memset(mine, 0xEE, 16);
   std::memset(mine + 16, 0xDD, 16);
   barrier();
-  const tsu_gaddr_t g = tsu_gaddr(peer, TSU_SEG_MAIN, slot(me) + 4);
+  const tsu_gaddr_t g = tsu_gaddr(peer, plain_seg(peer), slot(me) + 4);
   uint32_t v = 0x01020304, old = 0;
   EXPECT_EQ(amo<uint32_t>(g, TSU_AOP_SWAP, &v, nullptr, &old), TSU_OK);
   EXPECT_EQ(old, 0xEEEEEEEEu);

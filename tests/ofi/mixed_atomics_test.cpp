@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -25,6 +27,16 @@ constexpr uint64_t kXors = 1001;   // XORs of the thread's own bit (odd: the bit
 constexpr uint64_t kAddWord = 4096, kCasWord = 4096 + 64, kXorWord = 4096 + 128;
 constexpr uint64_t kGatherOff = 64 * 1024;  // on rank 0: every thread's fetched values
 
+// TSU_TEST_NIC_ATOMICS=1: the words are in rank 0's segment allocated with
+// TSU_SEG_NIC_ATOMICS, so every issuer's atomics (the owner's threads and
+// its node peer's included) are executed by the adapter instead.
+bool nic_mode() {
+  const char* v = std::getenv("TSU_TEST_NIC_ATOMICS");
+  return v && std::strcmp(v, "1") == 0;
+}
+tsu_seg_t g_word_seg = TSU_SEG_MAIN;  // rank 0's segment holding the words
+uint64_t* g_word_base = nullptr;      // this rank's own segment of that kind
+
 uint64_t* words() {
   void* base = nullptr;
   std::size_t len = 0;
@@ -36,7 +48,7 @@ tsu_status_t atomic(uint64_t off, tsu_aop_t op, uint64_t operand, uint64_t compa
                     uint64_t* result) {
   mp::Done d;
   const tsu_status_t st = mp::issue([&] {
-    return tsu_try_atomic(tsu_gaddr(0, TSU_SEG_MAIN, off), op, TSU_TYPE_UINT64, &operand,
+    return tsu_try_atomic(tsu_gaddr(0, g_word_seg, off), op, TSU_TYPE_UINT64, &operand,
                           op == TSU_AOP_CAS ? &compare : nullptr, result, d.cb());
   });
   if (st != TSU_OK) return st;
@@ -50,6 +62,18 @@ TEST(OfiMixedAtomics, LocalCpuNodePeersAndOfiIssuersOnOneWord) {
   ASSERT_TRUE(mp::node_of(0) == mp::node_of(1) && mp::node_of(2) != mp::node_of(0) &&
               mp::node_of(3) != mp::node_of(0))
       << "expects 2 pseudo-nodes of 2 ranks";
+  g_word_base = words();
+  if (nic_mode()) {
+    tsu_seg_t seg = 0;
+    void* base = nullptr;
+    ASSERT_EQ(tsu_segment_alloc_ex(64 * 1024, TSU_SEG_NIC_ATOMICS, &seg, &base), TSU_OK)
+        << tsu_last_error();
+    tsu_atomic_site_t site = TSU_ATOMIC_SITE_CPU;
+    ASSERT_EQ(tsu_segment_atomic_site(seg, &site), TSU_OK);
+    ASSERT_EQ(site, TSU_ATOMIC_SITE_NIC);
+    g_word_base = static_cast<uint64_t*>(base);
+    g_word_seg = mp::allgather_u32(seg, 0, 256)[0];
+  }
   mp::barrier();
   const uint32_t issuers = n * kThreads;
   std::vector<std::thread> th;
@@ -102,7 +126,8 @@ TEST(OfiMixedAtomics, LocalCpuNodePeersAndOfiIssuersOnOneWord) {
   mp::barrier();
   if (me == 0) {
     const uint64_t total = uint64_t{issuers} * kAdds;
-    std::atomic_ref<uint64_t> add(w[kAddWord / 8]), cas(w[kCasWord / 8]), x(w[kXorWord / 8]);
+    uint64_t* ws = g_word_base;
+    std::atomic_ref<uint64_t> add(ws[kAddWord / 8]), cas(ws[kCasWord / 8]), x(ws[kXorWord / 8]);
     EXPECT_EQ(add.load(), total);
     EXPECT_EQ(cas.load(), uint64_t{issuers} * kCas);
     EXPECT_EQ(x.load(), (issuers >= 64 ? ~0ull : (1ull << issuers) - 1));

@@ -12,7 +12,17 @@ namespace tsu::transport::ofi {
 // do it would (ENOSYS), at the call or in the completion, to exercise the
 // fallback to the message emulation (TSU_OFI_TEST_FAULT).
 // kAtStagedCall: only the calls made at batch_end for staged operations.
-enum class RmaFault : uint8_t { kNone, kAtCall, kInCompletion, kAtStagedCall };
+// kAtomic*: the same for NIC atomics (at the call, in the completion, or
+// at the call for every NIC atomic after this rank's first).
+enum class RmaFault : uint8_t {
+  kNone,
+  kAtCall,
+  kInCompletion,
+  kAtStagedCall,
+  kAtomicAtCall,
+  kAtomicInCompletion,
+  kAtomicLate
+};
 
 struct OfiConfig {
   std::string provider = "tcp;ofi_rxm";  // fi_info's provider name

@@ -91,7 +91,9 @@ tsu_status_t connect(const NetworkSetup& setup, std::unique_ptr<Transport>& out,
   // no entry here: the provider accepts them (messages carry their rank).
   t->set_name_resolver([boot = setup.boot, reach = setup.reach, key_prefix](
                            uint32_t r, std::vector<std::byte>& name) {
-    if (r >= reach.size() || !reach[r]) return false;  // node peers go through shm
+    // Node peers and this rank too: NIC atomics reach them through the
+    // adapter (every rank of a job with several nodes has an endpoint).
+    if (r >= reach.size()) return false;
     if (boot->get(key_prefix + std::to_string(r), name) != TSU_OK || name.empty()) {
       TSU_LOG_ERROR("ofi: bootstrap lookup of rank %u's endpoint name failed", r);
       return false;
@@ -193,14 +195,21 @@ const core::SettingsTable<OfiConfig>& ofi_settings() {
                  "FI_RMA and cannot do it would (rma_enosys: at the call; rma_enosys_staged: "
                  "at the call, only for writes and reads posted at the end of an engine "
                  "batch; rma_cq_enosys: in the completion); the transport falls back to "
-                 "messages",
-                 "none, rma_enosys, rma_enosys_staged or rma_cq_enosys",
+                 "messages.  atomic_enosys / atomic_cq_enosys: NIC atomics fail so, at the "
+                 "call / in the completion (a new TSU_SEG_NIC_ATOMICS segment gets CPU "
+                 "atomics); atomic_enosys_late: every NIC atomic after this rank's first "
+                 "fails at the call (the caller gets TSU_ERR_UNSUPPORTED)",
+                 "none, rma_enosys, rma_enosys_staged, rma_cq_enosys, atomic_enosys, "
+                 "atomic_cq_enosys or atomic_enosys_late",
                  [](const char* v, O& c) {
                    const std::string s(v);
                    if (s == "none") c.fault = RmaFault::kNone;
                    else if (s == "rma_enosys") c.fault = RmaFault::kAtCall;
                    else if (s == "rma_cq_enosys") c.fault = RmaFault::kInCompletion;
                    else if (s == "rma_enosys_staged") c.fault = RmaFault::kAtStagedCall;
+                   else if (s == "atomic_enosys") c.fault = RmaFault::kAtomicAtCall;
+                   else if (s == "atomic_cq_enosys") c.fault = RmaFault::kAtomicInCompletion;
+                   else if (s == "atomic_enosys_late") c.fault = RmaFault::kAtomicLate;
                    else return false;
                    return true;
                  },
@@ -208,7 +217,11 @@ const core::SettingsTable<OfiConfig>& ofi_settings() {
                    return std::string(c.fault == RmaFault::kAtCall         ? "rma_enosys"
                                       : c.fault == RmaFault::kInCompletion ? "rma_cq_enosys"
                                       : c.fault == RmaFault::kAtStagedCall ? "rma_enosys_staged"
-                                                                           : "none");
+                                      : c.fault == RmaFault::kAtomicAtCall ? "atomic_enosys"
+                                      : c.fault == RmaFault::kAtomicInCompletion
+                                          ? "atomic_cq_enosys"
+                                      : c.fault == RmaFault::kAtomicLate ? "atomic_enosys_late"
+                                                                         : "none");
                  }});
     r.push_back(core::duration_setting<O>("TSU_OFI_KEEPALIVE", "500ms",
                                           "ofi: ping a watched peer (one this rank waits on) "

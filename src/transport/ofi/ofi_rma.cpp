@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/atomic_exec.hpp"
 #include "core/log.hpp"
 #include "transport/message_rma/message_wire.hpp"
 
@@ -43,6 +44,7 @@ tsu_status_t OfiRma::start(const core::Command& cmd, uint32_t completion_id) noe
   if (t_.is_peer_lost(cmd.dst.rank) ||
       (cmd.kind == core::CommandKind::kCopy && t_.is_peer_lost(cmd.src.rank)))
     return TSU_ERR_PEER_LOST;
+  if (cmd.kind == core::CommandKind::kAtomic) return start_atomic(cmd, completion_id);
   if (!native_ok_ || cmd.kind != core::CommandKind::kCopy || cmd.len == 0 ||
       cmd.len > t_.max_rma())
     return fallback_.start(cmd, completion_id);
@@ -85,7 +87,7 @@ tsu_status_t OfiRma::start(const core::Command& cmd, uint32_t completion_id) noe
     return TSU_ERR_NO_MEMORY;
   }
   if (ks->known) {
-    issue(op, ks->key);
+    dispatch(op, ks->has_key, ks->site, ks->key);
   } else if (!ks->requested) {
     ks->requested = true;
     core::MessageHeader h{};
@@ -96,7 +98,137 @@ tsu_status_t OfiRma::start(const core::Command& cmd, uint32_t completion_id) noe
   return TSU_EAGAIN;
 }
 
+tsu_status_t OfiRma::start_atomic(const core::Command& cmd, uint32_t completion_id) noexcept {
+  const tsu_gaddr_t target = cmd.dst;
+  // The main segment is always a CPU segment (only tsu_segment_alloc_ex
+  // makes NIC ones): its atomics go to the target's CPU at once.
+  if (target.seg == TSU_SEG_MAIN) return fallback_.start(cmd, completion_id);
+  Op* op = alloc();
+  if (!op) return TSU_ERR_NO_MEMORY;
+  op->atomic = true;
+  op->rank = target.rank;
+  op->remote = target;
+  op->completion_id = completion_id;
+  op->cmd = cmd;
+  op->operand = cmd.operand;
+  op->compare = cmd.compare;
+  if (target.rank == host_.host_rank()) {
+    // This rank's own segment: its site and key from the runtime, no message.
+    AtomicSite site;
+    if (!host_.atomic_site(target.seg, site)) {
+      release(op);
+      return TSU_ERR_BAD_SEGMENT;
+    }
+    MemoryKey mk;
+    WireKey key{};
+    const bool has_key = host_.memory_key(target.seg, mk) && mk.len == sizeof(WireKey);
+    if (has_key) std::memcpy(&key, mk.bytes.data(), sizeof key);
+    dispatch(op, has_key, site, key);
+    return TSU_EAGAIN;
+  }
+  KeyState* ks;
+  try {
+    ks = &keys_[key_of(target.rank, target.seg)];
+    if (!ks->known) ks->waiting.push_back(op);
+  } catch (...) {
+    release(op);
+    return TSU_ERR_NO_MEMORY;
+  }
+  if (ks->known) {
+    dispatch(op, ks->has_key, ks->site, ks->key);
+  } else if (!ks->requested) {
+    ks->requested = true;
+    core::MessageHeader h{};
+    h.handler = kOfiKeyReq;
+    h.args[0] = target.seg;
+    send(target.rank, h, nullptr);
+  }
+  return TSU_EAGAIN;
+}
+
+void OfiRma::dispatch(Op* op, bool has_key, AtomicSite site, WireKey key) noexcept {
+  if (!op->atomic) {
+    if (has_key) issue(op, key);
+    else to_messages(op);  // a put or get the target has no key for
+    return;
+  }
+  if (site == AtomicSite::kNic && has_key) {
+    issue_atomic(op, key);
+    return;
+  }
+  if (site == AtomicSite::kNic) {
+    finish(op, TSU_ERR_SYSTEM);  // registered without a key: cannot happen
+    return;
+  }
+  // A CPU segment.  One this process reaches never comes here (the runtime
+  // runs its atomics itself); refuse rather than run a CPU atomic here.
+  if (host_.memory_route(op->rank)) {
+    finish(op, TSU_ERR_UNSUPPORTED);
+    return;
+  }
+  to_messages(op);
+}
+
+void OfiRma::to_messages(Op* op) noexcept {
+  const core::Command cmd = op->cmd;
+  const uint32_t id = op->completion_id;
+  release(op);
+  const tsu_status_t st = fallback_.start(cmd, id);
+  if (st != TSU_EAGAIN) host_.complete(id, st);
+}
+
+void OfiRma::issue_atomic(Op* op, const WireKey& key) noexcept {
+  const auto type = static_cast<tsu_atype_t>(op->cmd.atype);
+  const auto aop = static_cast<tsu_aop_t>(op->cmd.aop);
+  const uint64_t width = core::atomic_type_size(type);
+  // The word against the size the target gave (the adapter checks again);
+  // the caller checked alignment, and segments start on a page.
+  const uint64_t off = op->remote.offset;
+  if (off > key.size || width > key.size - off) {
+    finish(op, TSU_ERR_OUT_OF_BOUNDS);
+    return;
+  }
+  FiAtomic a;
+  if (!fi_atomic_of(aop, type, a)) {
+    finish(op, TSU_ERR_INVALID_ARG);
+    return;
+  }
+  const tsu_status_t st = t_.atomic(op->rank, a, &op->operand, &op->compare, &op->result,
+                                    key.base + off, key.key, op);
+  if (st == TSU_ERR_UNSUPPORTED) {
+    refused(op);
+    return;
+  }
+  if (st == TSU_EAGAIN) {
+    try {
+      backlog_.emplace_back(op, key);
+    } catch (...) {
+      finish(op, TSU_ERR_NO_MEMORY);
+    }
+    return;
+  }
+  if (st != TSU_OK) finish(op, st);
+}
+
+void OfiRma::refused(Op* op) noexcept {
+  // NIC atomics on this segment may have completed already (here or from
+  // other ranks): running this one on a CPU would break atomicity with them.
+  t_.count_atomic_refused();
+  if (!atomic_refusal_logged_) {
+    atomic_refusal_logged_ = true;
+    TSU_LOG_WARN("ofi: provider %s refused a NIC atomic (ENOSYS) on segment %u of rank %u: it "
+                 "fails with TSU_ERR_UNSUPPORTED (a NIC segment's atomics never move to a CPU "
+                 "once it is in use)",
+                 t_.provider_name(), op->remote.seg, op->rank);
+  }
+  finish(op, TSU_ERR_UNSUPPORTED);
+}
+
 void OfiRma::issue(Op* op, const WireKey& key) noexcept {
+  if (op->atomic) {
+    issue_atomic(op, key);
+    return;
+  }
   // The range against the size the target gave (the NIC checks it again).
   const uint64_t off = op->remote.offset;
   if (off > key.size || op->len > key.size - off) {
@@ -147,10 +279,17 @@ void OfiRma::on_done(RmaContext* ctx, tsu_status_t st) noexcept {
     self.release(op);
     return;
   }
+  if (op->atomic && st == TSU_ERR_UNSUPPORTED) {
+    self.refused(op);
+    return;
+  }
   if (st == TSU_ERR_UNSUPPORTED) {
     self.fall_back(op);
     return;
   }
+  if (op->atomic && st == TSU_OK && core::atomic_op_fetches(static_cast<tsu_aop_t>(op->cmd.aop)) &&
+      op->cmd.result)
+    core::atomic_store_result(op->cmd.result, static_cast<tsu_atype_t>(op->cmd.atype), op->result);
   if (st == TSU_ERR_BAD_SEGMENT) {
     // The target no longer holds that key: forget it (a later request for
     // the same id asks again and learns the segment is gone).
@@ -185,12 +324,20 @@ void OfiRma::on_key_req(void* ctx, uint32_t src, const core::MessageHeader& h,
   core::MessageHeader r{};
   r.handler = kOfiKeyRep;
   r.args[0] = seg;
+  // Every live segment answers with its atomic site (args[2]); those
+  // registered with the adapter add their key.
+  AtomicSite site;
+  if (!self.host_.atomic_site(seg, site)) {
+    r.args[1] = status_arg(TSU_ERR_BAD_SEGMENT);
+    self.send(src, r, nullptr);
+    return;
+  }
+  r.args[1] = status_arg(TSU_OK);
+  r.args[2] = static_cast<uint64_t>(site);
   if (self.host_.memory_key(seg, key) && key.len == sizeof(WireKey)) {
-    r.args[1] = status_arg(TSU_OK);
     r.payload_len = key.len;
     self.send(src, r, key.bytes.data());
   } else {
-    r.args[1] = status_arg(TSU_ERR_BAD_SEGMENT);
     self.send(src, r, nullptr);
   }
 }
@@ -205,13 +352,18 @@ void OfiRma::on_key_rep(void* ctx, uint32_t src, const core::MessageHeader& h,
   std::vector<Op*> waiting;
   waiting.swap(ks.waiting);
   tsu_status_t st = arg_status(h.args[1]);
-  if (st == TSU_OK && h.payload_len != sizeof(WireKey)) st = TSU_ERR_SYSTEM;
+  if (st == TSU_OK && h.payload_len != 0 && h.payload_len != sizeof(WireKey)) st = TSU_ERR_SYSTEM;
   if (st == TSU_OK) {
-    std::memcpy(&ks.key, p, sizeof ks.key);
+    ks.has_key = h.payload_len == sizeof(WireKey);
+    if (ks.has_key) std::memcpy(&ks.key, p, sizeof ks.key);
+    ks.site = h.args[2] == static_cast<uint64_t>(AtomicSite::kNic) ? AtomicSite::kNic
+                                                                   : AtomicSite::kCpu;
     ks.known = true;
     ks.requested = false;
     const WireKey key = ks.key;
-    for (Op* op : waiting) self.issue(op, key);
+    const bool has_key = ks.has_key;
+    const AtomicSite site = ks.site;
+    for (Op* op : waiting) self.dispatch(op, has_key, site, key);
   } else {
     // Not cached: a segment created later under a new id asks again.
     self.keys_.erase(it);

@@ -19,8 +19,19 @@
 // the call or in the completion) is not an error: that request and every
 // later one go to the message emulation.
 //
-// Everything else goes to the message emulation it falls back on: atomics
-// (the target's CPU executes them: MemoryRegion::atomics is kCpu), copies
+// Atomics: on a TSU_SEG_NIC_ATOMICS segment (AtomicSite::kNic) one
+// fi_atomicmsg / fi_fetch_atomicmsg / fi_compare_atomicmsg under the
+// segment's key, whoever issues it: remote ranks, node peers and the owner
+// itself (through its own address; the runtime hands this protocol those
+// too).  The site comes with the key: the key reply carries the owner's
+// AtomicSite for every live segment (CPU segments have no key), cached by
+// (rank, id) like keys (a segment never changes site once its id is out).
+// A NIC atomic the provider refuses (ENOSYS) fails with TSU_ERR_UNSUPPORTED:
+// the only switch to CPU atomics is at allocation (api/nic_probe.hpp).
+// Atomics on the main segment and on CPU segments go to the message
+// emulation (the target's CPU executes them).
+//
+// Everything else goes to the message emulation it falls back on: copies
 // with both sides behind ofi (forwarded), zero-length requests, and sides
 // reached by Cross Memory Attach (a node peer's registered memory).
 //
@@ -60,6 +71,10 @@ class OfiRma final : public RmaProtocol {
     bool used = false;
     bool put = true;
     bool abandoned = false;  // failed by peer loss while the provider held it
+    bool atomic = false;     // a NIC atomic (cmd holds op, type, result pointer)
+    // A NIC atomic's operand, compare value and result, one value of the
+    // type each (the low bytes: x86 is little-endian), alive until done.
+    uint64_t operand = 0, compare = 0, result = 0;
     uint32_t rank = 0;       // the remote side's rank
     tsu_gaddr_t remote{};    // the remote side
     std::byte* local = nullptr;
@@ -70,6 +85,8 @@ class OfiRma final : public RmaProtocol {
   struct KeyState {
     bool known = false;
     bool requested = false;
+    bool has_key = false;  // false: a CPU segment (no registration)
+    AtomicSite site = AtomicSite::kCpu;
     WireKey key{};
     std::vector<Op*> waiting;  // ops parked until the key arrives
   };
@@ -83,6 +100,15 @@ class OfiRma final : public RmaProtocol {
   Op* alloc() noexcept;
   void release(Op* op) noexcept;
   void issue(Op* op, const WireKey& key) noexcept;
+  tsu_status_t start_atomic(const core::Command& cmd, uint32_t completion_id) noexcept;
+  // An op whose key state is known: a NIC atomic, the target CPU's (the
+  // message emulation), or a put/get.
+  void dispatch(Op* op, bool has_key, AtomicSite site, WireKey key) noexcept;
+  void issue_atomic(Op* op, const WireKey& key) noexcept;
+  // Hands an op to the message emulation (its request completes there).
+  void to_messages(Op* op) noexcept;
+  // The provider refused a NIC atomic: TSU_ERR_UNSUPPORTED to its caller.
+  void refused(Op* op) noexcept;
   void finish(Op* op, tsu_status_t st) noexcept;
   // The provider cannot do native RMA after all (ENOSYS): this op and every
   // later request go to the message emulation.
@@ -98,6 +124,7 @@ class OfiRma final : public RmaProtocol {
   OfiTransport& t_;
   MessageRma fallback_;
   bool native_ok_ = true;  // false once the provider refused native RMA
+  bool atomic_refusal_logged_ = false;
   std::vector<std::unique_ptr<Op>> ops_;
   std::vector<Op*> free_;
   std::unordered_map<uint64_t, KeyState> keys_;

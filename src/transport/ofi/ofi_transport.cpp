@@ -131,9 +131,11 @@ tsu_status_t OfiTransport::open(std::string& error) {
     lib_->freeinfo(list);
     return info_ ? 0 : -FI_ENODATA;
   };
-  // RMA where the provider offers it; messages alone otherwise.
+  // RMA (and atomics, for TSU_SEG_NIC_ATOMICS segments) where the provider
+  // offers it; messages alone otherwise.
   int rc = -FI_ENODATA;
-  if (cfg_.native_rma) rc = query(FI_MSG | FI_RMA);
+  if (cfg_.native_rma) rc = query(FI_MSG | FI_RMA | FI_ATOMIC);
+  if (cfg_.native_rma && !info_) rc = query(FI_MSG | FI_RMA);
   if (!info_) rc = query(FI_MSG);
   lib_->freeinfo(hints);
   if (rc != 0 || !info_) {
@@ -193,6 +195,21 @@ tsu_status_t OfiTransport::open(std::string& error) {
       !step(fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)") ||
       !step(fi_enable(ep_), "fi_enable"))
     return TSU_ERR_SYSTEM;
+  // Which atomics the adapter executes (nic_atomics): asked once, here.
+  if (native_rma_ && (info_->caps & FI_ATOMIC) && ep_->atomic) {
+    for (int t = TSU_TYPE_INT32; t <= TSU_TYPE_DOUBLE; ++t)
+      for (int o = TSU_AOP_LOAD; o <= TSU_AOP_XOR; ++o) {
+        FiAtomic a;
+        if (!fi_atomic_of(static_cast<tsu_aop_t>(o), static_cast<tsu_atype_t>(t), a)) continue;
+        std::size_t count = 0;
+        const int v = a.kind == FiAtomic::kPlain   ? fi_atomicvalid(ep_, a.datatype, a.op, &count)
+                      : a.kind == FiAtomic::kFetch ? fi_fetch_atomicvalid(ep_, a.datatype, a.op,
+                                                                          &count)
+                                                   : fi_compare_atomicvalid(ep_, a.datatype,
+                                                                            a.op, &count);
+        nic_valid_[t][o] = v == 0 && count >= 1;
+      }
+  }
   std::size_t len = 0;
   fi_getname(&ep_->fid, nullptr, &len);
   name_.resize(len);
@@ -873,12 +890,15 @@ std::unique_ptr<RmaProtocol> OfiTransport::make_rma(RmaHost& host) noexcept {
 
 tsu_status_t OfiTransport::register_memory(const MemoryRegion& region, MemoryKey& key,
                                            std::string& error) noexcept {
-  // Native RMA reaches the main segment only, which lives as long as the job.
-  // A segment that can be freed is reached by messages: the providers here
+  // Native RMA reaches the main segment, which lives as long as the job,
+  // and NIC atomics reach TSU_SEG_NIC_ATOMICS segments, whose registration
+  // stays until the transport closes (Runtime::free_segment keeps it).
+  // Other segments are reached by messages: the providers here
   // (tcp;ofi_rxm) treat an access under a key the target closed as a fatal
   // connection error, so a freed segment's stale id must be refused by the
   // target's CPU, as on every other route, never by its NIC.
-  if (!native_rma_ || region.seg != TSU_SEG_MAIN) return TSU_OK;  // no key
+  const bool nic = region.atomics == AtomicSite::kNic;
+  if (!native_rma_ || (region.seg != TSU_SEG_MAIN && !nic)) return TSU_OK;  // no key
   std::lock_guard lock(mu_);
   fid_mr* mr = nullptr;
   // Without provider keys the key is the segment id, unique per generation:
@@ -984,13 +1004,85 @@ tsu_status_t OfiTransport::rma(bool write, uint32_t rank, void* buf, std::size_t
   return status_of(rc);
 }
 
+bool OfiTransport::nic_atomics(tsu_atype_t type, tsu_aop_t op) const noexcept {
+  if (static_cast<unsigned>(type) > TSU_TYPE_DOUBLE || static_cast<unsigned>(op) > TSU_AOP_XOR)
+    return false;
+  return nic_valid_[type][op];
+}
+
+tsu_status_t OfiTransport::atomic(uint32_t rank, const FiAtomic& a, const void* operand,
+                                  const void* compare, void* result, uint64_t raddr,
+                                  uint64_t key, RmaContext* ctx) noexcept {
+  if (rank >= size_) return TSU_ERR_UNREACHABLE;
+  if (lost_[rank].load(std::memory_order_acquire)) return TSU_ERR_PEER_LOST;
+  const fi_addr_t to = peer_address(rank);  // this rank's own too: the owner goes through it
+  if (to == FI_ADDR_UNSPEC) return TSU_ERR_UNREACHABLE;
+  ctx->kind = OpContext::kRma;
+  std::lock_guard lock(mu_);
+  // TSU_OFI_TEST_FAULT: a provider that lists FI_ATOMIC and refuses it.
+  const bool late = cfg_.fault == RmaFault::kAtomicLate && atomic_posted_;
+  if (cfg_.fault == RmaFault::kAtomicAtCall || late) return TSU_ERR_UNSUPPORTED;
+  if (cfg_.fault == RmaFault::kAtomicInCompletion) {
+    try {
+      faulted_.emplace_back(ctx, TSU_ERR_UNSUPPORTED);
+      return TSU_OK;  // fails with ENOSYS in the next poll
+    } catch (...) {
+      return TSU_ERR_NO_MEMORY;
+    }
+  }
+  if (!retry_.empty()) {
+    fi_cq_read(cq_, nullptr, 0);  // a progress nudge for manual providers
+    return TSU_EAGAIN;            // staged operations wait for room first
+  }
+  // Not staged: what the batch staged so far leaves first, then this.
+  if (!staged_.empty()) {
+    flush_staged();
+    if (!retry_.empty()) return TSU_EAGAIN;
+  }
+  fi_ioc src{const_cast<void*>(operand), 1};
+  fi_rma_ioc dst{raddr, 1, key};
+  fi_msg_atomic m{};
+  m.msg_iov = &src;
+  m.iov_count = 1;
+  m.addr = to;
+  m.rma_iov = &dst;
+  m.rma_iov_count = 1;
+  m.datatype = a.datatype;
+  m.op = a.op;
+  m.context = &ctx->ctx;
+  // Delivery complete, like a put: the callback promises the word changed.
+  const uint64_t flags = FI_COMPLETION | FI_DELIVERY_COMPLETE;
+  fi_ioc res{result, 1};
+  fi_ioc cmp{const_cast<void*>(compare), 1};
+  ssize_t rc;
+  switch (a.kind) {
+    case FiAtomic::kPlain: rc = fi_atomicmsg(ep_, &m, flags); break;
+    case FiAtomic::kFetch: rc = fi_fetch_atomicmsg(ep_, &m, &res, nullptr, 1, flags); break;
+    default: rc = fi_compare_atomicmsg(ep_, &m, &cmp, nullptr, 1, &res, nullptr, 1, flags); break;
+  }
+  if (rc == -FI_ENOSYS || rc == -FI_EOPNOTSUPP) return TSU_ERR_UNSUPPORTED;
+  if (rc == 0) {
+    atomic_posted_ = true;
+    atomics_.fetch_add(1, std::memory_order_relaxed);
+    return TSU_OK;
+  }
+  if (rc == -FI_EAGAIN) {
+    if (rank != rank_) watch_backpressured(rank);
+    fi_cq_read(cq_, nullptr, 0);  // a progress nudge for manual providers
+    return TSU_EAGAIN;
+  }
+  TSU_LOG_WARN("ofi: NIC atomic with rank %u failed: %s", rank,
+               fi_text(static_cast<int>(rc)).c_str());
+  return status_of(rc);
+}
+
 void OfiTransport::print_stats(std::FILE* f) const noexcept {
   std::fprintf(f,
                "tsunagi[%u] ofi stats: provider=%s sent=%llu injected=%llu received=%llu "
                "dropped=%llu eagain=%llu errors=%llu held_early=%llu rma_ops=%llu "
                "rma_fallbacks=%llu rma_injected=%llu posted_with_more=%llu batch_flushes=%llu "
                "av_inserts=%llu staged_rma_refused=%llu pings=%llu pongs=%llu silent_lost=%llu "
-               "bundled=%llu\n",
+               "bundled=%llu nic_atomics=%llu nic_atomics_refused=%llu\n",
                rank_, provider_name(), static_cast<unsigned long long>(sent_.load()),
                static_cast<unsigned long long>(injected_.load()),
                static_cast<unsigned long long>(received_.load()),
@@ -1008,7 +1100,9 @@ void OfiTransport::print_stats(std::FILE* f) const noexcept {
                static_cast<unsigned long long>(pings_.load()),
                static_cast<unsigned long long>(pongs_.load()),
                static_cast<unsigned long long>(silent_lost_.load()),
-               static_cast<unsigned long long>(bundled_.load()));
+               static_cast<unsigned long long>(bundled_.load()),
+               static_cast<unsigned long long>(atomics_.load()),
+               static_cast<unsigned long long>(atomic_refused_.load()));
 }
 
 }  // namespace tsu::transport::ofi

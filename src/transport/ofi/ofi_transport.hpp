@@ -21,10 +21,13 @@
 // one silent for TSU_OFI_PEER_TIMEOUT is lost, as is one a ping to fails.
 //
 // RMA: native (ofi_rma.hpp) where the provider offers FI_RMA without local
-// registration: every segment is registered (register_memory) and put/get
-// become fi_write/fi_read.  Atomics, third-party copies and the rest go
-// through the message emulation (transport/message_rma); the target's CPU
-// executes atomics (seed 002: one executor per word, MemoryRegion::atomics).
+// registration: the main segment is registered (register_memory) and put/get
+// become fi_write/fi_read.  Atomics on TSU_SEG_NIC_ATOMICS segments (also
+// registered) become libfabric atomics where the endpoint, opened with
+// FI_ATOMIC, accepts every one (nic_atomics).  Other atomics, third-party
+// copies and the rest go through the message emulation
+// (transport/message_rma); the target's CPU executes those atomics (seed
+// 002: one executor per word, MemoryRegion::atomics).
 //
 // Batches: between batch_begin and batch_end (one executor batch) sends,
 // writes and reads are staged and posted at batch_end in order, FI_MORE on
@@ -57,6 +60,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/ofi/ofi_atomic.hpp"
 #include "transport/ofi/ofi_config.hpp"
 #include "transport/transport.hpp"
 
@@ -130,6 +134,20 @@ class OfiTransport final : public Transport {
   // Native RMA turned out unsupported (TSU_ERR_UNSUPPORTED from rma_* or a
   // completion): one request went to the message emulation instead.
   void count_rma_fallback() noexcept { rma_fallbacks_.fetch_add(1, std::memory_order_relaxed); }
+  // One NIC atomic on `rank`'s word at provider address `raddr` under `key`
+  // (fi_atomicmsg / fi_fetch_atomicmsg / fi_compare_atomicmsg, delivery
+  // complete).  operand, compare and result hold one value of the
+  // datatype and stay valid until ctx->done runs.  Staged operations are
+  // posted first (order).  TSU_ERR_UNSUPPORTED: the provider refused it
+  // (ENOSYS / EOPNOTSUPP); TSU_EAGAIN: no room now.
+  tsu_status_t atomic(uint32_t rank, const FiAtomic& a, const void* operand,
+                      const void* compare, void* result, uint64_t raddr, uint64_t key,
+                      RmaContext* ctx) noexcept;
+  // A NIC atomic the provider refused (at the call or in its completion).
+  void count_atomic_refused() noexcept {
+    atomic_refused_.fetch_add(1, std::memory_order_relaxed);
+  }
+  bool nic_atomics(tsu_atype_t type, tsu_aop_t op) const noexcept override;
 
   std::unique_ptr<RmaProtocol> make_rma(RmaHost& host) noexcept override;
   tsu_status_t register_memory(const MemoryRegion& region, MemoryKey& key,
@@ -252,6 +270,10 @@ class OfiTransport final : public Transport {
   bool prov_key_ = false;   // FI_MR_PROV_KEY: the provider picks keys
   uint64_t rma_flags_ = 0;  // completion semantics of fi_writemsg / fi_readmsg
   std::size_t max_rma_ = 0;
+  // Per (type, op): the endpoint (opened with FI_ATOMIC) accepts it
+  // (fi_atomicvalid / fi_fetch_atomicvalid / fi_compare_atomicvalid).
+  bool nic_valid_[TSU_TYPE_DOUBLE + 1][TSU_AOP_XOR + 1] = {};
+  bool atomic_posted_ = false;  // TSU_OFI_TEST_FAULT=atomic_enosys_late (under mu_)
   std::map<tsu_seg_t, fid_mr*> regions_;  // registered segments (under mu_)
 
   // Serialises endpoint and queue calls: sends come from any thread, poll
@@ -297,7 +319,7 @@ class OfiTransport final : public Transport {
   std::atomic<uint64_t> sent_{0}, injected_{0}, received_{0}, dropped_{0}, eagain_{0},
       errors_{0}, held_count_{0}, rma_ops_{0}, rma_fallbacks_{0}, rma_injected_{0},
       posted_more_{0}, flushes_{0}, av_inserts_{0}, staged_refused_{0}, pings_{0},
-      pongs_{0}, silent_lost_{0}, bundled_{0};
+      pongs_{0}, silent_lost_{0}, bundled_{0}, atomics_{0}, atomic_refused_{0};
 };
 
 }  // namespace tsu::transport::ofi

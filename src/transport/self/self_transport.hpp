@@ -34,7 +34,8 @@ class SelfTransport final : public NodeTransport {
     uint32_t state = 0;
     const tsu_status_t st = segments_.translate(addr.seg, addr.offset, len, p, &state);
     if (st == TSU_OK)
-      out = Access{Access::kDirect, p, 0, 0, state == core::kSegmentRegistered};
+      out = Access{Access::kDirect, p, 0, 0, state == core::kSegmentRegistered,
+                   state == core::kSegmentSharedNic};
     return st;
   }
   tsu_status_t resolve_process_memory(uint32_t, uint64_t addr, std::size_t,

@@ -273,7 +273,8 @@ tsu_status_t ShmTransport::resolve(const tsu_gaddr_t& addr, std::size_t len,
     const tsu_status_t st = map_segment(peer, addr.seg, v.word, v.fd, v.size, base);
     if (st != TSU_OK) return st;
   }
-  out = Access{Access::kDirect, base + addr.offset, 0, 0};
+  out = Access{Access::kDirect, base + addr.offset, 0, 0, false,
+               state == core::kSegmentSharedNic};
   return TSU_OK;
 }
 
