@@ -66,9 +66,9 @@ void RemoteLong::complete(uint64_t cookie, tsu_status_t st, int64_t from) noexce
   core::run_callback(cb, st);
 }
 
-void RemoteLong::forget(uint64_t cookie) noexcept {
+bool RemoteLong::forget(uint64_t cookie) noexcept {
   std::lock_guard lock(mu_);
-  pending_.erase(cookie);
+  return pending_.erase(cookie) == 1;
 }
 
 bool RemoteLong::none_in_flight() const noexcept {
@@ -108,7 +108,10 @@ tsu_status_t RemoteLong::send(uint32_t dst, uint32_t id, const MessageHeader& no
                  : am_.send_or_queue(dst, data, bytes + off);
     }
     if (st != TSU_OK && first) {
-      forget(cookie);
+      // Refused, so no callback may run: unless the peer-loss handler (on
+      // the progress thread) already completed the cookie, in which case
+      // the request was accepted and its callback has the status.
+      if (!forget(cookie)) return TSU_OK;
       return st;
     }
     if (st != TSU_OK) {

@@ -60,7 +60,8 @@ class RemoteLong {
   // Removes the transfer and runs its callback (once: a second call finds
   // nothing).  `from` >= 0: only if the transfer went to that rank (an ack).
   void complete(uint64_t cookie, tsu_status_t st, int64_t from = -1) noexcept;
-  void forget(uint64_t cookie) noexcept;  // removes it without a callback
+  // Removes it without a callback; false when it was completed already.
+  bool forget(uint64_t cookie) noexcept;
 
   static void on_data(void* ctx, uint32_t src, const core::MessageHeader& h,
                       const std::byte* payload) noexcept;

@@ -320,7 +320,10 @@ tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::si
   const tsu_status_t st = am_.try_send(dst, h, nullptr);
   if (st != TSU_OK) {
     sent_[dst].fetch_sub(1, std::memory_order_relaxed);
-    take_send(cookie, dst);
+    // Refused, so no callback may run: unless the peer-loss handler (on the
+    // progress thread) took the request first and ran its callback, in
+    // which case the request counts as accepted.
+    if (!take_send(cookie, dst)) return TSU_OK;
     return st < 0 ? am::AmLayer::transport_error("tsu_try_send", dst, st) : st;
   }
   counters_.rndv.fetch_add(1, std::memory_order_relaxed);

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <vector>
 
+#include "loss_util.hpp"
 #include "tsunagi/tsunagi.h"
 
 namespace {
@@ -30,16 +31,8 @@ namespace {
 constexpr uint32_t kRanks = 5;
 constexpr uint32_t kVictim = kRanks - 1;
 
-struct Request {
-  std::atomic<int> calls{0};
-  std::atomic<tsu_status_t> status{1};
-};
-
-void on_done(tsu_status_t st, void* arg) {
-  auto* r = static_cast<Request*>(arg);
-  r->status.store(st);
-  r->calls.fetch_add(1);
-}
+using loss::on_done;
+using loss::Request;
 
 int fail(uint32_t me, const char* what, tsu_status_t st = TSU_OK) {
   std::printf("rank %u: FAIL: %s (%s; %s)\n", me, what, tsu_strerror(st), tsu_last_error());
@@ -58,15 +51,8 @@ bool run(Start&& start, Request& r, tsu_status_t& out) {
     return true;
   }
   // The route's peer timeout (udp or ofi; 10 s by default), plus slack.
-  const char* to = std::getenv("TSU_UDP_PEER_TIMEOUT");
-  if (!to) to = std::getenv("TSU_OFI_PEER_TIMEOUT");
-  const double limit = (to ? std::atof(to) : 10.0) + 20.0;
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit);
-  while (r.calls.load() == 0) {
-    tsu_progress();
-    sched_yield();
-    if (std::chrono::steady_clock::now() > end) return false;
-  }
+  if (!loss::wait_for([&] { return r.calls.load() > 0; }, loss::peer_timeout_seconds() + 20.0))
+    return false;
   out = r.status.load();
   return true;
 }

@@ -23,51 +23,23 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 
+#include "loss_util.hpp"
 #include "tsunagi/am.h"
 #include "tsunagi/msg.h"
 #include "tsunagi/tsunagi.h"
 
 namespace {
 
-struct Request {
-  std::atomic<int> calls{0};
-  std::atomic<tsu_status_t> status{1};
-};
-
-void on_done(tsu_status_t st, void* arg) {
-  auto* r = static_cast<Request*>(arg);
-  r->status.store(st);
-  r->calls.fetch_add(1);
-}
-tsu_cb_t cb_for(Request& r) { return tsu_cb(on_done, &r); }
+using loss::cb_for;
+using loss::Request;
+using loss::wait_for;
+using Clock = std::chrono::steady_clock;
 
 int fail(uint32_t me, const char* what) {
   std::printf("rank %u: FAIL: %s (%s)\n", me, what, tsu_last_error());
   std::fflush(stdout);
   return 1;
-}
-
-using Clock = std::chrono::steady_clock;
-
-template <typename Pred>
-bool wait_for(Pred&& pred, double seconds) {
-  const auto end = Clock::now() + std::chrono::duration<double>(seconds);
-  while (!pred()) {
-    tsu_progress();
-    sched_yield();
-    if (Clock::now() > end) return false;
-  }
-  return true;
-}
-
-double seconds_setting(const char* name, double fallback) {
-  const char* v = std::getenv(name);
-  if (!v) return fallback;
-  double x = std::atof(v);
-  if (std::strstr(v, "ms")) x /= 1000.0;
-  return x;
 }
 
 // A request to the victim: refused at the call with `st`, or accepted and
@@ -100,9 +72,7 @@ int main() {
   }
   usleep(200 * 1000);  // the victim is gone (tsurun reports it)
 
-  const double timeout = std::max(seconds_setting("TSU_UDP_PEER_TIMEOUT", 10),
-                                  seconds_setting("TSU_OFI_PEER_TIMEOUT", 10));
-  const double limit = timeout + 15.0;
+  const double limit = loss::peer_timeout_seconds() + 15.0;
 
   // First contact is a put and a fetch-add (in flight while the loss is
   // found), then short AMs, retried on TSU_EAGAIN: the sender must be told.
