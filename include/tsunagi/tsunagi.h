@@ -907,7 +907,9 @@ TSU_API tsu_status_t tsu_try_atomic_ordered(tsu_gaddr_t target, tsu_aop_t op, ts
 /** Waits until the ordered request `req` and every ordered request the calling
  * thread issued before it have completed (their callbacks returned).
  * TSU_REQ_ALL: every ordered request issued so far; TSU_REQ_NONE: returns at
- * once.  Drives progress (manual mode) and yields inside user-level threads.
+ * once.  Drives progress (manual mode); inside a user-level thread whose
+ * pthread has a park hook (tsu_set_park_hook) the caller is parked until a
+ * completion of the thread's ordered requests wakes it.
  * Reports each failure once: the first failure among the covered requests
  * since an earlier wait reported them, which then no longer fails followers.
  * @retval TSU_OK                all of them succeeded.

@@ -137,17 +137,28 @@ status retry_eagain(TryFn&& attempt) {
   }
 }
 
-template <typename T>
-struct shared_state {
+// A future's completion: `ready` for a look, and a counter that wait() blocks
+// on (tsu_counter_wait: a user-level thread parks until the callback counts).
+struct completion {
   std::atomic<bool> ready{false};
   status st = TSU_OK;
+  tsu_counter_t done{0, TSU_OK, 0};
+  // Publishes `result` (and a value stored before), then wakes a waiter.  The
+  // counter is counted last: a waiter may drop the state once it sees it.
+  void complete(status result) noexcept {
+    st = result;
+    ready.store(true, std::memory_order_release);
+    const tsu_cb_t count = tsu_counter_cb(&done);
+    count.fn(TSU_OK, count.arg);
+  }
+};
+
+template <typename T>
+struct shared_state : completion {
   T value{};
 };
 template <>
-struct shared_state<void> {
-  std::atomic<bool> ready{false};
-  status st = TSU_OK;
-};
+struct shared_state<void> : completion {};
 
 template <typename T>
 constexpr tsu_atype_t atype() {
@@ -161,8 +172,12 @@ constexpr tsu_atype_t atype() {
 
 }  // namespace detail
 
-// The result of one request.  wait() blocks (driving progress); get() returns
-// the value or throws tsu::error when the request failed.
+// The result of one request.  wait() blocks like tsu_counter_wait (driving
+// progress in manual mode; a user-level thread is parked until the request
+// completes); get() returns the value or throws tsu::error when the request
+// failed.  wait() cannot block inside a completion callback or a handler: it
+// returns TSU_ERR_UNSUPPORTED there (TSU_ERR_NOT_INITIALIZED after
+// tsu_finalize) while the request is still pending.
 template <typename T>
 class future {
  public:
@@ -172,9 +187,9 @@ class future {
   bool ready() const noexcept { return state_ && state_->ready.load(std::memory_order_acquire); }
   status wait() const {
     if (!state_) return TSU_ERR_INVALID_ARG;
-    while (!ready()) {
-      tsu_progress();
-      std::this_thread::yield();
+    if (!ready()) {
+      const status st = tsu_counter_wait(&state_->done, 1);
+      if (st != TSU_OK) return st;  // could not block here; still pending
     }
     return state_->st;
   }
@@ -215,17 +230,16 @@ future<T> make_future(Issue&& issue) {
   auto* keep = new std::shared_ptr<shared_state<T>>(state);
   const tsu_cb_t cb = tsu_cb(
       [](tsu_status_t st, void* arg) {
+        // `k` keeps the state alive past the count (a waiter may drop it).
         std::unique_ptr<std::shared_ptr<shared_state<T>>> k(
             static_cast<std::shared_ptr<shared_state<T>>*>(arg));
-        (*k)->st = st;
-        (*k)->ready.store(true, std::memory_order_release);
+        (*k)->complete(st);
       },
       keep);
   const status st = retry_eagain([&] { return issue(cb, raw); });
   if (st != TSU_OK) {
     delete keep;
-    state->st = st;
-    state->ready.store(true, std::memory_order_release);
+    state->complete(st);
   }
   return future<T>(std::move(state));
 }

@@ -7,6 +7,7 @@
 #include "api/ordered_requests.hpp"
 #include "api/request_checks.hpp"
 #include "core/wait_hook.hpp"
+#include "core/wait_table.hpp"
 #include "util/backoff.hpp"
 
 using namespace tsu;
@@ -217,11 +218,23 @@ tsu_status_t req_wait_or_test(const char* fn, tsu_req_t req, bool block) noexcep
   if (book->done_below() <= upto && core::in_progress_context())
     return core::fail(TSU_ERR_UNSUPPORTED,
                       "%s: cannot block inside a completion callback or the progress thread", fn);
+  // Inside a user-level thread: parked until a completion moves the
+  // watermark (OrderBook::finish notifies its address).
+  struct Below {
+    const core::OrderBook* book;
+    uint64_t upto;
+  } const below{book, upto};
+  auto short_of = [](const void* a) {
+    const auto* b = static_cast<const Below*>(a);
+    return b->book->done_below_seq_cst() <= b->upto;
+  };
+  const uint32_t flags = rt->manual_progress() ? TSU_PARK_DRIVE_PROGRESS : 0;
   util::Backoff backoff;
   while (book->done_below() <= upto) {
     if (rt->engine().progress()) {
       backoff.reset();
-    } else if (!core::wait_hook_yield()) {
+    } else if (!core::wait_table::park_while(book->wait_key(), flags, short_of, &below) &&
+               !core::wait_hook_yield()) {
       backoff.pause();
     }
   }

@@ -1,5 +1,7 @@
 #include "core/order_book.hpp"
 
+#include "core/wait_table.hpp"
+
 namespace tsu::core {
 
 tsu_status_t OrderBook::add(const Command& cmd, uint64_t after, OrderedRequest*& out,
@@ -59,6 +61,14 @@ void OrderBook::withdraw(OrderedRequest* req) noexcept {
 
 void OrderBook::finish(OrderedRequest* req, tsu_status_t status,
                        std::vector<OrderedRelease>& released) {
+  finish_locked(req, status, released);
+  // After the watermark's seq_cst store (wait_table.hpp), outside the lock: a
+  // tsu_req_wait parked on it re-checks the watermark itself.
+  wait_table::notify(wait_key());
+}
+
+void OrderBook::finish_locked(OrderedRequest* req, tsu_status_t status,
+                              std::vector<OrderedRelease>& released) {
   std::lock_guard lock(mu_);
   req->state = OrderedRequest::State::kDone;
   const bool failed = status != TSU_OK;
@@ -84,7 +94,8 @@ void OrderBook::advance(std::vector<OrderedRelease>& released) {
     live_.pop_front();
     ++base_;
   }
-  done_below_.store(base_, std::memory_order_release);
+  // Seq_cst: before finish()'s read of the wait table (wait_table.hpp).
+  done_below_.store(base_, std::memory_order_seq_cst);
   // An "all earlier" request runs once it is the oldest one not completed.
   while (!all_waiters_.empty() && all_waiters_.front() == base_) {
     OrderedRequest& w = at(base_);

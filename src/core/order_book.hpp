@@ -75,6 +75,12 @@ class OrderBook {
   // Every request with a smaller id has completed (acquire: their effects and
   // callbacks are visible).
   uint64_t done_below() const noexcept { return done_below_.load(std::memory_order_acquire); }
+  // What a parked tsu_req_wait waits on: the watermark's address (the key
+  // finish() notifies) and a seq_cst read of it (wait_table.hpp).
+  const void* wait_key() const noexcept { return &done_below_; }
+  uint64_t done_below_seq_cst() const noexcept {
+    return done_below_.load(std::memory_order_seq_cst);
+  }
   // Owner thread: the last id given out (0: none yet).
   uint64_t last_id() const noexcept { return last_id_.load(std::memory_order_relaxed); }
   // Owner thread: the first failure among requests with id <= upto, if any
@@ -85,6 +91,8 @@ class OrderBook {
 
  private:
   OrderedRequest& at(uint64_t id) noexcept { return live_[id - base_]; }
+  void finish_locked(OrderedRequest* req, tsu_status_t status,
+                     std::vector<OrderedRelease>& released);
   void advance(std::vector<OrderedRelease>& released);
 
   void* const starter_;

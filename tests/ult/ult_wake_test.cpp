@@ -12,7 +12,14 @@
 //     _nbi puts and tsu_quiet, many times over (completions from the
 //     progress thread or from the worker's own progress passes).
 //  4. A plain pthread (no hooks) still waits on a counter and in tsu_quiet.
+//  5. As 1, for the C++ header's futures: 16 ULTs wait on tagged receives
+//     (future::get) that the main pthread satisfies one by one.
+//  6. Ordered requests (tsu_req_wait) from ULTs on one worker: chains of
+//     copies, each following the last, waited for with tsu_req_wait (handles
+//     belong to the worker's pthread, so a ULT that may be stolen by another
+//     worker must not carry one across a switch); values checked.
 #include <tsunagi/tsunagi.h>
+#include <tsunagi/tsunagi.hpp>
 #include <tsunagi/ult.h>
 
 #include <atomic>
@@ -55,13 +62,9 @@ void* parked_waiter(void* a) {
   return nullptr;
 }
 
-void test_not_polled() {
-  std::vector<tsu_ult_t> ts(kParked);
-  for (uint32_t i = 0; i < kParked; ++i) {
-    tsu_counter_init(&g_parked[i]);
-    if (tsu_ult_create(&ts[i], nullptr, parked_waiter, &g_parked[i]) != TSU_OK) fail("create");
-  }
-  while (g_arrived.load() < kParked) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+// The worker's switch count once it stops moving (every waiter parked);
+// fails when it keeps moving for 10 s (waiters resumed to poll).
+uint64_t settled_switches() {
   // Wait until the switch count stops moving: it does once every waiter is
   // parked; polling waiters keep it moving forever (then: fail after 10 s).
   uint64_t s0 = switches();
@@ -73,18 +76,128 @@ void test_not_polled() {
     s0 = s;
   }
   if (!still) fail("waiting threads keep being resumed (polling)");
-  for (uint32_t i = 0; i < kParked; ++i) {
-    if (g_left.load() != i) fail("a waiter left before its counter completed");
-    complete(&g_parked[i]);
-    while (g_left.load() < i + 1) std::this_thread::yield();
+  return s0;
+}
+
+// Completes the parked waiters one by one (complete_one(i)), each leaving
+// before the next is completed; joins them and checks the switches used.
+template <typename CompleteOne>
+void release_parked(const char* what, std::vector<tsu_ult_t>& ts, std::atomic<uint32_t>& left,
+                    CompleteOne&& complete_one) {
+  const uint64_t s0 = settled_switches();
+  const auto n = static_cast<uint32_t>(ts.size());
+  for (uint32_t i = 0; i < n; ++i) {
+    if (left.load() != i) fail("a waiter left before its wait completed");
+    complete_one(i);
+    while (left.load() < i + 1) std::this_thread::yield();
   }
   for (auto t : ts) tsu_ult_join(t, nullptr);
   const uint64_t used = switches() - s0;
-  std::printf("parked: %u waiters, %llu switches from the last park to the last end\n", kParked,
+  std::printf("%s: %u waiters, %llu switches from the last park to the last end\n", what, n,
               static_cast<unsigned long long>(used));
   // Two per waiter; in manual progress the last waiter polls in place
   // (it drives progress) until another thread is woken: two more at most.
-  if (used > 2 * kParked + 2) fail("more than one resumption per waiter");
+  if (used > 2 * n + 2) fail("more than one resumption per waiter");
+}
+
+void test_not_polled() {
+  std::vector<tsu_ult_t> ts(kParked);
+  for (uint32_t i = 0; i < kParked; ++i) {
+    tsu_counter_init(&g_parked[i]);
+    if (tsu_ult_create(&ts[i], nullptr, parked_waiter, &g_parked[i]) != TSU_OK) fail("create");
+  }
+  while (g_arrived.load() < kParked) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  release_parked("parked counters", ts, g_left, [](uint32_t i) { complete(&g_parked[i]); });
+}
+
+// ---- 5. futures of the C++ header park too ---------------------------------------------
+constexpr uint64_t kFutureTag = 1000;
+uint32_t g_me = 0;
+uint64_t g_future_buf[kParked];
+std::atomic<uint32_t> g_future_arrived{0};
+std::atomic<uint32_t> g_future_left{0};
+
+void* future_waiter(void* a) {
+  const auto i = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(a));
+  auto f = tsu::recv(g_me, kFutureTag + i, &g_future_buf[i], sizeof(uint64_t));
+  g_future_arrived.fetch_add(1);
+  try {
+    const tsu_msg_status_t ms = f.get();
+    if (ms.length != sizeof(uint64_t) || g_future_buf[i] != 7 * i + 1) fail("future: wrong message");
+  } catch (const tsu::error&) {
+    fail("future get");
+  }
+  g_future_left.fetch_add(1);
+  return nullptr;
+}
+
+void test_futures_parked() {
+  std::vector<tsu_ult_t> ts(kParked);
+  for (uint32_t i = 0; i < kParked; ++i)
+    if (tsu_ult_create(&ts[i], nullptr, future_waiter, reinterpret_cast<void*>(uintptr_t{i})) !=
+        TSU_OK)
+      fail("create");
+  while (g_future_arrived.load() < kParked)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  release_parked("parked futures", ts, g_future_left, [](uint32_t i) {
+    const uint64_t v = 7 * uint64_t{i} + 1;
+    if (tsu::send(g_me, kFutureTag + i, &v, sizeof v).wait() != TSU_OK) fail("send");
+  });
+}
+
+// ---- 6. ordered requests waited for in ULTs ----------------------------------------------
+constexpr uint32_t kChains = 8;
+constexpr uint32_t kLinks = 500;
+
+void* chain(void* a) {
+  const auto i = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(a));
+  // Each link copies the word the previous link wrote, one slot further.
+  void* seg = nullptr;
+  size_t seg_size = 0;
+  if (tsu_segment_info(TSU_SEG_MAIN, &seg, &seg_size) != TSU_OK) {
+    fail("tsu_segment_info");
+    return nullptr;
+  }
+  auto* base = static_cast<uint64_t*>(seg);
+  const uint64_t first = 16384 + 4096 * i;  // kLinks + 1 words per chain
+  base[first / 8] = 1000 * i + 3;
+  for (uint32_t round = 0; round < 4; ++round) {
+    tsu_req_t prev = TSU_REQ_NONE, last = TSU_REQ_NONE;
+    for (uint32_t k = 0; k < kLinks; ++k) {
+      const uint64_t src = first + 8 * uint64_t{k}, dst = src + 8;
+      tsu_status_t st;
+      while ((st = tsu_try_copy_ordered(tsu_gaddr(g_me, TSU_SEG_MAIN, dst),
+                                        tsu_gaddr(g_me, TSU_SEG_MAIN, src), 8, prev,
+                                        tsu_cb_none(), &last)) == TSU_EAGAIN)
+        tsu_ult_yield();
+      if (st != TSU_OK) {
+        fail("tsu_try_copy_ordered");
+        return nullptr;
+      }
+      prev = last;
+      if (k % 100 == 99 && tsu_req_wait(last) != TSU_OK) fail("tsu_req_wait (middle)");
+    }
+    if (tsu_req_wait(TSU_REQ_ALL) != TSU_OK) fail("tsu_req_wait");
+    // The chain's first word gains one per round (below).
+    if (base[first / 8 + kLinks] != 1000 * i + 3 + round) {
+      std::fprintf(stderr, "chain %llu, round %u: %llu at its end, %llu at its start\n",
+                   static_cast<unsigned long long>(i), round,
+                   static_cast<unsigned long long>(base[first / 8 + kLinks]),
+                   static_cast<unsigned long long>(base[first / 8]));
+      fail("ordered chain: wrong value at its end");
+    }
+    base[first / 8] += 1;
+    if (tsu_req_test(last) != TSU_OK) fail("tsu_req_test after the wait");
+  }
+  return nullptr;
+}
+
+void test_ordered() {
+  std::vector<tsu_ult_t> ts(kChains);
+  for (uint32_t i = 0; i < kChains; ++i)
+    if (tsu_ult_create(&ts[i], nullptr, chain, reinterpret_cast<void*>(uintptr_t{i})) != TSU_OK)
+      fail("create");
+  for (auto t : ts) tsu_ult_join(t, nullptr);
 }
 
 // ---- 2. wake-before-park race --------------------------------------------------------
@@ -178,9 +291,12 @@ tsu_status_t start_workers(uint32_t n) {
 
 int main() {
   if (tsu_init(nullptr) != TSU_OK) return 1;
+  if (tsu_rank(&g_me) != TSU_OK) return 1;
   if (start_workers(1) != TSU_OK) return 1;
   test_not_polled();
+  test_futures_parked();
   test_requests();
+  test_ordered();
   tsu_ult_finalize();
   if (start_workers(2) != TSU_OK) return 1;
   test_race();
