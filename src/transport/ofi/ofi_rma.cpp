@@ -78,24 +78,7 @@ tsu_status_t OfiRma::start(const core::Command& cmd, uint32_t completion_id) noe
   op->len = cmd.len;
   op->completion_id = completion_id;
   op->cmd = cmd;
-  KeyState* ks;
-  try {
-    ks = &keys_[key_of(remote.rank, remote.seg)];
-    if (!ks->known) ks->waiting.push_back(op);
-  } catch (...) {
-    release(op);
-    return TSU_ERR_NO_MEMORY;
-  }
-  if (ks->known) {
-    dispatch(op, ks->has_key, ks->site, ks->key);
-  } else if (!ks->requested) {
-    ks->requested = true;
-    core::MessageHeader h{};
-    h.handler = kOfiKeyReq;
-    h.args[0] = remote.seg;
-    send(remote.rank, h, nullptr);
-  }
-  return TSU_EAGAIN;
+  return dispatch_when_keyed(op);
 }
 
 tsu_status_t OfiRma::start_atomic(const core::Command& cmd, uint32_t completion_id) noexcept {
@@ -126,9 +109,13 @@ tsu_status_t OfiRma::start_atomic(const core::Command& cmd, uint32_t completion_
     dispatch(op, has_key, site, key);
     return TSU_EAGAIN;
   }
+  return dispatch_when_keyed(op);
+}
+
+tsu_status_t OfiRma::dispatch_when_keyed(Op* op) noexcept {
   KeyState* ks;
   try {
-    ks = &keys_[key_of(target.rank, target.seg)];
+    ks = &keys_[key_of(op->remote.rank, op->remote.seg)];
     if (!ks->known) ks->waiting.push_back(op);
   } catch (...) {
     release(op);
@@ -137,11 +124,13 @@ tsu_status_t OfiRma::start_atomic(const core::Command& cmd, uint32_t completion_
   if (ks->known) {
     dispatch(op, ks->has_key, ks->site, ks->key);
   } else if (!ks->requested) {
+    // The first op for this segment asks its owner once; the answer
+    // dispatches every op waiting by then.
     ks->requested = true;
     core::MessageHeader h{};
     h.handler = kOfiKeyReq;
-    h.args[0] = target.seg;
-    send(target.rank, h, nullptr);
+    h.args[0] = op->remote.seg;
+    send(op->remote.rank, h, nullptr);
   }
   return TSU_EAGAIN;
 }

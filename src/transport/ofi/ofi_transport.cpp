@@ -945,11 +945,8 @@ tsu_status_t OfiTransport::rma_read(uint32_t rank, void* buf, std::size_t len, u
 
 tsu_status_t OfiTransport::rma(bool write, uint32_t rank, void* buf, std::size_t len,
                                uint64_t raddr, uint64_t key, RmaContext* ctx) noexcept {
-  if (rank >= size_) return TSU_ERR_UNREACHABLE;
-  if (lost_[rank].load(std::memory_order_acquire)) return TSU_ERR_PEER_LOST;
-  const fi_addr_t to = peer_address(rank);
-  if (to == FI_ADDR_UNSPEC) return TSU_ERR_UNREACHABLE;
-  ctx->kind = OpContext::kRma;
+  fi_addr_t to;
+  if (const tsu_status_t st = rma_peer(rank, ctx, to); st != TSU_OK) return st;
   Staged s;
   s.kind = write ? Staged::kWrite : Staged::kRead;
   s.rank = rank;
@@ -965,18 +962,8 @@ tsu_status_t OfiTransport::rma(bool write, uint32_t rank, void* buf, std::size_t
   // here.
   s.flags = write ? rma_flags_ | (len <= inject_size_ ? FI_INJECT : 0) : FI_COMPLETION;
   std::lock_guard lock(mu_);
-  if (cfg_.fault == RmaFault::kInCompletion) {
-    try {
-      faulted_.emplace_back(ctx, TSU_ERR_UNSUPPORTED);
-      return TSU_OK;  // fails with ENOSYS in the next poll
-    } catch (...) {
-      return TSU_ERR_NO_MEMORY;
-    }
-  }
-  if (!retry_.empty()) {
-    fi_cq_read(cq_, nullptr, 0);  // a progress nudge for manual providers
-    return TSU_EAGAIN;            // staged operations wait for room first
-  }
+  if (cfg_.fault == RmaFault::kInCompletion) return fail_in_completion(ctx);
+  if (!retry_.empty()) return nudge_eagain();  // staged operations wait for room first
   if (batching_) {
     try {
       staged_.push_back(s);
@@ -987,19 +974,46 @@ tsu_status_t OfiTransport::rma(bool write, uint32_t rank, void* buf, std::size_t
     return TSU_OK;
   }
   const ssize_t rc = post(s, 0, false);
-  // A provider that listed FI_RMA and cannot do it: OfiRma falls back.
-  if (rc == -FI_ENOSYS || rc == -FI_EOPNOTSUPP) return TSU_ERR_UNSUPPORTED;
   if (rc == 0) {
     rma_ops_.fetch_add(1, std::memory_order_relaxed);
     if (s.flags & FI_INJECT) rma_injected_.fetch_add(1, std::memory_order_relaxed);
-    return TSU_OK;
   }
+  return post_status(rc, rank, write ? "fi_writemsg" : "fi_readmsg");
+}
+
+tsu_status_t OfiTransport::rma_peer(uint32_t rank, RmaContext* ctx, fi_addr_t& to) noexcept {
+  if (rank >= size_) return TSU_ERR_UNREACHABLE;
+  if (lost_[rank].load(std::memory_order_acquire)) return TSU_ERR_PEER_LOST;
+  to = peer_address(rank);
+  if (to == FI_ADDR_UNSPEC) return TSU_ERR_UNREACHABLE;
+  ctx->kind = OpContext::kRma;
+  return TSU_OK;
+}
+
+tsu_status_t OfiTransport::fail_in_completion(RmaContext* ctx) noexcept {
+  try {
+    faulted_.emplace_back(ctx, TSU_ERR_UNSUPPORTED);
+    return TSU_OK;  // fails with ENOSYS in the next poll
+  } catch (...) {
+    return TSU_ERR_NO_MEMORY;
+  }
+}
+
+tsu_status_t OfiTransport::nudge_eagain() noexcept {
+  fi_cq_read(cq_, nullptr, 0);  // a progress nudge for manual providers
+  return TSU_EAGAIN;
+}
+
+tsu_status_t OfiTransport::post_status(ssize_t rc, uint32_t rank, const char* what) noexcept {
+  if (rc == 0) return TSU_OK;
+  // A provider that listed FI_RMA or FI_ATOMIC and cannot do it: the caller
+  // falls back (OfiRma) or reports TSU_ERR_UNSUPPORTED (NIC atomics).
+  if (rc == -FI_ENOSYS || rc == -FI_EOPNOTSUPP) return TSU_ERR_UNSUPPORTED;
   if (rc == -FI_EAGAIN) {
-    watch_backpressured(rank);
-    fi_cq_read(cq_, nullptr, 0);  // a progress nudge for manual providers
-    return TSU_EAGAIN;
+    if (rank != rank_) watch_backpressured(rank);  // never watch ourselves
+    return nudge_eagain();
   }
-  TSU_LOG_WARN("ofi: fi_%smsg with rank %u failed: %s", write ? "write" : "read", rank,
+  TSU_LOG_WARN("ofi: %s with rank %u failed: %s", what, rank,
                fi_text(static_cast<int>(rc)).c_str());
   return status_of(rc);
 }
@@ -1013,27 +1027,14 @@ bool OfiTransport::nic_atomics(tsu_atype_t type, tsu_aop_t op) const noexcept {
 tsu_status_t OfiTransport::atomic(uint32_t rank, const FiAtomic& a, const void* operand,
                                   const void* compare, void* result, uint64_t raddr,
                                   uint64_t key, RmaContext* ctx) noexcept {
-  if (rank >= size_) return TSU_ERR_UNREACHABLE;
-  if (lost_[rank].load(std::memory_order_acquire)) return TSU_ERR_PEER_LOST;
-  const fi_addr_t to = peer_address(rank);  // this rank's own too: the owner goes through it
-  if (to == FI_ADDR_UNSPEC) return TSU_ERR_UNREACHABLE;
-  ctx->kind = OpContext::kRma;
+  fi_addr_t to;  // this rank's own too: the owner goes through it
+  if (const tsu_status_t st = rma_peer(rank, ctx, to); st != TSU_OK) return st;
   std::lock_guard lock(mu_);
   // TSU_OFI_TEST_FAULT: a provider that lists FI_ATOMIC and refuses it.
   const bool late = cfg_.fault == RmaFault::kAtomicLate && atomic_posted_;
   if (cfg_.fault == RmaFault::kAtomicAtCall || late) return TSU_ERR_UNSUPPORTED;
-  if (cfg_.fault == RmaFault::kAtomicInCompletion) {
-    try {
-      faulted_.emplace_back(ctx, TSU_ERR_UNSUPPORTED);
-      return TSU_OK;  // fails with ENOSYS in the next poll
-    } catch (...) {
-      return TSU_ERR_NO_MEMORY;
-    }
-  }
-  if (!retry_.empty()) {
-    fi_cq_read(cq_, nullptr, 0);  // a progress nudge for manual providers
-    return TSU_EAGAIN;            // staged operations wait for room first
-  }
+  if (cfg_.fault == RmaFault::kAtomicInCompletion) return fail_in_completion(ctx);
+  if (!retry_.empty()) return nudge_eagain();  // staged operations wait for room first
   // Not staged: what the batch staged so far leaves first, then this.
   if (!staged_.empty()) {
     flush_staged();
@@ -1060,20 +1061,11 @@ tsu_status_t OfiTransport::atomic(uint32_t rank, const FiAtomic& a, const void* 
     case FiAtomic::kFetch: rc = fi_fetch_atomicmsg(ep_, &m, &res, nullptr, 1, flags); break;
     default: rc = fi_compare_atomicmsg(ep_, &m, &cmp, nullptr, 1, &res, nullptr, 1, flags); break;
   }
-  if (rc == -FI_ENOSYS || rc == -FI_EOPNOTSUPP) return TSU_ERR_UNSUPPORTED;
   if (rc == 0) {
     atomic_posted_ = true;
     atomics_.fetch_add(1, std::memory_order_relaxed);
-    return TSU_OK;
   }
-  if (rc == -FI_EAGAIN) {
-    if (rank != rank_) watch_backpressured(rank);
-    fi_cq_read(cq_, nullptr, 0);  // a progress nudge for manual providers
-    return TSU_EAGAIN;
-  }
-  TSU_LOG_WARN("ofi: NIC atomic with rank %u failed: %s", rank,
-               fi_text(static_cast<int>(rc)).c_str());
-  return status_of(rc);
+  return post_status(rc, rank, "NIC atomic");
 }
 
 void OfiTransport::print_stats(std::FILE* f) const noexcept {

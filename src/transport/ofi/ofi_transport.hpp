@@ -230,6 +230,17 @@ class OfiTransport final : public Transport {
   fi_addr_t peer_address(uint32_t rank) noexcept;
   tsu_status_t rma(bool write, uint32_t rank, void* buf, std::size_t len, uint64_t raddr,
                    uint64_t key, RmaContext* ctx) noexcept;
+  // What every RMA and NIC atomic checks first (mu_ not held): the rank is
+  // in the job, not lost, and addressable (`to`); marks ctx as an RMA op.
+  tsu_status_t rma_peer(uint32_t rank, RmaContext* ctx, fi_addr_t& to) noexcept;
+  // TSU_OFI_TEST_FAULT's "fails in its completion": queued for the next
+  // poll (mu_ held).
+  tsu_status_t fail_in_completion(RmaContext* ctx) noexcept;
+  // TSU_EAGAIN after one fi_cq_read: manual providers progress in it.
+  tsu_status_t nudge_eagain() noexcept;
+  // An RMA or atomic post's rc as a status (mu_ held): EAGAIN watches the
+  // backpressuring peer, anything unexpected is logged as `what` failing.
+  tsu_status_t post_status(ssize_t rc, uint32_t rank, const char* what) noexcept;
   // Runs one well-formed message and any held ones it unblocks.
   void deliver(const core::MessageHandlerTable& handlers, const WirePrefix& prefix,
                const std::byte* msg, std::size_t len) noexcept;
