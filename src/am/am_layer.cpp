@@ -9,6 +9,7 @@
 #include "runtime/runtime.hpp"
 #include "transport/transport.hpp"
 #include "core/wait_hook.hpp"
+#include "core/wait_table.hpp"
 #include "util/backoff.hpp"
 
 namespace tsu::am {
@@ -108,17 +109,38 @@ void AmLayer::on_peer_lost(uint32_t rank) noexcept {
     queued_total_.fetch_sub(dropped, std::memory_order_release);
   }
   remote_long_.on_peer_lost(rank);
+  // A synchronization parked on this rank's message re-checks (it fails).
+  core::wait_table::notify(&sync_arrived_);
 }
 
 void AmLayer::on_sync(void* ctx, uint32_t, const MessageHeader& h, const std::byte*) noexcept {
   auto* self = static_cast<AmLayer*>(ctx);
-  std::lock_guard lock(self->sync_mu_);
-  self->sync_arrived_.emplace_back(h.args[0], static_cast<uint32_t>(h.args[1]));
+  {
+    std::lock_guard lock(self->sync_mu_);
+    self->sync_arrived_.emplace_back(h.args[0], static_cast<uint32_t>(h.args[1]));
+  }
+  // After the unlock: a waiter that counted itself in the wait table before
+  // taking the lock either sees the arrival or is seen here (the mutex
+  // orders the two, as seq_cst does in wait_table.hpp).
+  core::wait_table::notify(&self->sync_arrived_);
+}
+
+bool AmLayer::sync_pending(const void* arg) noexcept {
+  const auto* w = static_cast<const SyncWait*>(arg);
+  {
+    std::lock_guard lock(w->self->sync_mu_);
+    const auto& v = w->self->sync_arrived_;
+    if (std::find(v.begin(), v.end(), std::pair<uint64_t, uint32_t>{w->epoch, w->round}) !=
+        v.end())
+      return false;
+  }
+  return !(w->route && w->route->is_peer_lost(w->from));
 }
 
 tsu_status_t AmLayer::sync_all() noexcept {
   const uint32_t n = rt_.size(), me = rt_.rank();
   const uint64_t epoch = ++sync_epoch_;
+  const uint32_t flags = rt_.manual_progress() ? TSU_PARK_DRIVE_PROGRESS : 0;
   util::Backoff backoff;
   for (uint32_t round = 0, dist = 1; dist < n; ++round, dist <<= 1) {
     MessageHeader h{};
@@ -142,9 +164,13 @@ tsu_status_t AmLayer::sync_all() noexcept {
       }
       if (from_route && from_route->is_peer_lost(from))
         return core::fail(TSU_ERR_PEER_LOST, "synchronization: rank %u is lost", from);
+      // Inside a user-level thread: parked until the message (on_sync) or
+      // the rank's loss (on_peer_lost) wakes it.
+      const SyncWait w{this, epoch, round, from_route, from};
       if (rt_.engine().progress()) {
         backoff.reset();
-      } else if (!core::wait_hook_yield()) {
+      } else if (!core::wait_table::park_while(&sync_arrived_, flags, sync_pending, &w) &&
+                 !core::wait_hook_yield()) {
         backoff.pause();
       }
     }

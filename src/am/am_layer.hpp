@@ -31,6 +31,9 @@ struct tsu_am_token_s {
 namespace tsu::core {
 class Runtime;
 }
+namespace tsu::transport {
+class Transport;
+}
 
 namespace tsu::am {
 
@@ -124,6 +127,16 @@ class AmLayer {
   std::mutex sync_mu_;
   uint64_t sync_epoch_ = 0;                                  // caller of sync_all only
   std::vector<std::pair<uint64_t, uint32_t>> sync_arrived_;  // (epoch, round), guarded
+  // A parked sync_all round (keyed in the wait table by &sync_arrived_):
+  // still waiting while (epoch, round) has not arrived and `from` is not lost.
+  struct SyncWait {
+    AmLayer* self;
+    uint64_t epoch;
+    uint32_t round;
+    transport::Transport* route;
+    uint32_t from;
+  };
+  static bool sync_pending(const void* arg) noexcept;
   RemoteLong remote_long_{*this};  // long AMs to ranks on other nodes
 };
 
