@@ -50,7 +50,7 @@ tsu_status_t put_impl(Runtime* rt, tsu_gaddr_t dst, tsu_laddr_t src, size_t len,
   if (rt->bypass() && rt->memory_route(dst.rank) && !tc.fence_pending) [[likely]] {
     tc.stats.add(Counter::kPut);
     tc.stats.add(Counter::kBytesPut, len);
-    return finish_inline<kImplicit>(tc, cb, rt->write_memory(dst, local, len));
+    return finish_inline<kImplicit>(tc, cb, rt->write_direct(dst, local, len));
   }
   return issue_copy<kImplicit>(*rt, tc, "tsu_try_put", dst, tsu_gaddr(rt->rank(), src.seg, src.offset), len,
                     cb, Counter::kPut, Counter::kBytesPut);
@@ -67,7 +67,7 @@ tsu_status_t get_impl(Runtime* rt, tsu_laddr_t dst, tsu_gaddr_t src, size_t len,
   if (rt->bypass() && rt->memory_route(src.rank) && !tc.fence_pending) [[likely]] {
     tc.stats.add(Counter::kGet);
     tc.stats.add(Counter::kBytesGet, len);
-    return finish_inline<kImplicit>(tc, cb, rt->read_memory(src, local, len));
+    return finish_inline<kImplicit>(tc, cb, rt->read_direct(src, local, len));
   }
   return issue_copy<kImplicit>(*rt, tc, "tsu_try_get", tsu_gaddr(rt->rank(), dst.seg, dst.offset), src, len,
                     cb, Counter::kGet, Counter::kBytesGet);

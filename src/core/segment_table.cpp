@@ -171,14 +171,8 @@ tsu_status_t SegmentTable::free(tsu_seg_t seg, std::string& error, bool keep_mem
   return TSU_OK;
 }
 
-tsu_status_t SegmentTable::translate(tsu_seg_t seg, uint64_t offset, std::size_t len,
-                                     std::byte*& out, uint32_t* state_out) const noexcept {
-  if (seg == TSU_SEG_MAIN) [[likely]] {
-    if (offset > main_size_ || len > main_size_ - offset) return TSU_ERR_OUT_OF_BOUNDS;
-    out = main_base_ + offset;
-    if (state_out) *state_out = kSegmentShared;
-    return TSU_OK;
-  }
+tsu_status_t SegmentTable::translate_other(tsu_seg_t seg, uint64_t offset, std::size_t len,
+                                           std::byte*& out, uint32_t* state_out) const noexcept {
   const uint32_t index = seg_index(seg);
   const SegmentSlot& slot = cb_->slots[index];
   // Seqlock reader (control_block.hpp).

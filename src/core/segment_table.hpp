@@ -50,7 +50,19 @@ class SegmentTable {
   // Writes `out` only on success.  Safe against a concurrent free/reuse: a
   // stale id fails with TSU_ERR_BAD_SEGMENT.
   tsu_status_t translate(tsu_seg_t seg, uint64_t offset, std::size_t len, std::byte*& out,
-                         uint32_t* state = nullptr) const noexcept;
+                         uint32_t* state = nullptr) const noexcept {
+    // The main segment, inline: every put and get names one local side.
+    if (seg == TSU_SEG_MAIN) [[likely]] {
+      if (offset > main_size_ || len > main_size_ - offset) return TSU_ERR_OUT_OF_BOUNDS;
+      out = main_base_ + offset;
+      if (state) *state = kSegmentShared;
+      return TSU_OK;
+    }
+    return translate_other(seg, offset, len, out, state);
+  }
+  // The main segment (fixed from init to the destructor).
+  std::byte* main_base() const noexcept { return main_base_; }
+  uint64_t main_size() const noexcept { return main_size_; }
 
   // Finds the segment containing [ptr, ptr+1).
   bool find(const void* ptr, tsu_seg_t& seg, uint64_t& offset) const noexcept;
@@ -77,6 +89,8 @@ class SegmentTable {
     tsu_seg_t seg;
   };
 
+  tsu_status_t translate_other(tsu_seg_t seg, uint64_t offset, std::size_t len, std::byte*& out,
+                               uint32_t* state) const noexcept;
   // Picks an index and the id it gets next; TSU_ERR_LIMIT when none is free.
   tsu_status_t claim_index(uint32_t& index, tsu_seg_t& id, std::string& error);
   void unclaim_index(uint32_t index) noexcept;

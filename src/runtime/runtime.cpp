@@ -104,9 +104,13 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
   st = rt->connect_peers(error);
   if (st != TSU_OK) return st;
   rt->mem_routes_.assign(rt->size_, 0);
-  for (uint32_t r = 0; r < rt->size_; ++r)
+  rt->direct_main_.assign(rt->size_, DirectMain{});
+  for (uint32_t r = 0; r < rt->size_; ++r) {
     rt->mem_routes_[r] = rt->routes_[r] &&
                          (rt->routes_[r]->capabilities() & transport::kCapMemoryAccess);
+    DirectMain& m = rt->direct_main_[r];
+    if (rt->mem_routes_[r] && !rt->routes_[r]->direct_main(r, m.base, m.size)) m = DirectMain{};
+  }
 
   rt->engine_ = std::make_unique<ProgressEngine>(rt->cfg_, *rt,
                                                  Doorbell(&cb->doorbell, rt->wake_eventfd_));

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -93,6 +94,31 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   tsu_status_t read_memory(const tsu_gaddr_t& src, void* dst, std::size_t len) noexcept override;
   tsu_status_t write_memory(const tsu_gaddr_t& dst, const void* src,
                             std::size_t len) noexcept override;
+  // write_memory / read_memory with the main segment of a node peer or of
+  // this rank handled inline (the bypass put/get's hot path): a bounds
+  // check and a copy, no transport call.  Same results as the full path.
+  tsu_status_t write_direct(const tsu_gaddr_t& dst, const void* src, std::size_t len) noexcept {
+    if (dst.seg == TSU_SEG_MAIN) [[likely]] {
+      const DirectMain& m = direct_main_[dst.rank];
+      if (m.base) [[likely]] {
+        if (dst.offset > m.size || len > m.size - dst.offset) return TSU_ERR_OUT_OF_BOUNDS;
+        std::memmove(m.base + dst.offset, src, len);  // may overlap when the rank is the caller
+        return TSU_OK;
+      }
+    }
+    return write_memory(dst, src, len);
+  }
+  tsu_status_t read_direct(const tsu_gaddr_t& src, void* dst, std::size_t len) noexcept {
+    if (src.seg == TSU_SEG_MAIN) [[likely]] {
+      const DirectMain& m = direct_main_[src.rank];
+      if (m.base) [[likely]] {
+        if (src.offset > m.size || len > m.size - src.offset) return TSU_ERR_OUT_OF_BOUNDS;
+        std::memmove(dst, m.base + src.offset, len);
+        return TSU_OK;
+      }
+    }
+    return read_memory(src, dst, len);
+  }
   // True when `rank`'s memory is reached from this process (self, shm);
   // false for ranks reached through an RMA protocol (udp).
   bool memory_route(uint32_t rank) const noexcept override { return mem_routes_[rank] != 0; }
@@ -183,6 +209,13 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   std::vector<std::pair<tsu_seg_t, transport::MemoryKey>> memory_keys_;  // non-empty keys only
   std::vector<transport::Transport*> routes_;
   std::vector<uint8_t> mem_routes_;  // per rank: routes_[r] has kCapMemoryAccess (hot path)
+  // Per rank: its main segment as mapped here (Transport::direct_main), or
+  // a null base.  Written once at init, before any request.
+  struct DirectMain {
+    std::byte* base = nullptr;
+    uint64_t size = 0;
+  };
+  std::vector<DirectMain> direct_main_;
   std::vector<transport::Transport*> msg_routes_;
   ThreadRegistry threads_;
   MessageHandlerTable handlers_;

@@ -64,6 +64,14 @@ class Transport {
     return TSU_ERR_UNSUPPORTED;
   }
 
+  // `rank`'s main segment when this process maps it for the whole job (its
+  // base and size never change): the bypass put/get reach it without
+  // resolve().  False where the transport does not map it.
+  virtual bool direct_main(uint32_t rank, std::byte*& base, uint64_t& size) noexcept {
+    (void)rank, (void)base, (void)size;
+    return false;
+  }
+
   // Any memory of `rank`'s process by its address there (the tagged layer's
   // rendezvous reads a sender's buffer by pointer).  Memory transports answer
   // with Cross Memory Attach (or kDirect for the caller itself); others say

@@ -38,6 +38,11 @@ class SelfTransport final : public NodeTransport {
                    state == core::kSegmentSharedNic};
     return st;
   }
+  bool direct_main(uint32_t, std::byte*& base, uint64_t& size) noexcept override {
+    base = segments_.main_base();
+    size = segments_.main_size();
+    return base != nullptr;
+  }
   tsu_status_t resolve_process_memory(uint32_t, uint64_t addr, std::size_t,
                                       Access& out) noexcept override {
     out = Access{Access::kDirect, reinterpret_cast<std::byte*>(addr), 0, 0};

@@ -54,6 +54,12 @@ class ShmTransport final : public NodeTransport {
   }
 
   tsu_status_t resolve(const tsu_gaddr_t& addr, std::size_t len, Access& out) noexcept override;
+  bool direct_main(uint32_t rank, std::byte*& base, uint64_t& size) noexcept override {
+    if (!reaches(rank) || !peers_[rank]->main_base) return false;
+    base = peers_[rank]->main_base;  // mapped in add_peer, unmapped at destruction
+    size = peers_[rank]->main_size;
+    return true;
+  }
   tsu_status_t resolve_process_memory(uint32_t rank, uint64_t addr, std::size_t len,
                                       Access& out) noexcept override;
   std::byte* peer_layer_area(uint32_t rank, std::size_t& size) noexcept override;
