@@ -89,8 +89,15 @@ tsu_status_t Runtime::execute_atomic(const tsu_gaddr_t& target, tsu_aop_t op, ts
   if (!t) return TSU_ERR_UNREACHABLE;
   const std::size_t width = atomic_type_size(type);
   Access a;
-  const tsu_status_t st = t->resolve(target, width, a);
-  if (st != TSU_OK) return st;
+  // A main segment mapped here is a CPU segment (never NIC atomics, never
+  // registered memory): resolved inline, like the bypass put/get.
+  const DirectMain& m = direct_main_[target.rank];
+  if (target.seg == TSU_SEG_MAIN && m.base) [[likely]] {
+    if (target.offset > m.size || width > m.size - target.offset) return TSU_ERR_OUT_OF_BOUNDS;
+    a = Access{Access::kDirect, m.base + target.offset, 0, 0};
+  } else if (const tsu_status_t st = t->resolve(target, width, a); st != TSU_OK) {
+    return st;
+  }
   // A NIC segment's words belong to the adapter (seed 002): never a CPU
   // atomic here, whoever asks.
   if (a.nic_atomics) {
