@@ -18,7 +18,7 @@ B=${1:-build/release}
 RUNS=${2:-3}
 if [ $# -ge 2 ]; then shift 2; else shift $#; fi
 RANKS=${*:-2 4}
-OUT=$(mktemp)
+OUT=${RAW:-$(mktemp)}  # RAW=FILE: append the raw output there (kept)
 tsu() {  # tsu LABEL BUILD N: one tsu-bench coll run
   echo "load $(cut -d' ' -f1 /proc/loadavg) before $1 $3, run $run" >>"$OUT"
   TSU_PROGRESS=manual "$2/tools/tsurun/tsurun" -n "$3" --timeout 300 \
