@@ -30,6 +30,11 @@
 // in one line, tiny[s % kTinyDepth]: seq = (tag, s+1) stored (release) after
 // the data, so a reader pulls one line per peer; kTinyDepth lines let a
 // root run far ahead (reuse waits for every peer's ready >= 2(s-kTinyDepth+1)+1).
+// The depth sets how many tiny ops a member that has a core does while the
+// members it is ahead of wait for theirs: with more ranks than cores, a
+// member that catches up yields, and each such turn costs context switches
+// (4 ranks on 2 cores, broadcast/reduce/gather 8 B: ~7 us a turn, 16 lines
+// gave ~0.9 us an op, 1024 lines ~0.35 us; docs/benchmarks-coll.md).
 //
 // Large data (up to kStageBytes published per member) is staged: the owner
 // copies it into `stage` a kStageChunk at a time and raises `staged` to
@@ -58,7 +63,7 @@ struct Published {  // user buffer addresses, for peers' Cross Memory Attach rea
   uint64_t src, dst;
 };
 
-inline constexpr uint32_t kTinyDepth = 16;
+inline constexpr uint32_t kTinyDepth = core::kCollTinyLines;
 inline constexpr std::size_t kTinyBytes = 56;
 
 inline constexpr std::size_t kStageBytes = 1u << 20;
