@@ -67,6 +67,9 @@ uint64_t now_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// Chunk buffers kept per destination for reuse (see Remote::Batch::spare).
+constexpr std::size_t kSpareChunks = 4;
+
 std::size_t batch_max() {
   const std::size_t m = tsu_am_medium_max();
   return std::min<std::size_t>(m, 16 * 1024);
@@ -170,10 +173,10 @@ struct Handlers {
     if (args[1] >= r->size_) return;
     const auto runner = static_cast<uint32_t>(args[1]);
     {
-      std::lock_guard lock(r->proxies_mu_);
-      auto it = r->proxies_.find(args[0]);
-      if (it == r->proxies_.end()) return;  // already completed
-      it->second->remote->runner.store(runner, std::memory_order_relaxed);
+      SpinGuard lock(r->proxies_lock_);
+      Ult* p = r->proxies_.find(args[0]);
+      if (!p) return;  // already completed
+      p->remote->runner.store(runner, std::memory_order_relaxed);
     }
     r->watch(runner);
     // The new runner may be lost already: then nothing will come.
@@ -260,6 +263,7 @@ Remote::Remote(Scheduler& s, uint32_t rank, uint32_t size, const LbSettings& lb)
   watches_.reserve(size);
   for (uint32_t i = 0; i < size; ++i) {
     out_.push_back(std::make_unique<Batch>());
+    out_.back()->spare.reserve(kSpareChunks);  // pushes into it never allocate
     watches_.push_back(std::make_unique<Watch>());
     watches_.back()->self = this;
     watches_.back()->peer = i;
@@ -290,6 +294,42 @@ tsu_status_t Remote::register_fn(uint32_t id, tsu_ult_remote_fn_t fn) {
   if (id > TSU_ULT_FN_MAX) return TSU_ERR_INVALID_ARG;
   g_fns[id].store(fn, std::memory_order_release);
   return TSU_OK;
+}
+
+// ---- The proxy table ---------------------------------------------------------------
+
+uint64_t ProxyTable::insert(Ult* p) noexcept {
+  uint32_t i = free_;
+  if (i != kNone) {
+    free_ = slots_[i].next_free;
+  } else {
+    if (slots_.size() >= kNone) return 0;
+    try {
+      slots_.emplace_back();
+    } catch (...) {
+      return 0;
+    }
+    i = static_cast<uint32_t>(slots_.size() - 1);
+  }
+  slots_[i].proxy = p;
+  return token_of(i);
+}
+
+Ult* ProxyTable::find(uint64_t token) const noexcept {
+  const auto i = static_cast<uint32_t>(token);
+  if (i >= slots_.size() || slots_[i].gen != static_cast<uint32_t>(token >> 32)) return nullptr;
+  return slots_[i].proxy;
+}
+
+Ult* ProxyTable::take(uint64_t token) noexcept {
+  Ult* p = find(token);
+  if (!p) return nullptr;
+  Slot& s = slots_[static_cast<uint32_t>(token)];
+  s.proxy = nullptr;
+  if (++s.gen == 0) s.gen = 1;
+  s.next_free = free_;
+  free_ = static_cast<uint32_t>(token);
+  return p;
 }
 
 // ---- Spawning ------------------------------------------------------------------------
@@ -393,15 +433,18 @@ tsu_status_t Remote::spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
     proxy->id = sched_.next_id(on_worker ? w : nullptr);
     proxy->origin_rank = rank_;
     proxy->state.store(State::kBlocked, std::memory_order_relaxed);
-    info->token = next_token_.fetch_add(1, std::memory_order_relaxed) + 1;
     {
-      std::lock_guard lock(proxies_mu_);
-      proxies_.emplace(info->token, proxy);
+      SpinGuard lock(proxies_lock_);
+      info->token = proxies_.insert(proxy);
+    }
+    if (!info->token) {
+      sched_.free_record(proxy);  // drops info
+      return TSU_ERR_NO_MEMORY;
     }
     watch(rank);
     // Lost between the check above and the insert: on_peer_lost's scan of
     // the proxies may have missed ours (lost_ is set before that scan, which
-    // takes proxies_mu_ as our insert did), so fail it here.
+    // takes proxies_lock_ as our insert did), so fail it here.
     if (lost_[rank].load(std::memory_order_acquire)) on_peer_lost(rank);
   }
   // Estimate: the target's queue grows by one until it tells us otherwise.
@@ -420,9 +463,15 @@ void Remote::append(Batch& b, std::deque<Chunk>& q, const void* head, std::size_
   if (b.empty()) outgoing_.fetch_add(1, std::memory_order_release);
   if (q.empty() || q.back().data.size() + need > batch_max()) {
     q.emplace_back();
-    // A few records' room at once (small enough for malloc's per-thread
-    // cache), then the vector grows for large batches.
-    q.back().data.reserve(std::min<std::size_t>(batch_max(), 512));
+    if (!b.spare.empty()) {
+      // A buffer that left before: its capacity is kept (no regrowth).
+      q.back().data = std::move(b.spare.back());
+      b.spare.pop_back();
+    } else {
+      // A few records' room at once (small enough for malloc's per-thread
+      // cache), then the vector grows for large batches.
+      q.back().data.reserve(std::min<std::size_t>(batch_max(), 512));
+    }
   }
   Chunk& c = q.back();
   const std::size_t at = c.data.size();
@@ -472,6 +521,10 @@ bool Remote::send_chunks(uint32_t dst, Batch& b, bool spawns) noexcept {
       if (spawns) fail_chunk(c, st == TSU_ERR_PEER_LOST ? st : TSU_ERR_UNREACHABLE);
       if (st == TSU_ERR_PEER_LOST) lost_[dst].store(true, std::memory_order_release);
     }
+    if (b.spare.size() < kSpareChunks) {
+      c.data.clear();
+      b.spare.push_back(std::move(c.data));
+    }
     q.pop_front();
   }
   if (had && b.empty()) outgoing_.fetch_sub(1, std::memory_order_release);
@@ -511,12 +564,10 @@ void Remote::complete_proxy(uint64_t token, tsu_status_t st, const void* v,
                             std::size_t len) noexcept {
   Ult* p = nullptr;
   {
-    std::lock_guard lock(proxies_mu_);
-    auto it = proxies_.find(token);
-    if (it == proxies_.end()) return;  // unknown or completed already
-    p = it->second;
-    proxies_.erase(it);
+    SpinGuard lock(proxies_lock_);
+    p = proxies_.take(token);
   }
+  if (!p) return;  // unknown or completed already
   p->remote->value_len = static_cast<uint16_t>(len);
   if (len) std::memcpy(p->remote->value, v, len);
   p->error = st;
@@ -559,9 +610,10 @@ void Remote::on_peer_lost(uint32_t peer) noexcept {
   lost_[peer].store(true, std::memory_order_release);
   std::vector<uint64_t> tokens;
   {
-    std::lock_guard lock(proxies_mu_);
-    for (auto& [t, p] : proxies_)
+    SpinGuard lock(proxies_lock_);
+    proxies_.for_each([&](uint64_t t, Ult* p) {
       if (p->remote->runner.load(std::memory_order_relaxed) == peer) tokens.push_back(t);
+    });
   }
   for (uint64_t t : tokens) complete_proxy(t, TSU_ERR_PEER_LOST, nullptr, 0);
 }
@@ -614,15 +666,24 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
   }
   for (Ult* u : taken) {
     RemoteInfo* info = u->remote;
-    migrated_.fetch_add(1, std::memory_order_relaxed);
     if (info->home) {
       // Ours: the record the user holds becomes the proxy of the moved thread
-      // (proxy is read by joiners under the join lock).
+      // (proxy is read by joiners under the join lock).  Its slot first: a
+      // thread that cannot have one (out of memory) stays here.
+      uint64_t token;
+      {
+        SpinGuard lock(proxies_lock_);
+        token = proxies_.insert(u);
+      }
+      if (!token) {
+        sched_.make_ready(u);
+        continue;
+      }
       info->home = false;
       u->join_lock.lock();
       const bool detached = u->detached;
       if (!detached) {
-        info->token = next_token_.fetch_add(1, std::memory_order_relaxed) + 1;
+        info->token = token;
         info->runner.store(thief, std::memory_order_relaxed);
         u->proxy = true;
       }
@@ -630,25 +691,26 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
       info->detached = detached;
       if (!detached) {
         u->state.store(State::kBlocked, std::memory_order_relaxed);
-        {
-          std::lock_guard lock(proxies_mu_);
-          proxies_.emplace(info->token, u);
-        }
         watch(thief);
+      } else {
+        SpinGuard lock(proxies_lock_);
+        proxies_.take(token);  // detached meanwhile: nobody waits for a value
       }
+      migrated_.fetch_add(1, std::memory_order_relaxed);
       queue_spawn(thief, *info, false);
       if (u->home) u->home->live_remove(u);
       if (detached) sched_.free_record(u);  // deletes info
       sched_.note_finished();               // no longer runs here
     } else {
+      migrated_.fetch_add(1, std::memory_order_relaxed);
       queue_spawn(thief, *info, false);
       if (!info->detached) {
         if (info->creator == rank_) {
           // Our own thread that had come back: our proxy follows it.
           {
-            std::lock_guard lock(proxies_mu_);
-            auto it = proxies_.find(info->token);
-            if (it != proxies_.end()) it->second->remote->runner.store(thief, std::memory_order_relaxed);
+            SpinGuard lock(proxies_lock_);
+            if (Ult* p = proxies_.find(info->token))
+              p->remote->runner.store(thief, std::memory_order_relaxed);
           }
           watch(thief);
         } else {
