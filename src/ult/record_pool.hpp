@@ -68,7 +68,9 @@ class RecordPool {
     return *s;
   }
   static Cache& cache() noexcept {
-    thread_local Cache c;
+    // initial-exec, as the worker's own thread-local (worker.cpp): an
+    // %fs-relative access, not a __tls_get_addr call per record.
+    thread_local Cache c __attribute__((tls_model("initial-exec")));
     return c;
   }
   static void refill(Cache& c) noexcept {

@@ -67,8 +67,11 @@ uint64_t now_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-// Chunk buffers kept per destination for reuse (see Remote::Batch::spare).
-constexpr std::size_t kSpareChunks = 4;
+// Chunk buffers kept per destination for reuse (see Remote::Batch::spare):
+// enough for the chunks that pile up while the destination's queue is full
+// (up to 256 KiB each way), so a burst of spawns does not grow and trim
+// malloc's arena over and over.
+constexpr std::size_t kSpareChunks = 16;
 
 std::size_t batch_max() {
   const std::size_t m = tsu_am_medium_max();
@@ -358,7 +361,12 @@ void* Remote::run_spawned(void* a) {
     if (info->creator == r->rank_) {
       r->complete_proxy(info->token, st, info->value, vlen);  // came back home
     } else {
-      r->queue_value(info->creator, info->token, st, info->value, vlen);
+      // The last thread this worker has to run: its value leaves now, before
+      // the worker goes back to its loop (one loop turn less on the remote
+      // create+join path); with more to run it waits in the batch.
+      Worker* w = current_worker();
+      const bool last = !w || !w->has_runnable();
+      r->queue_value(info->creator, info->token, st, info->value, vlen, last);
     }
   }
   return nullptr;
@@ -492,12 +500,12 @@ void Remote::queue_spawn(uint32_t dst, const RemoteInfo& info, bool flush_now) n
 }
 
 void Remote::queue_value(uint32_t dst, uint64_t token, tsu_status_t st, const void* v,
-                         std::size_t len) noexcept {
+                         std::size_t len, bool flush_now) noexcept {
   Batch& b = *out_[dst];
   std::lock_guard lock(b.mu);
   const ValueRecord rec{token, st, static_cast<uint16_t>(len), 0};
   append(b, b.values, &rec, sizeof rec, v, len);
-  if (b.values.size() > 1) send_chunks(dst, b, false);
+  if (flush_now || b.values.size() > 1) send_chunks(dst, b, false);
 }
 
 bool Remote::send_chunks(uint32_t dst, Batch& b, bool spawns) noexcept {

@@ -148,8 +148,9 @@ class Remote {
                          std::size_t len) noexcept;
 
   void queue_spawn(uint32_t dst, const RemoteInfo& info, bool flush_now) noexcept;
+  // flush_now: the batch leaves at once (else when full or at the next pass).
   void queue_value(uint32_t dst, uint64_t token, tsu_status_t st, const void* v,
-                   std::size_t len) noexcept;
+                   std::size_t len, bool flush_now = false) noexcept;
   // Appends one record (header + body) to the chunks (under b.mu).
   void append(Batch& b, std::deque<Chunk>& q, const void* head, std::size_t head_len,
               const void* body, std::size_t body_len) noexcept;
