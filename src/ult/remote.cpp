@@ -344,8 +344,11 @@ void* Remote::run_spawned(void* a) {
                                : nullptr;
   tsu_status_t st = TSU_OK;
   std::size_t vlen = 0;
+  // The value is written here, not in info: info->value shares its bytes
+  // with info->arg, which the function reads meanwhile.
+  unsigned char value[TSU_ULT_VALUE_MAX];
   if (fn) {
-    fn(info->arg, info->arg_len, info->value, &vlen);
+    fn(info->arg, info->arg_len, value, &vlen);
     if (vlen > TSU_ULT_VALUE_MAX) {
       vlen = TSU_ULT_VALUE_MAX;
       st = TSU_ERR_TRUNCATED;
@@ -356,17 +359,18 @@ void* Remote::run_spawned(void* a) {
   info->value_len = static_cast<uint16_t>(vlen);
   Remote* r = g_remote.load(std::memory_order_acquire);
   if (info->home || !r) {
+    if (vlen) std::memcpy(info->value, value, vlen);  // the record is the handle
     if (Ult* self = current_ult()) self->error = st;
   } else if (!info->detached) {
     if (info->creator == r->rank_) {
-      r->complete_proxy(info->token, st, info->value, vlen);  // came back home
+      r->complete_proxy(info->token, st, value, vlen);  // came back home
     } else {
       // The last thread this worker has to run: its value leaves now, before
       // the worker goes back to its loop (one loop turn less on the remote
       // create+join path); with more to run it waits in the batch.
       Worker* w = current_worker();
       const bool last = !w || !w->has_runnable();
-      r->queue_value(info->creator, info->token, st, info->value, vlen, last);
+      r->queue_value(info->creator, info->token, st, value, vlen, last);
     }
   }
   return nullptr;
@@ -595,6 +599,9 @@ void Remote::complete_proxy(uint64_t token, tsu_status_t st, const void* v,
 void Remote::watch(uint32_t peer) noexcept {
   if (peer == rank_) return;
   Watch& w = *watches_[peer];
+  // Posted already (every spawn to the rank comes here): a load, not a
+  // failing compare-exchange (a locked instruction) each time.
+  if (w.state.load(std::memory_order_acquire) != 0) return;
   int expected = 0;
   if (!w.state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return;
   static char sink[8];

@@ -33,8 +33,13 @@ struct RemoteInfo {
   bool home = false;          // spawned here for here: the running record is the handle
   uint16_t arg_len = 0;
   uint16_t value_len = 0;
-  unsigned char arg[TSU_ULT_ARG_MAX];
-  unsigned char value[TSU_ULT_VALUE_MAX];
+  // One buffer: the argument until the function has returned, then the exit
+  // value (the function writes it into a buffer of its own, run_spawned's;
+  // a proxy's value arrives after its argument left in the spawn batch).
+  union {
+    unsigned char arg[TSU_ULT_ARG_MAX];
+    unsigned char value[TSU_ULT_VALUE_MAX];
+  };
 };
 
 struct LbSettings {
