@@ -59,7 +59,10 @@ class RecordPool {
   struct Cache {
     Node* head = nullptr;
     uint32_t count = 0;
-    ~Cache() { spill(*this, count); }
+    ~Cache() {
+      spill(*this, count);
+      fast_cache() = nullptr;
+    }
   };
   static_assert(alignof(T) <= alignof(std::max_align_t));
 
@@ -67,10 +70,22 @@ class RecordPool {
     static Shared* s = new Shared;  // never destroyed: caches spill into it at thread exit
     return *s;
   }
+  // The calling pthread's cache.  The cache itself (a thread_local with a
+  // destructor: a guard and an exit hook) is reached through a pointer
+  // without either, initial-exec as the worker's own thread-local
+  // (worker.cpp): one %fs-relative load per record, not a __tls_get_addr
+  // call and a guard check.
   static Cache& cache() noexcept {
-    // initial-exec, as the worker's own thread-local (worker.cpp): an
-    // %fs-relative access, not a __tls_get_addr call per record.
-    thread_local Cache c __attribute__((tls_model("initial-exec")));
+    if (Cache* c = fast_cache()) return *c;
+    return first_cache();
+  }
+  static Cache*& fast_cache() noexcept {
+    static thread_local Cache* c __attribute__((tls_model("initial-exec"))) = nullptr;
+    return c;
+  }
+  __attribute__((noinline)) static Cache& first_cache() noexcept {
+    thread_local Cache c;
+    fast_cache() = &c;
     return c;
   }
   static void refill(Cache& c) noexcept {
