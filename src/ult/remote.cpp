@@ -422,8 +422,8 @@ tsu_status_t Remote::spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
   info->fn_id = fn_id;
   info->detached = detached;
   info->arg_len = static_cast<uint16_t>(len);
-  if (len) std::memcpy(info->arg, arg, len);
   if (rank == rank_) {
+    if (len) std::memcpy(info->arg, arg, len);
     Ult* u = nullptr;
     start_local(info, true, attr, &u);
     if (!u) return TSU_ERR_NO_MEMORY;
@@ -461,7 +461,10 @@ tsu_status_t Remote::spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
   }
   // Estimate: the target's queue grows by one until it tells us otherwise.
   load_[rank].fetch_add(1, std::memory_order_relaxed);
-  queue_spawn(rank, *info, !on_worker);  // a pthread's spawn leaves at once
+  // The argument goes from the caller's buffer to the batch: a proxy's record
+  // never holds it (its buffer is for the value, which another pthread may
+  // write as soon as the spawn has left).
+  queue_spawn(rank, *info, arg, !on_worker);  // a pthread's spawn leaves at once
   if (detached) RecordPool<RemoteInfo>::drop(info);
   if (out) *out = reinterpret_cast<tsu_ult_t>(proxy);
   return TSU_OK;
@@ -493,12 +496,13 @@ void Remote::append(Batch& b, std::deque<Chunk>& q, const void* head, std::size_
   ++c.count;
 }
 
-void Remote::queue_spawn(uint32_t dst, const RemoteInfo& info, bool flush_now) noexcept {
+void Remote::queue_spawn(uint32_t dst, const RemoteInfo& info, const void* arg,
+                         bool flush_now) noexcept {
   Batch& b = *out_[dst];
   std::lock_guard lock(b.mu);
   const SpawnRecord rec{info.token, info.creator, info.fn_id, info.arg_len,
                         static_cast<uint16_t>(info.detached ? 1 : 0), 0};
-  append(b, b.spawns, &rec, sizeof rec, info.arg, info.arg_len);
+  append(b, b.spawns, &rec, sizeof rec, arg, info.arg_len);
   // A full chunk leaves at once; so does everything when asked to.
   if (flush_now || b.spawns.size() > 1) send_chunks(dst, b, true);
 }
@@ -683,8 +687,13 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
     RemoteInfo* info = u->remote;
     if (info->home) {
       // Ours: the record the user holds becomes the proxy of the moved thread
-      // (proxy is read by joiners under the join lock).  Its slot first: a
-      // thread that cannot have one (out of memory) stays here.
+      // (proxy is read by joiners under the join lock).  Its argument is
+      // copied out first: once the proxy is in the table its buffer is for
+      // the value (the copy is ordered before the insert's unlock, which the
+      // completing pthread's lock follows).  Its slot first: a thread that
+      // cannot have one (out of memory) stays here.
+      unsigned char arg[TSU_ULT_ARG_MAX];
+      std::memcpy(arg, info->arg, info->arg_len);
       uint64_t token;
       {
         SpinGuard lock(proxies_lock_);
@@ -712,13 +721,13 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
         proxies_.take(token);  // detached meanwhile: nobody waits for a value
       }
       migrated_.fetch_add(1, std::memory_order_relaxed);
-      queue_spawn(thief, *info, false);
+      queue_spawn(thief, *info, arg, false);
       if (u->home) u->home->live_remove(u);
       if (detached) sched_.free_record(u);  // deletes info
       sched_.note_finished();               // no longer runs here
     } else {
       migrated_.fetch_add(1, std::memory_order_relaxed);
-      queue_spawn(thief, *info, false);
+      queue_spawn(thief, *info, info->arg, false);  // a runner's record: no value comes into it
       if (!info->detached) {
         if (info->creator == rank_) {
           // Our own thread that had come back: our proxy follows it.

@@ -34,8 +34,10 @@ struct RemoteInfo {
   uint16_t arg_len = 0;
   uint16_t value_len = 0;
   // One buffer: the argument until the function has returned, then the exit
-  // value (the function writes it into a buffer of its own, run_spawned's;
-  // a proxy's value arrives after its argument left in the spawn batch).
+  // value (the function writes it into a buffer of its own, run_spawned's).
+  // A proxy's record holds only the value: the argument goes to the batch
+  // from the caller's buffer (or a copy taken before the proxy is
+  // published), so no read of it can race with the value's arrival.
   union {
     unsigned char arg[TSU_ULT_ARG_MAX];
     unsigned char value[TSU_ULT_VALUE_MAX];
@@ -152,7 +154,9 @@ class Remote {
   bool send_to_survivors(uint32_t am, const uint64_t* args, uint32_t nargs, const void* payload,
                          std::size_t len) noexcept;
 
-  void queue_spawn(uint32_t dst, const RemoteInfo& info, bool flush_now) noexcept;
+  // The record's fields and `arg` (info.arg_len bytes) into dst's batch.
+  void queue_spawn(uint32_t dst, const RemoteInfo& info, const void* arg,
+                   bool flush_now) noexcept;
   // flush_now: the batch leaves at once (else when full or at the next pass).
   void queue_value(uint32_t dst, uint64_t token, tsu_status_t st, const void* v,
                    std::size_t len, bool flush_now = false) noexcept;
