@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <vector>
 #include <algorithm>
+#include <time.h>
 #include <sys/resource.h>
 static double cpu_s(){ rusage u; getrusage(RUSAGE_SELF,&u); return u.ru_utime.tv_sec+u.ru_utime.tv_usec*1e-6+u.ru_stime.tv_sec+u.ru_stime.tv_usec*1e-6; }
 using Clock = std::chrono::steady_clock;
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
   double c0 = cpu_s();
   Ctx c{argc > 2 ? atol(argv[2]) : 200000, argc > 3 ? atoi(argv[3]) : 5, argc > 1 ? atoi(argv[1]) : 0};
   if (me == 0) { tsu_ult_t t; tsu_ult_create(&t, nullptr, body, &c); tsu_ult_join(t, nullptr); }
+  if (me != 0 && getenv("RANK1_SLEEP")) { timespec ts{atoi(getenv("RANK1_SLEEP")), 0}; nanosleep(&ts, nullptr); }
   double c1 = cpu_s();
   std::printf("rank %u cpu %.0f ns per op (all threads, incl. idle spinning)\n", me, (c1 - c0) * 1e9 / (c.mode == 0 ? c.k * c.reps : c.k));
   tsu_barrier();
