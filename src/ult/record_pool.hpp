@@ -5,7 +5,8 @@
 // pattern (tens of thousands of mprotect calls per run); this keeps the
 // memory instead.  Each pthread has a cache (no lock) in front of one shared
 // list (a mutex, taken once per kBatch records).  Memory is never returned to
-// the system: the pool holds the peak number of records alive at once.
+// the system: the pool holds the peak number of records alive at once,
+// allocated kSlab at a time.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +24,7 @@ class RecordPool {
     Cache& c = cache();
     if (!c.head) refill(c);
     void* mem;
+    if (!c.head) grow(c);
     if (Node* n = c.head) {
       c.head = n->next;
       --c.count;
@@ -45,6 +47,7 @@ class RecordPool {
 
  private:
   static constexpr uint32_t kBatch = 128;
+  static constexpr uint32_t kSlab = 128;  // records per allocation (~28 KiB for 224-byte records)
   struct Node {
     Node* next = nullptr;
   };
@@ -94,6 +97,21 @@ class RecordPool {
     for (uint32_t i = 0; i < kBatch && s.head; ++i) {
       Node* n = s.head;
       s.head = n->next;
+      n->next = c.head;
+      c.head = n;
+      ++c.count;
+    }
+  }
+  // The pool is empty: a slab of kSlab records at once into the caller's
+  // cache (one allocation, where one per record grew malloc's thread arena
+  // a page, one mprotect call, per ~17 records).  Slabs are never freed,
+  // as the records never were; nothing but the lists refers to their
+  // slots.  Out of memory: nothing (make falls back to one record).
+  static void grow(Cache& c) noexcept {
+    auto* slab = static_cast<Slot*>(::operator new(kSlab * sizeof(Slot), std::nothrow));
+    if (!slab) return;
+    for (uint32_t i = kSlab; i-- > 0;) {
+      Node* n = new (static_cast<void*>(&slab[i])) Node;
       n->next = c.head;
       c.head = n;
       ++c.count;
