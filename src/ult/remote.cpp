@@ -67,6 +67,12 @@ uint64_t now_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// Chunk buffers kept per destination for reuse (see Remote::Batch::spare):
+// enough for the chunks that pile up while the destination's queue is full
+// (up to 256 KiB each way), so a burst of spawns does not grow and trim
+// malloc's arena over and over.
+constexpr std::size_t kSpareChunks = 16;
+
 std::size_t batch_max() {
   const std::size_t m = tsu_am_medium_max();
   return std::min<std::size_t>(m, 16 * 1024);
@@ -170,10 +176,10 @@ struct Handlers {
     if (args[1] >= r->size_) return;
     const auto runner = static_cast<uint32_t>(args[1]);
     {
-      std::lock_guard lock(r->proxies_mu_);
-      auto it = r->proxies_.find(args[0]);
-      if (it == r->proxies_.end()) return;  // already completed
-      it->second->remote->runner.store(runner, std::memory_order_relaxed);
+      SpinGuard lock(r->proxies_lock_);
+      Ult* p = r->proxies_.find(args[0]);
+      if (!p) return;  // already completed
+      p->remote->runner.store(runner, std::memory_order_relaxed);
     }
     r->watch(runner);
     // The new runner may be lost already: then nothing will come.
@@ -260,6 +266,7 @@ Remote::Remote(Scheduler& s, uint32_t rank, uint32_t size, const LbSettings& lb)
   watches_.reserve(size);
   for (uint32_t i = 0; i < size; ++i) {
     out_.push_back(std::make_unique<Batch>());
+    out_.back()->spare.reserve(kSpareChunks);  // pushes into it never allocate
     watches_.push_back(std::make_unique<Watch>());
     watches_.back()->self = this;
     watches_.back()->peer = i;
@@ -292,6 +299,42 @@ tsu_status_t Remote::register_fn(uint32_t id, tsu_ult_remote_fn_t fn) {
   return TSU_OK;
 }
 
+// ---- The proxy table ---------------------------------------------------------------
+
+uint64_t ProxyTable::insert(Ult* p) noexcept {
+  uint32_t i = free_;
+  if (i != kNone) {
+    free_ = slots_[i].next_free;
+  } else {
+    if (slots_.size() >= kNone) return 0;
+    try {
+      slots_.emplace_back();
+    } catch (...) {
+      return 0;
+    }
+    i = static_cast<uint32_t>(slots_.size() - 1);
+  }
+  slots_[i].proxy = p;
+  return token_of(i);
+}
+
+Ult* ProxyTable::find(uint64_t token) const noexcept {
+  const auto i = static_cast<uint32_t>(token);
+  if (i >= slots_.size() || slots_[i].gen != static_cast<uint32_t>(token >> 32)) return nullptr;
+  return slots_[i].proxy;
+}
+
+Ult* ProxyTable::take(uint64_t token) noexcept {
+  Ult* p = find(token);
+  if (!p) return nullptr;
+  Slot& s = slots_[static_cast<uint32_t>(token)];
+  s.proxy = nullptr;
+  if (++s.gen == 0) s.gen = 1;
+  s.next_free = free_;
+  free_ = static_cast<uint32_t>(token);
+  return p;
+}
+
 // ---- Spawning ------------------------------------------------------------------------
 
 void* Remote::run_spawned(void* a) {
@@ -301,8 +344,11 @@ void* Remote::run_spawned(void* a) {
                                : nullptr;
   tsu_status_t st = TSU_OK;
   std::size_t vlen = 0;
+  // The value is written here, not in info: info->value shares its bytes
+  // with info->arg, which the function reads meanwhile.
+  unsigned char value[TSU_ULT_VALUE_MAX];
   if (fn) {
-    fn(info->arg, info->arg_len, info->value, &vlen);
+    fn(info->arg, info->arg_len, value, &vlen);
     if (vlen > TSU_ULT_VALUE_MAX) {
       vlen = TSU_ULT_VALUE_MAX;
       st = TSU_ERR_TRUNCATED;
@@ -313,12 +359,18 @@ void* Remote::run_spawned(void* a) {
   info->value_len = static_cast<uint16_t>(vlen);
   Remote* r = g_remote.load(std::memory_order_acquire);
   if (info->home || !r) {
+    if (vlen) std::memcpy(info->value, value, vlen);  // the record is the handle
     if (Ult* self = current_ult()) self->error = st;
   } else if (!info->detached) {
     if (info->creator == r->rank_) {
-      r->complete_proxy(info->token, st, info->value, vlen);  // came back home
+      r->complete_proxy(info->token, st, value, vlen);  // came back home
     } else {
-      r->queue_value(info->creator, info->token, st, info->value, vlen);
+      // The last thread this worker has to run: its value leaves now, before
+      // the worker goes back to its loop (one loop turn less on the remote
+      // create+join path); with more to run it waits in the batch.
+      Worker* w = current_worker();
+      const bool last = !w || !w->has_runnable();
+      r->queue_value(info->creator, info->token, st, value, vlen, last);
     }
   }
   return nullptr;
@@ -370,8 +422,8 @@ tsu_status_t Remote::spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
   info->fn_id = fn_id;
   info->detached = detached;
   info->arg_len = static_cast<uint16_t>(len);
-  if (len) std::memcpy(info->arg, arg, len);
   if (rank == rank_) {
+    if (len) std::memcpy(info->arg, arg, len);
     Ult* u = nullptr;
     start_local(info, true, attr, &u);
     if (!u) return TSU_ERR_NO_MEMORY;
@@ -393,20 +445,26 @@ tsu_status_t Remote::spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
     proxy->id = sched_.next_id(on_worker ? w : nullptr);
     proxy->origin_rank = rank_;
     proxy->state.store(State::kBlocked, std::memory_order_relaxed);
-    info->token = next_token_.fetch_add(1, std::memory_order_relaxed) + 1;
     {
-      std::lock_guard lock(proxies_mu_);
-      proxies_.emplace(info->token, proxy);
+      SpinGuard lock(proxies_lock_);
+      info->token = proxies_.insert(proxy);
+    }
+    if (!info->token) {
+      sched_.free_record(proxy);  // drops info
+      return TSU_ERR_NO_MEMORY;
     }
     watch(rank);
     // Lost between the check above and the insert: on_peer_lost's scan of
     // the proxies may have missed ours (lost_ is set before that scan, which
-    // takes proxies_mu_ as our insert did), so fail it here.
+    // takes proxies_lock_ as our insert did), so fail it here.
     if (lost_[rank].load(std::memory_order_acquire)) on_peer_lost(rank);
   }
   // Estimate: the target's queue grows by one until it tells us otherwise.
   load_[rank].fetch_add(1, std::memory_order_relaxed);
-  queue_spawn(rank, *info, !on_worker);  // a pthread's spawn leaves at once
+  // The argument goes from the caller's buffer to the batch: a proxy's record
+  // never holds it (its buffer is for the value, which another pthread may
+  // write as soon as the spawn has left).
+  queue_spawn(rank, *info, arg, !on_worker);  // a pthread's spawn leaves at once
   if (detached) RecordPool<RemoteInfo>::drop(info);
   if (out) *out = reinterpret_cast<tsu_ult_t>(proxy);
   return TSU_OK;
@@ -420,9 +478,15 @@ void Remote::append(Batch& b, std::deque<Chunk>& q, const void* head, std::size_
   if (b.empty()) outgoing_.fetch_add(1, std::memory_order_release);
   if (q.empty() || q.back().data.size() + need > batch_max()) {
     q.emplace_back();
-    // A few records' room at once (small enough for malloc's per-thread
-    // cache), then the vector grows for large batches.
-    q.back().data.reserve(std::min<std::size_t>(batch_max(), 512));
+    if (!b.spare.empty()) {
+      // A buffer that left before: its capacity is kept (no regrowth).
+      q.back().data = std::move(b.spare.back());
+      b.spare.pop_back();
+    } else {
+      // A few records' room at once (small enough for malloc's per-thread
+      // cache), then the vector grows for large batches.
+      q.back().data.reserve(std::min<std::size_t>(batch_max(), 512));
+    }
   }
   Chunk& c = q.back();
   const std::size_t at = c.data.size();
@@ -432,23 +496,24 @@ void Remote::append(Batch& b, std::deque<Chunk>& q, const void* head, std::size_
   ++c.count;
 }
 
-void Remote::queue_spawn(uint32_t dst, const RemoteInfo& info, bool flush_now) noexcept {
+void Remote::queue_spawn(uint32_t dst, const RemoteInfo& info, const void* arg,
+                         bool flush_now) noexcept {
   Batch& b = *out_[dst];
   std::lock_guard lock(b.mu);
   const SpawnRecord rec{info.token, info.creator, info.fn_id, info.arg_len,
                         static_cast<uint16_t>(info.detached ? 1 : 0), 0};
-  append(b, b.spawns, &rec, sizeof rec, info.arg, info.arg_len);
+  append(b, b.spawns, &rec, sizeof rec, arg, info.arg_len);
   // A full chunk leaves at once; so does everything when asked to.
   if (flush_now || b.spawns.size() > 1) send_chunks(dst, b, true);
 }
 
 void Remote::queue_value(uint32_t dst, uint64_t token, tsu_status_t st, const void* v,
-                         std::size_t len) noexcept {
+                         std::size_t len, bool flush_now) noexcept {
   Batch& b = *out_[dst];
   std::lock_guard lock(b.mu);
   const ValueRecord rec{token, st, static_cast<uint16_t>(len), 0};
   append(b, b.values, &rec, sizeof rec, v, len);
-  if (b.values.size() > 1) send_chunks(dst, b, false);
+  if (flush_now || b.values.size() > 1) send_chunks(dst, b, false);
 }
 
 bool Remote::send_chunks(uint32_t dst, Batch& b, bool spawns) noexcept {
@@ -471,6 +536,10 @@ bool Remote::send_chunks(uint32_t dst, Batch& b, bool spawns) noexcept {
       // exit values for it have nobody to go to.
       if (spawns) fail_chunk(c, st == TSU_ERR_PEER_LOST ? st : TSU_ERR_UNREACHABLE);
       if (st == TSU_ERR_PEER_LOST) lost_[dst].store(true, std::memory_order_release);
+    }
+    if (b.spare.size() < kSpareChunks) {
+      c.data.clear();
+      b.spare.push_back(std::move(c.data));
     }
     q.pop_front();
   }
@@ -511,12 +580,10 @@ void Remote::complete_proxy(uint64_t token, tsu_status_t st, const void* v,
                             std::size_t len) noexcept {
   Ult* p = nullptr;
   {
-    std::lock_guard lock(proxies_mu_);
-    auto it = proxies_.find(token);
-    if (it == proxies_.end()) return;  // unknown or completed already
-    p = it->second;
-    proxies_.erase(it);
+    SpinGuard lock(proxies_lock_);
+    p = proxies_.take(token);
   }
+  if (!p) return;  // unknown or completed already
   p->remote->value_len = static_cast<uint16_t>(len);
   if (len) std::memcpy(p->remote->value, v, len);
   p->error = st;
@@ -536,6 +603,9 @@ void Remote::complete_proxy(uint64_t token, tsu_status_t st, const void* v,
 void Remote::watch(uint32_t peer) noexcept {
   if (peer == rank_) return;
   Watch& w = *watches_[peer];
+  // Posted already (every spawn to the rank comes here): a load, not a
+  // failing compare-exchange (a locked instruction) each time.
+  if (w.state.load(std::memory_order_acquire) != 0) return;
   int expected = 0;
   if (!w.state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return;
   static char sink[8];
@@ -559,9 +629,10 @@ void Remote::on_peer_lost(uint32_t peer) noexcept {
   lost_[peer].store(true, std::memory_order_release);
   std::vector<uint64_t> tokens;
   {
-    std::lock_guard lock(proxies_mu_);
-    for (auto& [t, p] : proxies_)
+    SpinGuard lock(proxies_lock_);
+    proxies_.for_each([&](uint64_t t, Ult* p) {
       if (p->remote->runner.load(std::memory_order_relaxed) == peer) tokens.push_back(t);
+    });
   }
   for (uint64_t t : tokens) complete_proxy(t, TSU_ERR_PEER_LOST, nullptr, 0);
 }
@@ -614,15 +685,29 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
   }
   for (Ult* u : taken) {
     RemoteInfo* info = u->remote;
-    migrated_.fetch_add(1, std::memory_order_relaxed);
     if (info->home) {
       // Ours: the record the user holds becomes the proxy of the moved thread
-      // (proxy is read by joiners under the join lock).
+      // (proxy is read by joiners under the join lock).  Its argument is
+      // copied out first: once the proxy is in the table its buffer is for
+      // the value (the copy is ordered before the insert's unlock, which the
+      // completing pthread's lock follows).  Its slot first: a thread that
+      // cannot have one (out of memory) stays here.
+      unsigned char arg[TSU_ULT_ARG_MAX];
+      std::memcpy(arg, info->arg, info->arg_len);
+      uint64_t token;
+      {
+        SpinGuard lock(proxies_lock_);
+        token = proxies_.insert(u);
+      }
+      if (!token) {
+        sched_.make_ready(u);
+        continue;
+      }
       info->home = false;
       u->join_lock.lock();
       const bool detached = u->detached;
       if (!detached) {
-        info->token = next_token_.fetch_add(1, std::memory_order_relaxed) + 1;
+        info->token = token;
         info->runner.store(thief, std::memory_order_relaxed);
         u->proxy = true;
       }
@@ -630,25 +715,26 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
       info->detached = detached;
       if (!detached) {
         u->state.store(State::kBlocked, std::memory_order_relaxed);
-        {
-          std::lock_guard lock(proxies_mu_);
-          proxies_.emplace(info->token, u);
-        }
         watch(thief);
+      } else {
+        SpinGuard lock(proxies_lock_);
+        proxies_.take(token);  // detached meanwhile: nobody waits for a value
       }
-      queue_spawn(thief, *info, false);
+      migrated_.fetch_add(1, std::memory_order_relaxed);
+      queue_spawn(thief, *info, arg, false);
       if (u->home) u->home->live_remove(u);
       if (detached) sched_.free_record(u);  // deletes info
       sched_.note_finished();               // no longer runs here
     } else {
-      queue_spawn(thief, *info, false);
+      migrated_.fetch_add(1, std::memory_order_relaxed);
+      queue_spawn(thief, *info, info->arg, false);  // a runner's record: no value comes into it
       if (!info->detached) {
         if (info->creator == rank_) {
           // Our own thread that had come back: our proxy follows it.
           {
-            std::lock_guard lock(proxies_mu_);
-            auto it = proxies_.find(info->token);
-            if (it != proxies_.end()) it->second->remote->runner.store(thief, std::memory_order_relaxed);
+            SpinGuard lock(proxies_lock_);
+            if (Ult* p = proxies_.find(info->token))
+              p->remote->runner.store(thief, std::memory_order_relaxed);
           }
           watch(thief);
         } else {

@@ -11,9 +11,9 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 
+#include "spinlock.hpp"
 #include "thread.hpp"
 #include "tsunagi/ult.h"
 
@@ -33,8 +33,15 @@ struct RemoteInfo {
   bool home = false;          // spawned here for here: the running record is the handle
   uint16_t arg_len = 0;
   uint16_t value_len = 0;
-  unsigned char arg[TSU_ULT_ARG_MAX];
-  unsigned char value[TSU_ULT_VALUE_MAX];
+  // One buffer: the argument until the function has returned, then the exit
+  // value (the function writes it into a buffer of its own, run_spawned's).
+  // A proxy's record holds only the value: the argument goes to the batch
+  // from the caller's buffer (or a copy taken before the proxy is
+  // published), so no read of it can race with the value's arrival.
+  union {
+    unsigned char arg[TSU_ULT_ARG_MAX];
+    unsigned char value[TSU_ULT_VALUE_MAX];
+  };
 };
 
 struct LbSettings {
@@ -42,6 +49,37 @@ struct LbSettings {
   uint32_t threshold = 4;          // TSU_ULT_LB_THRESHOLD: count change worth sending; load
                                    // above which a rank is asked for work
   bool enabled = true;             // TSU_ULT_LB=0 disables "any" spreading and stealing
+};
+
+// The proxies of our spawns that wait for their exit value, by token: a
+// slot table (no allocation per spawn once it has grown to the peak number
+// outstanding).  A token is generation << 32 | slot; a slot is reused once
+// its proxy is taken out, under the next generation (never 0), so a late or
+// repeated value for an old token finds another generation and is ignored;
+// token 0 is never given.  Not thread-safe: the owner's lock guards it.
+class ProxyTable {
+ public:
+  // The proxy's token, or 0 when out of memory.
+  uint64_t insert(Ult* p) noexcept;
+  Ult* find(uint64_t token) const noexcept;
+  // Takes the proxy out (nullptr: unknown, or taken already).
+  Ult* take(uint64_t token) noexcept;
+  template <typename F>
+  void for_each(F&& f) const {
+    for (uint32_t i = 0; i < slots_.size(); ++i)
+      if (slots_[i].proxy) f(token_of(i), slots_[i].proxy);
+  }
+
+ private:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  struct Slot {
+    Ult* proxy = nullptr;
+    uint32_t gen = 1;
+    uint32_t next_free = kNone;
+  };
+  uint64_t token_of(uint32_t i) const noexcept { return uint64_t{slots_[i].gen} << 32 | i; }
+  std::vector<Slot> slots_;
+  uint32_t free_ = kNone;  // free slots: a stack through Slot::next_free
 };
 
 // TSU_ULT_LB, TSU_ULT_LB_PERIOD (e.g. 500us, 2ms), TSU_ULT_LB_THRESHOLD.
@@ -82,6 +120,9 @@ class Remote {
     std::mutex mu;
     std::deque<Chunk> spawns;  // guarded by mu
     std::deque<Chunk> values;  // guarded by mu
+    // Buffers of chunks that left, kept for the next ones (their capacity:
+    // no malloc and regrowth per message), guarded by mu.
+    std::vector<std::vector<unsigned char>> spare;
     bool empty() const noexcept { return spawns.empty() && values.empty(); }
   };
   struct Watch {
@@ -113,9 +154,12 @@ class Remote {
   bool send_to_survivors(uint32_t am, const uint64_t* args, uint32_t nargs, const void* payload,
                          std::size_t len) noexcept;
 
-  void queue_spawn(uint32_t dst, const RemoteInfo& info, bool flush_now) noexcept;
+  // The record's fields and `arg` (info.arg_len bytes) into dst's batch.
+  void queue_spawn(uint32_t dst, const RemoteInfo& info, const void* arg,
+                   bool flush_now) noexcept;
+  // flush_now: the batch leaves at once (else when full or at the next pass).
   void queue_value(uint32_t dst, uint64_t token, tsu_status_t st, const void* v,
-                   std::size_t len) noexcept;
+                   std::size_t len, bool flush_now = false) noexcept;
   // Appends one record (header + body) to the chunks (under b.mu).
   void append(Batch& b, std::deque<Chunk>& q, const void* head, std::size_t head_len,
               const void* body, std::size_t body_len) noexcept;
@@ -138,9 +182,8 @@ class Remote {
   const LbSettings lb_;
   std::vector<std::unique_ptr<Batch>> out_;
   std::atomic<uint32_t> outgoing_{0};  // batches with data (a hint for poll)
-  std::mutex proxies_mu_;
-  std::unordered_map<uint64_t, Ult*> proxies_;  // guarded by proxies_mu_
-  std::atomic<uint64_t> next_token_{0};
+  Spinlock proxies_lock_;
+  ProxyTable proxies_;  // guarded by proxies_lock_
   std::vector<std::unique_ptr<Watch>> watches_;
   std::vector<std::atomic<uint32_t>> load_;      // last count each rank sent
   std::vector<std::atomic<bool>> lost_;

@@ -432,7 +432,16 @@ void Worker::loop() {
       continue;
     }
     // An idle pass: send batched messages, exchange load, drive progress.
-    if (remote) remote->poll(*this, true);
+    if (remote) {
+      remote->poll(*this, true);
+      // A handler of that pass made a thread runnable here (a spawned
+      // thread, a joiner its exit value woke): run it at once, without this
+      // idle turn's pause (the remote create+join path).
+      if (has_runnable()) {
+        idle = 0;
+        continue;
+      }
+    }
     if (sched_.stopping() && sched_.live() == 0) break;
     if (has_waiting()) continue;
     // Threads parked in manual progress: nothing else completes their

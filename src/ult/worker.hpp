@@ -143,6 +143,12 @@ class Worker {
     if (from->inline_exit && !from->listed) from->home->live_add(from);
   }
   bool has_nursery() const noexcept { return nursery_.load(std::memory_order_relaxed) != nullptr; }
+  // Whether next_local() would find a thread (owner only; the shared queue
+  // and the woken stack are hints).
+  bool has_runnable() const noexcept {
+    return has_nursery() || rq_.size_hint() != 0 || has_woken() || resumable_head_ ||
+           yielded_head_;
+  }
   uint64_t take_id_seq() noexcept { return ++id_seq_; }
 
   RunQueue& queue() noexcept { return rq_; }

@@ -29,7 +29,31 @@ struct SquareOut {
   uint32_t runner;
 };
 
-enum : uint32_t { kSquare = 1, kCount = 2, kWork = 3, kFib = 4 };
+enum : uint32_t { kSquare = 1, kCount = 2, kWork = 3, kFib = 4, kReverse = 5 };
+
+// A full-size argument read while the full-size value is written: the value
+// is the argument reversed, byte by byte (a value buffer sharing bytes with
+// the argument would garble it).
+void reverse(const void* arg, size_t len, void* value, size_t* vlen) {
+  const auto* a = static_cast<const unsigned char*>(arg);
+  auto* v = static_cast<unsigned char*>(value);
+  for (size_t i = 0; i < len; ++i) v[i] = a[len - 1 - i];
+  *vlen = len;
+}
+
+void spawn_full_size() {
+  for (uint32_t r = 0; r < g_size; ++r) {
+    unsigned char arg[TSU_ULT_ARG_MAX];
+    for (size_t i = 0; i < sizeof arg; ++i) arg[i] = static_cast<unsigned char>(i * 7 + r);
+    tsu_ult_t t;
+    CHECK(tsu_ult_spawn(&t, r, kReverse, arg, sizeof arg, nullptr) == TSU_OK);
+    unsigned char v[TSU_ULT_VALUE_MAX] = {};
+    size_t len = 0;
+    CHECK(tsu_ult_join_value(t, v, sizeof v, &len) == TSU_OK);
+    CHECK(len == sizeof arg);
+    for (size_t i = 0; i < sizeof arg; ++i) CHECK(v[i] == arg[sizeof arg - 1 - i]);
+  }
+}
 
 void square(const void* arg, size_t len, void* value, size_t* vlen) {
   uint64_t x = 0;
@@ -133,12 +157,15 @@ int main() {
   CHECK(tsu_ult_register(kCount, count) == TSU_OK);
   CHECK(tsu_ult_register(kWork, work) == TSU_OK);
   CHECK(tsu_ult_register(kFib, fib) == TSU_OK);
+  CHECK(tsu_ult_register(kReverse, reverse) == TSU_OK);
 
   // 1. Named ranks, from a pthread and from a ULT.
   spawn_on_every_rank();
   if (getenv("ULT_TRACE")) fprintf(stderr, "phase1a\n");
   in_ult(spawn_on_every_rank);
   if (getenv("ULT_TRACE")) fprintf(stderr, "phase1b\n");
+  spawn_full_size();  // to every rank, our own included (the record is the handle)
+  in_ult(spawn_full_size);
 
   // 2. Bad arguments.
   tsu_ult_t t;
