@@ -49,16 +49,16 @@ inline tsu_status_t submit(Runtime& rt, ThreadContext& tc, const core::Command& 
   // requests in flight to wake the engine soon, left for it to batch
   // (progress_engine.hpp).
   using IfAsleep = core::ProgressEngine::IfAsleep;
-  IfAsleep if_asleep = IfAsleep::kWake;
-  if (!rt.memory_route(cmd.dst.rank) || !rt.memory_route(cmd.src.rank))
-    if_asleep = issued - tc.completed.load(std::memory_order_relaxed) >= kBatchInFlight
-                    ? IfAsleep::kLeave
-                    : IfAsleep::kRunInline;
+  const bool network = !rt.memory_route(cmd.dst.rank) || !rt.memory_route(cmd.src.rank);
+  const IfAsleep if_asleep =
+      !network ? IfAsleep::kWake
+      : issued - tc.completed.load(std::memory_order_relaxed) >= kBatchInFlight ? IfAsleep::kLeave
+                                                                                 : IfAsleep::kRunInline;
   if (cmd.kind == core::CommandKind::kCopy)
     TSU_TRACE(core::trace::kIssueCopy, cmd.dst.rank, cmd.src.rank, cmd.len);
   else
     TSU_TRACE(core::trace::kIssueAtomic, cmd.dst.rank, cmd.aop, cmd.atype);
-  if (!rt.engine().submit(cmd, if_asleep)) [[unlikely]] {
+  if (!rt.engine().submit_own(tc, cmd, if_asleep)) [[unlikely]] {
     TSU_TRACE(core::trace::kRingFull, cmd.dst.rank, cmd.src.rank, 0);
     tc.issued.store(issued, std::memory_order_relaxed);
     tc.stats.add(Counter::kEagain);

@@ -8,11 +8,14 @@
 //                             if (n == 0 && ring.prepare_sleep()) { sleep; ring.end_sleep(); }
 //
 // Layout and invariants (memory ordering):
-//  - Each slot carries a 64-bit sequence number `seq`.  The producer of
-//    position p writes slot p%cap and publishes it with seq = p+1 (release);
-//    the consumer reads slot h%cap once seq == h+1 (acquire).  A slot's seq
-//    from the previous lap is p+1-cap, never h+1, so nothing else marks a
-//    slot; 64-bit positions never wrap in practice (no ABA).
+//  - Each slot carries a 32-bit sequence number `seq` and a 32-bit `tag`
+//    the producer stores beside the value (the thread rings keep a command's
+//    kind there, so a command and its seq fill exactly one cache line).
+//    Positions are 64-bit; the producer of position p writes slot p%cap and
+//    publishes it with seq = (p+1) mod 2^32 (release); the consumer reads
+//    slot h%cap once seq == (h+1) mod 2^32 (acquire).  A slot's seq from
+//    the previous lap is p+1-cap, which differs from p+1 mod 2^32 for any
+//    capacity below 2^32, so nothing else marks a slot (no ABA).
 //  - The consumer never writes a slot: it publishes how far it has read in
 //    `head_` (release, once per batch).  A producer may claim position p only
 //    while p < head + cap, which it checks against `head_seen_`, a copy of
@@ -56,11 +59,16 @@ class CommandRing {
   static_assert(std::is_trivially_copyable_v<T>, "ring entries are copied by value");
 
  public:
-  explicit CommandRing(uint32_t capacity)
+  // `consumer_waiting`: the ring starts with the waiting bit set, so its
+  // first producer reports the consumer asleep (a ring made while the
+  // consumer sleeps must wake it; see ProgressEngine's thread rings).
+  explicit CommandRing(uint32_t capacity, bool consumer_waiting = false)
       : capacity_(std::bit_ceil(capacity < 2 ? 2u : capacity)),
         mask_(capacity_ - 1),
         slots_(new Slot[capacity_]) {
-    for (uint64_t i = 0; i < capacity_; ++i) slots_[i].seq.store(i, std::memory_order_relaxed);
+    for (uint64_t i = 0; i < capacity_; ++i)
+      slots_[i].seq.store(static_cast<uint32_t>(i), std::memory_order_relaxed);
+    if (consumer_waiting) tail_.word.store(1, std::memory_order_relaxed);
   }
   CommandRing(const CommandRing&) = delete;
   CommandRing& operator=(const CommandRing&) = delete;
@@ -68,7 +76,7 @@ class CommandRing {
   uint32_t capacity() const noexcept { return static_cast<uint32_t>(capacity_); }
 
   // Any thread.  kFull when the ring is full (the caller reports TSU_EAGAIN).
-  PushResult try_push(const T& value) noexcept {
+  PushResult try_push(const T& value, uint32_t tag = 0) noexcept {
     uint64_t t = tail_.word.load(std::memory_order_relaxed);
     for (;;) {
       const uint64_t pos = t >> 1;
@@ -83,8 +91,9 @@ class CommandRing {
       if (tail_.word.compare_exchange_weak(t, (pos + 1) << 1, std::memory_order_acq_rel,
                                            std::memory_order_relaxed)) {
         Slot& slot = slots_[pos & mask_];
+        slot.tag = tag;
         slot.value = value;
-        slot.seq.store(pos + 1, std::memory_order_release);
+        slot.seq.store(static_cast<uint32_t>(pos + 1), std::memory_order_release);
         return (t & 1u) ? PushResult::kPushedConsumerAsleep : PushResult::kPushed;
       }
     }
@@ -96,7 +105,7 @@ class CommandRing {
     uint64_t head = head_.load(std::memory_order_relaxed);
     while (n < max) {
       Slot& slot = slots_[head & mask_];
-      if (slot.seq.load(std::memory_order_acquire) != head + 1) break;
+      if (slot.seq.load(std::memory_order_acquire) != static_cast<uint32_t>(head + 1)) break;
       out[n++] = slot.value;
       ++head;
     }
@@ -105,10 +114,29 @@ class CommandRing {
     return n;
   }
 
+  // Consumer only.  Calls f(tag, value) for up to `max` entries, like
+  // pop_batch but read in place; the slots go back to producers after the
+  // last call.
+  template <typename F>
+  std::size_t consume(std::size_t max, F&& f) {
+    std::size_t n = 0;
+    uint64_t head = head_.load(std::memory_order_relaxed);
+    while (n < max) {
+      const Slot& slot = slots_[head & mask_];
+      if (slot.seq.load(std::memory_order_acquire) != static_cast<uint32_t>(head + 1)) break;
+      f(slot.tag, slot.value);
+      ++n;
+      ++head;
+    }
+    if (n) head_.store(head, std::memory_order_release);
+    return n;
+  }
+
   // Consumer only.  True if an entry is published at the head.
   bool has_ready() const noexcept {
     const uint64_t head = head_.load(std::memory_order_relaxed);
-    return slots_[head & mask_].seq.load(std::memory_order_acquire) == head + 1;
+    return slots_[head & mask_].seq.load(std::memory_order_acquire) ==
+           static_cast<uint32_t>(head + 1);
   }
 
   // Any thread, without the consumer role: a hint that an entry may be ready
@@ -153,9 +181,17 @@ class CommandRing {
 
  private:
   struct alignas(kCacheLine) Slot {
-    std::atomic<uint64_t> seq;
+    std::atomic<uint32_t> seq;
+    uint32_t tag;
     T value;
   };
+  static_assert(std::atomic<uint32_t>::is_always_lock_free);
+
+ public:
+  // Bytes per slot: one cache line for a value of up to 56 bytes.
+  static constexpr std::size_t kSlotBytes = sizeof(Slot);
+
+ private:
   // Producers' line: the claim word and their copy of the consumer's head.
   struct alignas(kCacheLine) ProducerLine {
     std::atomic<uint64_t> word{0};

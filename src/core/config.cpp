@@ -125,6 +125,10 @@ const SettingsTable<Config>& config_settings() {
                                 "1: a network RMA/atomic issued while the progress thread sleeps "
                                 "is started by the issuer",
                                 &C::inline_exec));
+    r.push_back(bool_setting<C>("TSU_THREAD_RINGS", "1",
+                                "1: each thread hands its requests to the progress engine through its "
+                                "own ring; 0: one ring shared by all threads",
+                                &C::thread_rings));
     r.push_back({"TSU_YIELD", "auto",
                  "1: tsu_progress() calls sched_yield when it found nothing to do (ranks sharing "
                  "a CPU); auto: when the node has more ranks than CPUs",

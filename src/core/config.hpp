@@ -21,6 +21,7 @@ struct Config {
   bool bypass = true;                    // intra-node RMA/atomics run in the caller
   uint32_t spin_us = 20;                 // idle progress thread spins, then sleeps
   bool inline_exec = true;               // issuer starts network commands while the engine sleeps
+  bool thread_rings = true;              // per-thread command rings (progress_engine.hpp)
   int yield_idle = -1;                   // tsu_progress yields when idle: 1, 0, -1 auto
   int log_level = TSU_LOG_WARN;
   bool stats = false;

@@ -15,9 +15,16 @@
 
 namespace tsu::core {
 
+struct ThreadRing;
+
 struct alignas(kCacheLine) ThreadContext {
   // Requests this thread handed to the engine (written by this thread only).
   std::atomic<uint64_t> issued{0};
+  // This thread's command ring (thread_ring.hpp), made by the engine on the
+  // thread's first request and owned by it; null until then, or when the
+  // engine gave the thread none (it then uses the shared ring).
+  ThreadRing* ring = nullptr;
+  bool ring_refused = false;  // the engine has no ring for this thread
   bool fence_pending = false;  // this thread only
   ThreadStats stats;
   // Requests of this thread whose callback has returned (written by whoever

@@ -66,6 +66,19 @@ tsu_status_t copy_between(const Access& dst, const Access& src, std::size_t len)
 
 tsu_status_t Runtime::execute_copy(const tsu_gaddr_t& dst, const tsu_gaddr_t& src,
                                    std::size_t len) noexcept {
+  // Both sides in main segments mapped here (the engine's common case, like
+  // the bypass in write_direct/read_direct): no transport call.
+  if (dst.seg == TSU_SEG_MAIN && src.seg == TSU_SEG_MAIN) [[likely]] {
+    const DirectMain& d = direct_main_[dst.rank];
+    const DirectMain& s = direct_main_[src.rank];
+    if (d.base && s.base) [[likely]] {
+      if (dst.offset > d.size || len > d.size - dst.offset || src.offset > s.size ||
+          len > s.size - src.offset)
+        return TSU_ERR_OUT_OF_BOUNDS;
+      std::memmove(d.base + dst.offset, s.base + src.offset, len);
+      return TSU_OK;
+    }
+  }
   transport::Transport* td = routes_[dst.rank];
   transport::Transport* ts = routes_[src.rank];
   if (!td || !ts) return TSU_ERR_UNREACHABLE;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <system_error>
 
 #include "core/log.hpp"
@@ -57,6 +58,11 @@ ProgressEngine::ProgressEngine(const Config& cfg, CommandExecutor& executor, Doo
 ProgressEngine::~ProgressEngine() {
   stop();
   if (epoll_fd_ >= 0) close(epoll_fd_);
+  for (ThreadRing* r = rings_.load(std::memory_order_acquire); r;) {
+    ThreadRing* next = r->next;  // NOLINT: freed below
+    delete r;
+    r = next;
+  }
 }
 
 tsu_status_t ProgressEngine::start(std::string& error) {
@@ -110,28 +116,87 @@ std::size_t ProgressEngine::progress() noexcept {
 }
 
 std::size_t ProgressEngine::execute_batch(std::size_t& finished_now) noexcept {
-  Command batch[kBatch];
   // Never take more commands than there are free records, so a started
-  // command always has one (the rest wait in the ring: back-pressure).
+  // command always has one (the rest wait in the rings: back-pressure).
   const std::size_t room = std::min<std::size_t>(kBatch, completions_.free_count());
-  const std::size_t n = ring_.pop_batch(batch, room);
+  if (!room) return 0;
+  std::size_t n = 0;
+  const auto start = [&](const Command& cmd) {
+    if (n++ == 0)
+      for (auto* t : transports_) t->batch_begin();
+    const uint32_t id = completions_.acquire(cmd.cb, cmd.issuer);
+    TSU_TRACE_ASYNC(trace::kRequestBegin, id, cmd.kind, cmd.dst.rank, cmd.src.rank);
+    const tsu_status_t st = executor_.execute(cmd, id);
+    if (st == TSU_EAGAIN) return;  // pending: the transport finishes it
+    completions_.finish(id, st);
+    ++finished_now;
+    if (st != TSU_OK) bump(stats_.failed);
+  };
+  ring_.consume(room, [&](uint32_t, const Command& cmd) { start(cmd); });
+  // Thread rings, from where the last batch left off, wrapping once.
+  ThreadRing* const head = rings_.load(std::memory_order_acquire);
+  ThreadRing* const first = start_ring_ ? start_ring_ : head;
+  const auto drain = [&](ThreadRing* r) { r->consume(room - n, start); };
+  for (ThreadRing* r = first; r && n < room; r = r->next) drain(r);
+  for (ThreadRing* r = head; r != first && n < room; r = r->next) drain(r);
+  if (first) start_ring_ = first->next ? first->next : head;
   if (!n) return 0;
   bump(stats_.batches);
   bump(stats_.commands, n);
   if (n > stats_.max_batch.load(std::memory_order_relaxed))
     stats_.max_batch.store(n, std::memory_order_relaxed);
-  for (auto* t : transports_) t->batch_begin();
-  for (std::size_t i = 0; i < n; ++i) {
-    const uint32_t id = completions_.acquire(batch[i].cb, batch[i].issuer);
-    TSU_TRACE_ASYNC(trace::kRequestBegin, id, batch[i].kind, batch[i].dst.rank, batch[i].src.rank);
-    const tsu_status_t st = executor_.execute(batch[i], id);
-    if (st == TSU_EAGAIN) continue;  // pending: the transport finishes it
-    completions_.finish(id, st);
-    ++finished_now;
-    if (st != TSU_OK) bump(stats_.failed);
-  }
   for (auto* t : transports_) t->batch_end();
   return n;
+}
+
+ThreadRing* ProgressEngine::attach_ring(ThreadContext& tc) noexcept {
+  if (tc.ring_refused) return nullptr;
+  if (!cfg_.thread_rings || ring_count_.fetch_add(1, std::memory_order_relaxed) >= kMaxThreadRings) {
+    tc.ring_refused = true;
+    return nullptr;
+  }
+  ThreadRing* r = nullptr;
+  try {
+    r = new ThreadRing(cfg_.ring_size, &tc);
+  } catch (const std::bad_alloc&) {
+    TSU_LOG_WARN("no memory for a thread's command ring: the thread uses the shared ring");
+    tc.ring_refused = true;
+    return nullptr;
+  }
+  // Release: the ring's construction happens before the consumer walks it.
+  ThreadRing* head = rings_.load(std::memory_order_relaxed);
+  do {
+    r->next = head;
+  } while (!rings_.compare_exchange_weak(head, r, std::memory_order_release,
+                                         std::memory_order_relaxed));
+  tc.ring = r;
+  return r;
+}
+
+bool ProgressEngine::prepare_sleep_all() noexcept {
+  if (!ring_.prepare_sleep()) return false;
+  for (ThreadRing* r = rings_.load(std::memory_order_acquire); r; r = r->next)
+    if (!r->ring.prepare_sleep()) return false;
+  return true;
+}
+
+void ProgressEngine::end_sleep_all() noexcept {
+  ring_.end_sleep();
+  for_each_thread_ring([](ThreadRing& r) { r.ring.end_sleep(); });
+}
+
+bool ProgressEngine::any_claimed() const noexcept {
+  if (ring_.has_claimed()) return true;
+  for (ThreadRing* r = rings_.load(std::memory_order_acquire); r; r = r->next)
+    if (r->ring.has_claimed()) return true;
+  return false;
+}
+
+bool ProgressEngine::any_ready() const noexcept {
+  if (ring_.peek_ready()) return true;
+  for (ThreadRing* r = rings_.load(std::memory_order_acquire); r; r = r->next)
+    if (r->ring.peek_ready()) return true;
+  return false;
 }
 
 bool ProgressEngine::execute_inline() noexcept {
@@ -140,9 +205,9 @@ bool ProgressEngine::execute_inline() noexcept {
   bool handled = false;
   for (int round = 0; round < 4; ++round) {
     execute_batch(finished_now);
-    // Empty again: re-arm the waiting bit, so the next producer also learns
+    // Empty again: re-arm the waiting bits, so the next producer also learns
     // that nobody consumes (and runs its command itself or rings).
-    if (ring_.prepare_sleep()) {
+    if (prepare_sleep_all()) {
       handled = true;
       break;
     }
@@ -209,7 +274,7 @@ void ProgressEngine::idle_sleep() noexcept {
     sched_yield();
     return;
   }
-  bool may_sleep = ring_.prepare_sleep() && executor_.may_sleep();
+  bool may_sleep = prepare_sleep_all() && executor_.may_sleep();
   const uint32_t seen = doorbell_.value();
   uint64_t timeout = kMaxSleepNs;
   std::size_t prepared = 0;
@@ -218,7 +283,7 @@ void ProgressEngine::idle_sleep() noexcept {
     timeout = std::min(timeout, transports_[prepared]->max_sleep_ns());
   }
   // Re-check after publishing "asleep" (doorbell.hpp, step 3).
-  if (may_sleep && (ring_.has_claimed() || stop_.load(std::memory_order_seq_cst)))
+  if (may_sleep && (any_claimed() || stop_.load(std::memory_order_seq_cst)))
     may_sleep = false;
   for (auto* p : pollers_)
     if (may_sleep && !p->idle()) may_sleep = false;
@@ -244,7 +309,7 @@ void ProgressEngine::idle_sleep() noexcept {
     TSU_TRACE_SPAN(trace::kSleep, trace_t0, timeout / 1000, doorbell_.value() != seen, 0);
   }
   for (std::size_t i = 0; i < prepared; ++i) transports_[i]->end_sleep();
-  ring_.end_sleep();
+  end_sleep_all();
 }
 
 void ProgressEngine::thread_main() {
@@ -273,7 +338,7 @@ void ProgressEngine::thread_main() {
       // the ring's head: a request pushed now starts after one line transfer
       // instead of waiting for the rest of a pass.  The watch is short, so
       // arriving messages are still polled every few hundred nanoseconds.
-      for (int i = 0; i < kIdleRingWatch && !ring_.peek_ready(); ++i) util::cpu_relax();
+      for (int i = 0; i < kIdleRingWatch && !any_ready(); ++i) util::cpu_relax();
       continue;
     }
     idle_sleep();

@@ -25,6 +25,7 @@
 #include "core/config.hpp"
 #include "core/doorbell.hpp"
 #include "core/message.hpp"
+#include "core/thread_ring.hpp"
 #include "core/trace.hpp"
 
 namespace tsu::transport {
@@ -114,15 +115,24 @@ class ProgressEngine {
     kLeave,
   };
 
-  // Any thread.  False when the ring is full.
+  // Any thread, for a command of any issuer: the shared ring.  False when
+  // the ring is full.
   bool submit(const Command& cmd, IfAsleep if_asleep = IfAsleep::kWake) noexcept {
-    const PushResult r = ring_.try_push(cmd);
-    if (r == PushResult::kPushedConsumerAsleep) {
-      TSU_TRACE(trace::kDoorbell, 0, 0, 0);
-      if (!inline_exec_ || if_asleep == IfAsleep::kWake) doorbell_.ring();
-      else if (if_asleep == IfAsleep::kRunInline && !execute_inline()) doorbell_.ring();
+    return pushed(ring_.try_push(cmd), if_asleep);
+  }
+
+
+  // The calling thread's own request (cmd.issuer == &tc): its thread ring
+  // (thread_ring.hpp), made on first use; the shared ring when the engine
+  // gives the thread none.  False when the ring is full.
+  bool submit_own(ThreadContext& tc, const Command& cmd,
+                  IfAsleep if_asleep = IfAsleep::kWake) noexcept {
+    ThreadRing* tr = tc.ring;
+    if (!tr) [[unlikely]] {
+      tr = attach_ring(tc);
+      if (!tr) return submit(cmd, if_asleep);
     }
-    return r != PushResult::kFull;
+    return pushed(tr->try_push(cmd), if_asleep);
   }
 
   // Any thread: one executor/poll/completer pass if the consumer role is free.
@@ -141,6 +151,26 @@ class ProgressEngine {
  private:
   void thread_main();
   void idle_sleep() noexcept;
+  bool pushed(PushResult r, IfAsleep if_asleep) noexcept {
+    if (r == PushResult::kPushedConsumerAsleep) [[unlikely]] {
+      TSU_TRACE(trace::kDoorbell, 0, 0, 0);
+      if (!inline_exec_ || if_asleep == IfAsleep::kWake) doorbell_.ring();
+      else if (if_asleep == IfAsleep::kRunInline && !execute_inline()) doorbell_.ring();
+    }
+    return r != PushResult::kFull;
+  }
+  // Makes tc's thread ring and publishes it to the consumer; null when the
+  // engine has none to give (the thread then uses the shared ring).
+  ThreadRing* attach_ring(ThreadContext& tc) noexcept;
+  template <typename F>
+  void for_each_thread_ring(F&& f) const noexcept {
+    for (ThreadRing* r = rings_.load(std::memory_order_acquire); r; r = r->next) f(*r);
+  }
+  // Consumer role: sets the waiting bit on every ring; false if one has work.
+  bool prepare_sleep_all() noexcept;
+  void end_sleep_all() noexcept;
+  bool any_claimed() const noexcept;
+  bool any_ready() const noexcept;
   std::size_t pass() noexcept;  // consumer role held
   // Runs the callbacks of finished records and counts them per issuer
   // (consumer role held, in progress context).  Returns how many ran.
@@ -164,6 +194,17 @@ class ProgressEngine {
   CommandExecutor& executor_;
   Doorbell doorbell_;
   CommandRing<Command> ring_;
+  // Thread rings, newest first (attach_ring pushes with a CAS; the consumer
+  // walks from an acquire load; a ring is never unlinked before the engine
+  // is destroyed, which frees them).  At most kMaxThreadRings: beyond that
+  // threads share ring_, so a program making thousands of short-lived
+  // threads does not grow the consumer's pass.
+  static constexpr uint32_t kMaxThreadRings = 128;
+  std::atomic<ThreadRing*> rings_{nullptr};
+  std::atomic<uint32_t> ring_count_{0};
+  // The ring execute_batch starts from (rotated per batch, so a busy ring
+  // cannot starve the ones behind it); consumer role only.
+  ThreadRing* start_ring_ = nullptr;
   CompletionTable completions_;
   std::vector<transport::Transport*> transports_;
   std::vector<Poller*> pollers_;

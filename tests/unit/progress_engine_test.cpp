@@ -262,4 +262,142 @@ TEST(ProgressEngine, BusyPollerOrExecutorKeepsTheThreadAwake) {
   EXPECT_TRUE(eventually([&] { return f.engine->stats().sleeps.load() > 0; }));
 }
 
+
+
+// Thread rings (submit_own): each issuing thread gets its own ring, made on
+// its first request, possibly while the engine sleeps; that request must wake
+// it, every command must start once, and each thread's commands in its order.
+TEST(ProgressEngine, ThreadRingsKeepEachThreadsOrderAndWakeTheSleepingEngine) {
+  EngineFixture f(TSU_PROGRESS_THREAD);
+  std::string error;
+  ASSERT_EQ(f.engine->start(error), TSU_OK) << error;
+  constexpr int kThreads = 4;
+  constexpr uint64_t kPerThread = 3000;
+  // Waves of threads, each started once the engine has gone back to sleep:
+  // their first push lands in a ring the sleeping consumer has never seen.
+  for (int wave = 0; wave < 3; ++wave) {
+    ASSERT_TRUE(eventually([&] { return f.engine->stats().sleeps.load() > 0; }));
+    const uint64_t sleeps = f.engine->stats().sleeps.load();
+    ASSERT_TRUE(eventually([&] { return f.engine->stats().sleeps.load() > sleeps; }))
+        << "the idle engine did not go back to sleep";
+    const std::size_t started_before = f.exec.order().size();
+    std::vector<std::unique_ptr<ThreadContext>> ctx;
+    std::vector<std::vector<Calls>> calls(kThreads);
+    for (int t = 0; t < kThreads; ++t) {
+      ctx.push_back(std::make_unique<ThreadContext>());
+      calls[static_cast<std::size_t>(t)] = std::vector<Calls>(kPerThread);
+    }
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        ThreadContext& tc = *ctx[static_cast<std::size_t>(t)];
+        for (uint64_t i = 0; i < kPerThread; ++i) {
+          Command cmd{};
+          // len % 3 == 0: completes at once; the value names thread and index.
+          cmd.len = 3 * ((static_cast<uint64_t>(wave * kThreads + t) << 20) | i);
+          cmd.cb = tsu_cb(record, &calls[static_cast<std::size_t>(t)][i]);
+          cmd.issuer = &tc;
+          tc.issued.fetch_add(1, std::memory_order_relaxed);
+          while (!f.engine->submit_own(tc, cmd)) std::this_thread::yield();  // ring full
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    for (int t = 0; t < kThreads; ++t)
+      ASSERT_TRUE(eventually([&] { return ctx[static_cast<std::size_t>(t)]->outstanding() == 0; }))
+          << "wave " << wave << " thread " << t << ": requests never completed";
+    for (int t = 0; t < kThreads; ++t) {
+      EXPECT_NE(ctx[static_cast<std::size_t>(t)]->ring, nullptr) << "no thread ring was made";
+      for (uint64_t i = 0; i < kPerThread; ++i)
+        ASSERT_EQ(calls[static_cast<std::size_t>(t)][i].n.load(), 1) << "thread " << t << " #" << i;
+    }
+    const std::vector<uint64_t> order = f.exec.order();
+    ASSERT_EQ(order.size() - started_before, kThreads * kPerThread);
+    std::vector<int64_t> last(kThreads, -1);
+    for (std::size_t k = started_before; k < order.size(); ++k) {
+      const uint64_t v = order[k] / 3;
+      const int t = static_cast<int>((v >> 20) - static_cast<uint64_t>(wave * kThreads));
+      ASSERT_GE(t, 0);
+      ASSERT_LT(t, kThreads);
+      const auto i = static_cast<int64_t>(v & ((1u << 20) - 1));
+      ASSERT_EQ(i, last[static_cast<std::size_t>(t)] + 1) << "thread " << t << " started out of order";
+      last[static_cast<std::size_t>(t)] = i;
+    }
+  }
+  EXPECT_FALSE(f.exec.overlapped_.load());
+}
+
+// More issuing threads than the engine gives rings to: the rest share the
+// common ring, and every request still completes.
+TEST(ProgressEngine, ThreadsBeyondTheRingLimitUseTheSharedRing) {
+  EngineFixture f(TSU_PROGRESS_MANUAL);
+  std::string error;
+  ASSERT_EQ(f.engine->start(error), TSU_OK) << error;
+  constexpr int kThreads = 200;  // above ProgressEngine's per-engine ring limit
+  std::vector<std::unique_ptr<ThreadContext>> ctx;
+  std::vector<Calls> calls(kThreads);
+  int with_ring = 0;
+  for (int t = 0; t < kThreads; ++t) {
+    ctx.push_back(std::make_unique<ThreadContext>());
+    ThreadContext& tc = *ctx.back();
+    Command cmd{};
+    cmd.len = 3 * static_cast<uint64_t>(t);
+    cmd.cb = tsu_cb(record, &calls[static_cast<std::size_t>(t)]);
+    cmd.issuer = &tc;
+    tc.issued.fetch_add(1, std::memory_order_relaxed);
+    ASSERT_TRUE(f.engine->submit_own(tc, cmd)) << t;
+    with_ring += tc.ring != nullptr;
+    while (f.engine->progress()) {
+    }
+  }
+  EXPECT_GT(with_ring, 0);
+  EXPECT_LT(with_ring, kThreads) << "every thread got a ring: the limit is not kept";
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(calls[static_cast<std::size_t>(t)].n.load(), 1) << t;
+    EXPECT_EQ(ctx[static_cast<std::size_t>(t)]->outstanding(), 0u) << t;
+  }
+}
+
+// A command packed for a thread ring comes back as it went in.
+TEST(ProgressEngine, RingCommandRoundTrip) {
+  ThreadContext tc;
+  Command copy{};
+  copy.dst = tsu_gaddr(3, 7, 1ull << 40);
+  copy.src = tsu_gaddr(1, 2, 12345);
+  copy.len = (1ull << 33) + 5;
+  copy.cb = tsu_cb(record, &tc);
+  copy.kind = CommandKind::kCopy;
+  Command back = unpack(ring_tag(copy), pack(copy), &tc);
+  EXPECT_EQ(back.kind, CommandKind::kCopy);
+  EXPECT_EQ(back.dst.rank, 3u);
+  EXPECT_EQ(back.dst.seg, 7u);
+  EXPECT_EQ(back.dst.offset, 1ull << 40);
+  EXPECT_EQ(back.src.rank, 1u);
+  EXPECT_EQ(back.src.seg, 2u);
+  EXPECT_EQ(back.src.offset, 12345u);
+  EXPECT_EQ(back.len, (1ull << 33) + 5);
+  EXPECT_EQ(back.cb.fn, &record);
+  EXPECT_EQ(back.cb.arg, &tc);
+  EXPECT_EQ(back.issuer, &tc);
+
+  uint64_t result = 0;
+  Command atomic{};
+  atomic.dst = tsu_gaddr(2, 0, 64);
+  atomic.operand = ~0ull;
+  atomic.compare = 0x8000000000000001ull;
+  atomic.result = &result;
+  atomic.kind = CommandKind::kAtomic;
+  atomic.aop = static_cast<uint8_t>(TSU_AOP_CAS);
+  atomic.atype = static_cast<uint8_t>(TSU_TYPE_INT32);
+  back = unpack(ring_tag(atomic), pack(atomic), nullptr);
+  EXPECT_EQ(back.kind, CommandKind::kAtomic);
+  EXPECT_EQ(back.aop, static_cast<uint8_t>(TSU_AOP_CAS));
+  EXPECT_EQ(back.atype, static_cast<uint8_t>(TSU_TYPE_INT32));
+  EXPECT_EQ(back.dst.offset, 64u);
+  EXPECT_EQ(back.operand, ~0ull);
+  EXPECT_EQ(back.compare, 0x8000000000000001ull);
+  EXPECT_EQ(back.result, &result);
+  EXPECT_EQ(back.len, 0u);
+}
+
 }  // namespace
