@@ -248,7 +248,7 @@ Ult* Scheduler::new_record(Worker* w) noexcept {
 void Scheduler::free_record(Ult* u) noexcept {
   RecordPool<RemoteInfo>::drop(u->remote);
   u->remote = nullptr;
-  if (Worker* w = current_worker(); w && &w->scheduler() == this) {
+  if (Worker* w = current_worker_once(); w && &w->scheduler() == this) {  // (no switch here)
     w->give_record(u);
   } else {
     RecordPool<Ult>::drop(u);
@@ -398,7 +398,7 @@ void complete_thread(Ult* u) noexcept {
 }
 
 tsu_status_t create_thread(Scheduler& s, const CreateArgs& c, Ult** out) noexcept {
-  Worker* w = current_worker();
+  Worker* w = current_worker_once();  // (no switch here)
   if (w && &w->scheduler() != &s) w = nullptr;
   Ult* u = s.new_record(w);
   if (!u) return TSU_ERR_NO_MEMORY;

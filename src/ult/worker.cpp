@@ -15,10 +15,9 @@
 
 namespace tsu::ult {
 
-namespace {
-// initial-exec: one %fs-relative load, not a __tls_get_addr call (the
-// library is linked, or dlopen'ed where static TLS space is left).
 thread_local Worker* t_worker __attribute__((tls_model("initial-exec"))) = nullptr;
+
+namespace {
 uint64_t now_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

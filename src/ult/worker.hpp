@@ -92,7 +92,7 @@ class Worker {
     next->worker = this;
     WorkerCounters::bump(counters.switches);
     sanitizer_before_switch(self->san, next->san, false);
-    land(jump_fcontext(next->fctx, this));
+    land_fast(jump_fcontext(next->fctx, this));
     return true;
   }
   // The slow path: the remote layer's pass now and then, the usual order.
@@ -197,6 +197,22 @@ class Worker {
  private:
   static void entry(Transfer t);
   static Worker* land(Transfer t) noexcept;
+  // land() inlined for the common case of yield_fast: the context that left
+  // was a thread that yielded through yield_fast too (action kNone), so all
+  // there is to do is save its context.  Anything else (the worker's loop,
+  // an action, a sanitizer build) goes through land().
+  __attribute__((always_inline)) static void land_fast(Transfer t) noexcept {
+#if !TSU_ULT_TSAN && !TSU_ULT_ASAN
+    auto* w = static_cast<Worker*>(t.data);
+    Ult* p = w->prev_;
+    if (p && w->action_ == Action::kNone) {
+      p->fctx = t.fctx;
+      w->prev_ = nullptr;
+      return;
+    }
+#endif
+    land(t);
+  }
   void loop();
   bool prepare(Ult* u) noexcept;  // stack + initial context for a new thread
   bool ready_to_run(Ult* u) noexcept;  // prepares a new thread; false: it could not run
@@ -292,5 +308,14 @@ class Worker {
 // The worker running on the calling pthread (nullptr elsewhere).  Not
 // inlined, so no caller keeps a thread-local's address across a switch.
 Worker* current_worker() noexcept;
+
+// initial-exec: one %fs-relative load, not a __tls_get_addr call (the
+// library is linked, or dlopen'ed where static TLS space is left).
+extern thread_local Worker* t_worker __attribute__((tls_model("initial-exec")));
+// current_worker() inlined (no call: a load).  Only in a function that reads
+// it once, before any switch: the compiler may keep the thread pointer in a
+// register across a switch, after which the ULT may run on another pthread.
+// (Used on the hot paths: tsu_ult_yield, create, free of a record.)
+__attribute__((always_inline)) inline Worker* current_worker_once() noexcept { return t_worker; }
 
 }  // namespace tsu::ult

@@ -32,8 +32,18 @@ void sleep_ms(long ms) {
 }
 
 // Holds rank 1's only worker without yielding, so the threads behind it stay
-// queued (not started: only those are handed over).
-void block(const void*, size_t, void*, size_t*) { sleep_ms(1500); }
+// queued (not started: only those are handed over), until rank 1 has handed
+// at least 16 threads to rank 2 (or 20 s, on a very busy machine: the joins
+// then return values and the test fails as having tested nothing).
+void block(const void*, size_t, void*, size_t*) {
+  for (int i = 0; i < 2000; ++i) {
+    tsu_ult_counters_t c{};
+    tsu_ult_counters(&c);
+    if (c.migrated >= 16) break;
+    sleep_ms(10);
+  }
+  sleep_ms(100);
+}
 // Handed to rank 2, it dies there at once.
 void work(const void*, size_t, void* value, size_t* vlen) {
   if (g_rank == 2) raise(SIGKILL);
@@ -70,6 +80,7 @@ int main() {
       return fail("spawn blocker");
     sleep_ms(100);  // it runs now: what follows stays queued behind it
   }
+  if (tsu_barrier() != TSU_OK) return fail("barrier");  // (rank 0's must queue too)
   if (g_rank != 2) {
     for (auto& t : mine)
       if (const tsu_status_t st = tsu_ult_spawn(&t, 1, kWork, nullptr, 0, nullptr); st != TSU_OK)
@@ -87,7 +98,7 @@ int main() {
     for (int i = 0; i < 64; ++i)
       if (tsu_ult_spawn(nullptr, 1, kWork, nullptr, 0, &attr) != TSU_OK)
         return fail("spawn detached");
-    sleep_ms(1000);  // lost by now at the latest (handover_lost: nothing comes)
+    sleep_ms(3000);  // lost by now at the latest (handover_lost: nothing comes)
     raise(SIGKILL);
   }
   int lost = 0, ok = 0;
