@@ -13,19 +13,7 @@
 
 namespace tsu::ult {
 
-namespace {
-
-enum : uint32_t {
-  kAmSpawn = TSU_ULT_AM_FIRST,   // medium: args {count, load}; SpawnRecords
-  kAmValues,                     // medium: args {count, load}; ValueRecords
-  kAmLoad,                       // short: {runnable count}
-  kAmAsk,                        // short: {max threads}: "give me work"
-  kAmMoved,                      // short: {token, new runner}
-  kAmNothing,                    // short: answer to kAmAsk with no work
-  kAmReport,                     // medium: args {round}; sent[size], handled[size] (u32)
-  kAmDone,                       // short: {round}: termination decided, stop
-};
-
+// (Named in remote.hpp.)
 struct SpawnRecord {
   uint64_t token;
   uint32_t creator;
@@ -34,12 +22,31 @@ struct SpawnRecord {
   uint16_t flags;  // 1: detached
   uint32_t reserved;
 };
+
+namespace {
+
+enum : uint32_t {
+  kAmSpawn = TSU_ULT_AM_FIRST,   // medium: args {count, load}; SpawnRecords
+  kAmValues,                     // medium: args {count, load}; ValueRecords
+  kAmLoad,                       // short: {runnable count}
+  kAmAsk,                        // short: {max threads}: "give me work"
+  kAmMoved,                      // (unused: moves are ValueRecords with kValueMoved)
+  kAmNothing,                    // short: answer to kAmAsk with no work
+  kAmReport,                     // medium: args {round}; sent[size], handled[size] (u32)
+  kAmDone,                       // short: {round}: termination decided, stop
+};
+
 struct ValueRecord {
   uint64_t token;
-  int32_t status;
+  int32_t status;  // kValueMoved: the new runner's rank
   uint16_t len;
-  uint16_t reserved;
+  uint16_t flags;  // kValueMoved
 };
+// Not a value: the thread was handed on to another rank (`status`), which
+// will send its value; the creator's proxy follows it (watch, loss).  It
+// travels in the values batch, so a full queue delays it (the batch retries)
+// and never drops it.
+constexpr uint16_t kValueMoved = 1;
 static_assert(sizeof(SpawnRecord) == 24 && sizeof(ValueRecord) == 16);
 
 constexpr std::size_t pad8(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
@@ -144,7 +151,11 @@ struct Handlers {
         payload, len, args[0],
         [](const ValueRecord& rec) { return rec.len <= TSU_ULT_VALUE_MAX ? rec.len : kBadRecord; },
         [&](const ValueRecord& rec, const unsigned char* value) {
-          r->complete_proxy(rec.token, rec.status, value, rec.len);
+          if (rec.flags & kValueMoved) {
+            if (rec.status >= 0) r->proxy_moved(rec.token, static_cast<uint32_t>(rec.status));
+          } else {
+            r->complete_proxy(rec.token, rec.status, value, rec.len);
+          }
           return true;
         });
   }
@@ -165,25 +176,6 @@ struct Handlers {
     if (!r || nargs < 1 || tsu_am_source(tok, &src) != TSU_OK) return;
     r->count_handled(src);
     r->give_work(src, static_cast<uint32_t>(std::min<uint64_t>(args[0], 1024)));
-  }
-  static void moved(tsu_am_token_t* tok, const uint64_t* args, uint32_t nargs, void*, std::size_t,
-                    void*) {
-    HandlerScope scope;
-    Remote* r = scope.remote;
-    uint32_t src = 0;
-    if (!r || nargs < 2 || tsu_am_source(tok, &src) != TSU_OK) return;
-    r->count_handled(src);
-    if (args[1] >= r->size_) return;
-    const auto runner = static_cast<uint32_t>(args[1]);
-    {
-      SpinGuard lock(r->proxies_lock_);
-      Ult* p = r->proxies_.find(args[0]);
-      if (!p) return;  // already completed
-      p->remote->runner.store(runner, std::memory_order_relaxed);
-    }
-    r->watch(runner);
-    // The new runner may be lost already: then nothing will come.
-    if (r->lost_[runner].load(std::memory_order_acquire)) r->on_peer_lost(runner);
   }
   static void nothing(tsu_am_token_t* tok, const uint64_t*, uint32_t, void*, std::size_t, void*) {
     HandlerScope scope;
@@ -284,7 +276,7 @@ tsu_status_t Remote::start() {
     uint32_t id;
     tsu_am_handler_t fn;
   } hs[] = {{kAmSpawn, Handlers::spawn}, {kAmValues, Handlers::values}, {kAmLoad, Handlers::load},
-            {kAmAsk, Handlers::ask},     {kAmMoved, Handlers::moved},   {kAmNothing, Handlers::nothing},
+            {kAmAsk, Handlers::ask},     {kAmNothing, Handlers::nothing},
             {kAmReport, Handlers::report}, {kAmDone, Handlers::done}};
   for (const auto& h : hs) {
     const tsu_status_t st = tsu_am_register(h.id, h.fn, nullptr);
@@ -507,11 +499,18 @@ void Remote::queue_spawn(uint32_t dst, const RemoteInfo& info, const void* arg,
   if (flush_now || b.spawns.size() > 1) send_chunks(dst, b, true);
 }
 
-void Remote::queue_value(uint32_t dst, uint64_t token, tsu_status_t st, const void* v,
-                         std::size_t len, bool flush_now) noexcept {
+void Remote::queue_spawn(uint32_t dst, const SpawnRecord& rec, const void* arg) noexcept {
   Batch& b = *out_[dst];
   std::lock_guard lock(b.mu);
-  const ValueRecord rec{token, st, static_cast<uint16_t>(len), 0};
+  append(b, b.spawns, &rec, sizeof rec, arg, rec.arg_len);
+  if (b.spawns.size() > 1) send_chunks(dst, b, true);
+}
+
+void Remote::queue_value(uint32_t dst, uint64_t token, tsu_status_t st, const void* v,
+                         std::size_t len, bool flush_now, uint16_t flags) noexcept {
+  Batch& b = *out_[dst];
+  std::lock_guard lock(b.mu);
+  const ValueRecord rec{token, st, static_cast<uint16_t>(len), flags};
   append(b, b.values, &rec, sizeof rec, v, len);
   if (flush_now || b.values.size() > 1) send_chunks(dst, b, false);
 }
@@ -532,9 +531,9 @@ bool Remote::send_chunks(uint32_t dst, Batch& b, bool spawns) noexcept {
     if (st == TSU_OK) {
       count_sent(dst);
     } else {
-      // The rank is gone (or unreachable): our joiners get the error now;
-      // exit values for it have nobody to go to.
-      if (spawns) fail_chunk(c, st == TSU_ERR_PEER_LOST ? st : TSU_ERR_UNREACHABLE);
+      // The rank is gone (or unreachable): joiners get the error now; exit
+      // values for it have nobody to go to.
+      if (spawns) fail_chunk(dst, c, st == TSU_ERR_PEER_LOST ? st : TSU_ERR_UNREACHABLE);
       if (st == TSU_ERR_PEER_LOST) lost_[dst].store(true, std::memory_order_release);
     }
     if (b.spare.size() < kSpareChunks) {
@@ -547,17 +546,54 @@ bool Remote::send_chunks(uint32_t dst, Batch& b, bool spawns) noexcept {
   return all;
 }
 
-void Remote::fail_chunk(const Chunk& c, tsu_status_t st) noexcept {
+void Remote::fail_chunk(uint32_t dst, const Chunk& c, tsu_status_t st) noexcept {
   std::size_t off = 0;
   while (off + sizeof(SpawnRecord) <= c.data.size()) {
     SpawnRecord rec;
     std::memcpy(&rec, c.data.data() + off, sizeof rec);
     off += sizeof rec + pad8(rec.arg_len);
-    if (rec.creator == rank_ && rec.token) complete_proxy(rec.token, st, nullptr, 0);
+    if (!rec.token || (rec.flags & 1)) continue;  // detached: nobody waits
+    if (rec.creator == rank_) {
+      complete_proxy(rec.token, st, nullptr, 0);
+    } else if (rec.creator != dst && rec.creator < size_) {
+      // A thread we were handing on for a creator elsewhere (give_work): its
+      // creator learns the error from us, by a value record (it may not
+      // know of the move yet, and if the thief is only unreachable from
+      // here, nothing else would ever end its join).  Queued by flush():
+      // we hold dst's batch lock here, and lock order between two batches
+      // is not fixed.
+      try {
+        std::lock_guard lock(orphans_mu_);
+        orphans_.push_back(Orphan{rec.token, rec.creator, st});
+        has_orphans_.store(true, std::memory_order_release);
+      } catch (...) {
+        // Out of memory: the creator's watch on the thief is left to end it
+        // (a loss; an unreachable thief then never ends it).
+      }
+    }
   }
 }
 
+void Remote::fail_spawns(uint32_t dst, Batch& b, tsu_status_t st) noexcept {
+  const bool had = !b.empty();
+  while (!b.spawns.empty()) {
+    fail_chunk(dst, b.spawns.front(), st);
+    b.spawns.pop_front();
+  }
+  if (st == TSU_ERR_PEER_LOST) lost_[dst].store(true, std::memory_order_release);
+  if (had && b.empty()) outgoing_.fetch_sub(1, std::memory_order_release);
+}
+
 bool Remote::flush() noexcept {
+  if (has_orphans_.load(std::memory_order_acquire)) {
+    std::vector<Orphan> v;
+    {
+      std::lock_guard lock(orphans_mu_);
+      v.swap(orphans_);
+      has_orphans_.store(false, std::memory_order_relaxed);
+    }
+    for (const Orphan& o : v) queue_value(o.creator, o.token, o.status, nullptr, 0);
+  }
   if (!has_outgoing()) return true;
   bool all = true;
   for (uint32_t d = 0; d < size_; ++d) {
@@ -625,6 +661,27 @@ void Remote::watch(uint32_t peer) noexcept {
   }
 }
 
+void Remote::proxy_moved(uint64_t token, uint32_t runner) noexcept {
+  if (runner >= size_) return;
+  {
+    SpinGuard lock(proxies_lock_);
+    Ult* p = proxies_.find(token);
+    if (!p) return;  // already completed
+    p->remote->runner.store(runner, std::memory_order_relaxed);
+  }
+  follow_runner(runner);
+}
+
+void Remote::follow_runner(uint32_t runner) noexcept {
+  watch(runner);
+  // The runner may be lost already, with on_peer_lost's scan done before our
+  // proxy named it: then nothing else would end the join.  The caller set
+  // the runner under proxies_lock_, and on_peer_lost sets lost_ before it
+  // takes that lock to scan, so either the scan saw our runner or this load
+  // sees lost_ (the lock orders the two).
+  if (lost_[runner].load(std::memory_order_acquire)) on_peer_lost(runner);
+}
+
 void Remote::on_peer_lost(uint32_t peer) noexcept {
   lost_[peer].store(true, std::memory_order_release);
   std::vector<uint64_t> tokens;
@@ -670,7 +727,26 @@ uint32_t Remote::pick_any() noexcept {
 }
 
 void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
+  // The hand-over of threads that have not started to an idle rank (runs in
+  // the kAmAsk handler).  The thief may be lost at any point of it; each
+  // thread handed over must then end its joiner's wait with an error:
+  // * our own spawns (the user holds the record): the record becomes the
+  //   proxy, named in the table with the thief as runner *before* the spawn
+  //   is queued, and is followed (watch + the lost_ check, follow_runner);
+  //   a send that fails ends it (fail_chunk).  Once it is published, a loss
+  //   (or a value) may complete it and, if its handle was detached, free
+  //   it: nothing of u or its RemoteInfo is read after that point.
+  // * threads we ran for a creator elsewhere: the creator is told of the
+  //   move by a value record (kValueMoved, in its values batch: retried
+  //   until it leaves, never dropped) and then watches the thief itself; a
+  //   send to the thief that fails sends the creator the error (fail_chunk).
+  const TestFaults& faults = sched_.settings().faults;
   std::vector<Ult*> taken;
+  try {
+    taken.reserve(max);  // take_if's push_back never allocates below
+  } catch (...) {
+    return;  // out of memory: no hand-over (the thief asks again later)
+  }
   for (uint32_t i = 0; i < sched_.worker_count() && taken.size() < max; ++i) {
     sched_.worker(i).queue().take_if(
         [](const Ult* u) {
@@ -689,9 +765,9 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
       // Ours: the record the user holds becomes the proxy of the moved thread
       // (proxy is read by joiners under the join lock).  Its argument is
       // copied out first: once the proxy is in the table its buffer is for
-      // the value (the copy is ordered before the insert's unlock, which the
-      // completing pthread's lock follows).  Its slot first: a thread that
-      // cannot have one (out of memory) stays here.
+      // the value.  Its slot first: a thread that cannot have one (out of
+      // memory) stays here.  Until the runner is published below, no loss
+      // scan matches it (runner is still us) and nobody knows the token.
       unsigned char arg[TSU_ULT_ARG_MAX];
       std::memcpy(arg, info->arg, info->arg_len);
       uint64_t token;
@@ -700,7 +776,7 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
         token = proxies_.insert(u);
       }
       if (!token) {
-        sched_.make_ready(u);
+        sched_.make_ready(u);  // (never fails: Scheduler::make_ready)
         continue;
       }
       info->home = false;
@@ -708,26 +784,35 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
       const bool detached = u->detached;
       if (!detached) {
         info->token = token;
-        info->runner.store(thief, std::memory_order_relaxed);
         u->proxy = true;
+        u->state.store(State::kBlocked, std::memory_order_relaxed);
       }
       u->join_lock.unlock();
       info->detached = detached;
-      if (!detached) {
-        u->state.store(State::kBlocked, std::memory_order_relaxed);
-        watch(thief);
-      } else {
-        SpinGuard lock(proxies_lock_);
-        proxies_.take(token);  // detached meanwhile: nobody waits for a value
-      }
-      migrated_.fetch_add(1, std::memory_order_relaxed);
-      queue_spawn(thief, *info, arg, false);
+      const SpawnRecord rec{detached ? 0 : token, rank_, info->fn_id, info->arg_len,
+                            static_cast<uint16_t>(detached ? 1 : 0), 0};
       if (u->home) u->home->live_remove(u);
-      if (detached) sched_.free_record(u);  // deletes info
-      sched_.note_finished();               // no longer runs here
-    } else {
+      sched_.note_finished();  // no longer runs here
       migrated_.fetch_add(1, std::memory_order_relaxed);
-      queue_spawn(thief, *info, info->arg, false);  // a runner's record: no value comes into it
+      if (detached) {
+        {
+          SpinGuard lock(proxies_lock_);
+          proxies_.take(token);  // detached meanwhile: nobody waits for a value
+        }
+        sched_.free_record(u);  // deletes info
+      } else {
+        {
+          SpinGuard lock(proxies_lock_);
+          info->runner.store(thief, std::memory_order_relaxed);  // published
+        }
+        follow_runner(thief);
+      }
+      queue_spawn(thief, rec, arg);
+    } else {
+      // A runner's record (detached here): no value comes into it.
+      const SpawnRecord rec{info->token, info->creator, info->fn_id, info->arg_len,
+                            static_cast<uint16_t>(info->detached ? 1 : 0), 0};
+      queue_spawn(thief, rec, info->arg);
       if (!info->detached) {
         if (info->creator == rank_) {
           // Our own thread that had come back: our proxy follows it.
@@ -736,22 +821,25 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
             if (Ult* p = proxies_.find(info->token))
               p->remote->runner.store(thief, std::memory_order_relaxed);
           }
-          watch(thief);
-        } else {
-          const uint64_t moved[2] = {info->token, thief};
-          if (tsu_try_am_short(info->creator, kAmMoved, moved, 2, tsu_cb_none()) == TSU_OK)
-            count_sent(info->creator);
+          follow_runner(thief);
+        } else if (info->creator != thief) {
+          queue_value(info->creator, info->token, static_cast<tsu_status_t>(thief), nullptr, 0,
+                      !faults.handover_eagain, kValueMoved);
         }
       }
+      migrated_.fetch_add(1, std::memory_order_relaxed);
       if (u->home) u->home->live_remove(u);
-      sched_.free_record(u);  // detached here; deletes info
+      sched_.free_record(u);  // deletes info
       sched_.note_finished();
     }
   }
-  // Leaves now: the thief is idle.
+  // Leaves now: the thief is idle.  (Test faults: the first try finds the
+  // queue full, so the batch leaves at a later pass; or the thief is taken
+  // as lost.)
   Batch& b = *out_[thief];
   std::lock_guard lock(b.mu);
-  send_chunks(thief, b, true);
+  if (faults.handover_lost) fail_spawns(thief, b, TSU_ERR_PEER_LOST);
+  else if (!faults.handover_eagain) send_chunks(thief, b, true);
 }
 
 void Remote::poll(Worker& w, bool idle) noexcept {

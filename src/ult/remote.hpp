@@ -21,6 +21,7 @@ namespace tsu::ult {
 
 class Scheduler;
 class Worker;
+struct SpawnRecord;  // remote.cpp
 
 // A spawned thread's details, kept by its creator (in the handle, a "proxy"
 // record that never runs) and by its runner (in the running record).
@@ -96,7 +97,10 @@ class Remote {
   // The scheduler's pass: sends batched messages, exchanges load, asks for
   // work when idle, drives progress when idle.  Any worker, any time.
   void poll(Worker& w, bool idle) noexcept;
-  bool has_outgoing() const noexcept { return outgoing_.load(std::memory_order_acquire) != 0; }
+  bool has_outgoing() const noexcept {
+    return outgoing_.load(std::memory_order_acquire) != 0 ||
+           has_orphans_.load(std::memory_order_relaxed);
+  }
   // Sends every batch that can leave now; true when nothing is left.
   bool flush() noexcept;
   // Collective: returns when no surviving rank has spawned threads or
@@ -157,16 +161,27 @@ class Remote {
   // The record's fields and `arg` (info.arg_len bytes) into dst's batch.
   void queue_spawn(uint32_t dst, const RemoteInfo& info, const void* arg,
                    bool flush_now) noexcept;
+  // A prepared record (give_work): leaves when full or at the next pass.
+  void queue_spawn(uint32_t dst, const SpawnRecord& rec, const void* arg) noexcept;
   // flush_now: the batch leaves at once (else when full or at the next pass).
   void queue_value(uint32_t dst, uint64_t token, tsu_status_t st, const void* v,
-                   std::size_t len, bool flush_now = false) noexcept;
+                   std::size_t len, bool flush_now = false, uint16_t flags = 0) noexcept;
   // Appends one record (header + body) to the chunks (under b.mu).
   void append(Batch& b, std::deque<Chunk>& q, const void* head, std::size_t head_len,
               const void* body, std::size_t body_len) noexcept;
   // Sends the chunks of one kind, oldest first (under b.mu); false when one
   // had to stay (queue full).
   bool send_chunks(uint32_t dst, Batch& b, bool spawns) noexcept;
-  void fail_chunk(const Chunk& spawns, tsu_status_t st) noexcept;
+  // A chunk of spawns to dst that cannot leave: their joiners get `st`
+  // (ours at once; creators elsewhere by a value record, see orphans_).
+  void fail_chunk(uint32_t dst, const Chunk& spawns, tsu_status_t st) noexcept;
+  // Fails every spawn chunk waiting for dst (under b.mu).
+  void fail_spawns(uint32_t dst, Batch& b, tsu_status_t st) noexcept;
+  // A creator's proxy learns that its thread moved to `runner`.
+  void proxy_moved(uint64_t token, uint32_t runner) noexcept;
+  // After a proxy's runner was set (under proxies_lock_): watch it, and end
+  // the proxies on it if it is lost already.
+  void follow_runner(uint32_t runner) noexcept;
   void watch(uint32_t peer) noexcept;
   void on_peer_lost(uint32_t peer) noexcept;
   void complete_proxy(uint64_t token, tsu_status_t st, const void* v, std::size_t len) noexcept;
@@ -182,6 +197,16 @@ class Remote {
   const LbSettings lb_;
   std::vector<std::unique_ptr<Batch>> out_;
   std::atomic<uint32_t> outgoing_{0};  // batches with data (a hint for poll)
+  // Errors for creators elsewhere of threads whose hand-over failed
+  // (fail_chunk), queued to them by flush().
+  struct Orphan {
+    uint64_t token;
+    uint32_t creator;
+    tsu_status_t status;
+  };
+  std::mutex orphans_mu_;
+  std::vector<Orphan> orphans_;  // guarded by orphans_mu_
+  std::atomic<bool> has_orphans_{false};
   Spinlock proxies_lock_;
   ProxyTable proxies_;  // guarded by proxies_lock_
   std::vector<std::unique_ptr<Watch>> watches_;

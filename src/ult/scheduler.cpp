@@ -122,6 +122,28 @@ bool load_settings(const tsu_ult_config_t* config, Settings& out, const char*& e
     }
     out.guard = v[0] == '1';
   }
+  if (const char* v = std::getenv("TSU_ULT_TEST_FAULTS")) {
+    // Test-only: a comma-separated list of fault names (scheduler.hpp).
+    const char* p = v;
+    while (*p) {
+      const char* e = std::strchr(p, ',');
+      const std::size_t n = e ? static_cast<std::size_t>(e - p) : std::strlen(p);
+      auto is = [&](const char* name) { return std::strlen(name) == n && !std::strncmp(p, name, n); };
+      if (n == 0) {
+      } else if (is("queue_oom")) {
+        out.faults.queue_oom = true;
+      } else if (is("handover_eagain")) {
+        out.faults.handover_eagain = true;
+      } else if (is("handover_lost")) {
+        out.faults.handover_lost = true;
+      } else {
+        error = "TSU_ULT_TEST_FAULTS: expected names from queue_oom, handover_eagain, handover_lost";
+        return false;
+      }
+      p += n;
+      if (*p == ',') ++p;
+    }
+  }
   if (config) {
     if (config->struct_size < offsetof(tsu_ult_config_t, reserved2)) {
       error = "tsu_ult_config_t.struct_size is too small";
@@ -226,14 +248,14 @@ Ult* Scheduler::new_record(Worker* w) noexcept {
 void Scheduler::free_record(Ult* u) noexcept {
   RecordPool<RemoteInfo>::drop(u->remote);
   u->remote = nullptr;
-  if (Worker* w = current_worker(); w && &w->scheduler() == this) {
+  if (Worker* w = current_worker_once(); w && &w->scheduler() == this) {  // (no switch here)
     w->give_record(u);
   } else {
     RecordPool<Ult>::drop(u);
   }
 }
 
-bool Scheduler::make_ready(Ult* u, Worker* hint) noexcept {
+void Scheduler::make_ready(Ult* u, Worker* hint) noexcept {
   if (u->state.load(std::memory_order_relaxed) != State::kNew)
     u->state.store(State::kReady, std::memory_order_relaxed);
   Worker* w = current_worker();
@@ -243,7 +265,13 @@ bool Scheduler::make_ready(Ult* u, Worker* hint) noexcept {
              : workers_[round_robin_.fetch_add(1, std::memory_order_relaxed) % workers_.size()]
                    .get();
   }
-  if (!w->queue().push(u)) return false;
+  if (!w->enqueue(u)) {
+    // Out of memory: it went on w's woken stack (only w runs it), so wake
+    // every sleeper (the futex cannot pick w); w itself sees it at its next
+    // pick.  See Worker::enqueue.
+    if (!from_worker) notify_all();
+    return;
+  }
   if (from_worker) {
     // This worker is awake and will run it; waking another one is only a
     // help, so no fence: a worker that misses it sleeps at most its timeout.
@@ -251,7 +279,6 @@ bool Scheduler::make_ready(Ult* u, Worker* hint) noexcept {
   } else {
     notify();
   }
-  return true;
 }
 
 void Scheduler::notify() noexcept {
@@ -371,7 +398,7 @@ void complete_thread(Ult* u) noexcept {
 }
 
 tsu_status_t create_thread(Scheduler& s, const CreateArgs& c, Ult** out) noexcept {
-  Worker* w = current_worker();
+  Worker* w = current_worker_once();  // (no switch here)
   if (w && &w->scheduler() != &s) w = nullptr;
   Ult* u = s.new_record(w);
   if (!u) return TSU_ERR_NO_MEMORY;
@@ -406,13 +433,7 @@ tsu_status_t create_thread(Scheduler& s, const CreateArgs& c, Ult** out) noexcep
     w->put_in_nursery(u);
     return TSU_OK;
   }
-  if (!s.make_ready(u)) {
-    u->home->live_remove(u);
-    u->remote = nullptr;  // the caller keeps it on failure
-    s.free_record(u);
-    s.note_finished();
-    return TSU_ERR_NO_MEMORY;
-  }
+  s.make_ready(u);  // (never fails: see Scheduler::make_ready)
   return TSU_OK;
 }
 

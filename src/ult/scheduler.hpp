@@ -16,11 +16,27 @@ namespace tsu::ult {
 
 class Remote;
 
+// Test-only fault injection (TSU_ULT_TEST_FAULTS, a comma-separated list of
+// the names below; see docs/ult.md).  Off by default; never set in production.
+struct TestFaults {
+  // Every push onto a run queue fails as if growing it had run out of memory
+  // (the allocation-free fallback of Worker::enqueue takes the thread).
+  bool queue_oom = false;
+  // A hand-over of threads to another rank (Remote::give_work): its first
+  // try to send the spawns to the thief and the notices to their creators
+  // finds the queue full (TSU_EAGAIN), as a busy network would.
+  bool handover_eagain = false;
+  // A hand-over's send to the thief fails as if the thief were lost
+  // (TSU_ERR_PEER_LOST), whatever the network says.
+  bool handover_lost = false;
+};
+
 struct Settings {
   uint32_t workers = 1;
   std::size_t stack_size = 128 * 1024;
   bool guard = false;
   uint64_t spin_ns = 50'000;  // TSU_ULT_SPIN_US: an idle worker polls this long, then sleeps
+  TestFaults faults;          // TSU_ULT_TEST_FAULTS (tests only)
 };
 // Defaults, then TSU_ULT_* variables, then `config`.  False and `error` set
 // on a bad value.
@@ -43,8 +59,11 @@ class Scheduler {
   Ult* new_record(Worker* w) noexcept;
   void free_record(Ult* u) noexcept;
   // Makes a thread runnable: on the calling worker's queue, else on `hint`'s
-  // (or round robin), and wakes an idle worker if one sleeps.
-  bool make_ready(Ult* u, Worker* hint = nullptr) noexcept;
+  // (or round robin), and wakes an idle worker if one sleeps.  Never fails:
+  // when the queue cannot grow (out of memory) the thread goes on that
+  // worker's woken stack instead (Worker::enqueue: intrusive, no allocation),
+  // pinned to it, so a woken or requeued thread is never lost.
+  void make_ready(Ult* u, Worker* hint = nullptr) noexcept;
   // A thread stopped being live here without ending on a worker (handed to
   // another rank, or its creation failed).  Ends on workers are counted by
   // the workers themselves (WorkerCounters::finished).

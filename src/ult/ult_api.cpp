@@ -280,7 +280,7 @@ tsu_status_t tsu_ult_detach(tsu_ult_t thread) {
 }
 
 tsu_status_t tsu_ult_yield(void) {
-  Worker* w = current_worker();
+  Worker* w = current_worker_once();  // (not read again after the switch)
   Ult* self = w ? w->current() : nullptr;
   if (!self) {
     sched_yield();

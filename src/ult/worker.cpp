@@ -15,10 +15,9 @@
 
 namespace tsu::ult {
 
-namespace {
-// initial-exec: one %fs-relative load, not a __tls_get_addr call (the
-// library is linked, or dlopen'ed where static TLS space is left).
 thread_local Worker* t_worker __attribute__((tls_model("initial-exec"))) = nullptr;
+
+namespace {
 uint64_t now_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -35,7 +34,10 @@ __attribute__((noinline)) Worker* current_worker() noexcept {
 }
 
 Worker::Worker(Scheduler& s, uint32_t index)
-    : sched_(s), index_(index), stacks_(s.stack_pool()) {}
+    : sched_(s),
+      index_(index),
+      stacks_(s.stack_pool()),
+      fault_queue_oom_(s.settings().faults.queue_oom) {}
 
 Worker::~Worker() {
   while (free_records_) {
@@ -231,10 +233,7 @@ void Worker::put_in_nursery(Ult* u) noexcept {
 void Worker::flush_nursery() noexcept {
   if (Ult* u = nursery_.exchange(nullptr, std::memory_order_acquire)) {
     u->home->live_add(u);
-    if (!rq_.push(u)) {
-      // Out of memory growing the queue: it runs now instead of never.
-      nursery_.store(u, std::memory_order_release);
-    }
+    enqueue(u);  // (out of memory: on the woken stack, see enqueue)
   }
 }
 
@@ -258,8 +257,12 @@ void Worker::take_woken() noexcept {
   }
   while (fifo) {
     Ult* next = fifo->wake_next;
-    --parked_;
-    if (fifo->park_drive) --parked_drive_;
+    // A parked thread (kWaiting since land() committed its park) or one
+    // enqueue() put here (kReady or kNew: the run queue could not grow).
+    if (fifo->state.load(std::memory_order_relaxed) == State::kWaiting) {
+      --parked_;
+      if (fifo->park_drive) --parked_drive_;
+    }
     push_resumable(fifo);
     fifo = next;
   }
@@ -385,11 +388,7 @@ void Worker::unpark_hook(void*, void* token) {
   // u->worker was written before the commit (release), which the waker's
   // exchange read (acquire); u cannot move before it runs again.
   Worker* w = u->worker;
-  Ult* head = w->woken_.load(std::memory_order_relaxed);
-  do {
-    u->wake_next = head;
-  } while (!w->woken_.compare_exchange_weak(head, u, std::memory_order_seq_cst,
-                                            std::memory_order_relaxed));
+  w->push_woken(u);
   // The owner itself (a callback run by its progress pass) takes it at its
   // next pick; any other pthread wakes it if it sleeps (seq_cst push above,
   // then the sleepers check: see Scheduler::idle_wait).

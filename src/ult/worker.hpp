@@ -92,7 +92,7 @@ class Worker {
     next->worker = this;
     WorkerCounters::bump(counters.switches);
     sanitizer_before_switch(self->san, next->san, false);
-    land(jump_fcontext(next->fctx, this));
+    land_fast(jump_fcontext(next->fctx, this));
     return true;
   }
   // The slow path: the remote layer's pass now and then, the usual order.
@@ -120,7 +120,18 @@ class Worker {
       u->state.store(State::kReady, std::memory_order_relaxed);  // has its stack now
       return true;
     }
-    if (!rq_.push(u)) put_in_nursery(u);
+    enqueue(u);
+    return false;
+  }
+  // Queues a runnable thread here (any pthread).  True: on the run queue.
+  // False: the queue could not grow (out of memory), so it went on the woken
+  // stack instead, which is intrusive (Ult::wake_next) and never allocates;
+  // the thread then runs on this worker only (not stealable), before the
+  // queue's threads.  Either way it is never lost.  A caller on another
+  // pthread must wake this worker if it sleeps (Scheduler::notify_all).
+  bool enqueue(Ult* u) noexcept {
+    if (!fault_queue_oom_ && rq_.push(u)) return true;
+    push_woken(u);
     return false;
   }
   // Join of a thread not started yet (taken from the nursery): whether it
@@ -186,6 +197,22 @@ class Worker {
  private:
   static void entry(Transfer t);
   static Worker* land(Transfer t) noexcept;
+  // land() inlined for the common case of yield_fast: the context that left
+  // was a thread that yielded through yield_fast too (action kNone), so all
+  // there is to do is save its context.  Anything else (the worker's loop,
+  // an action, a sanitizer build) goes through land().
+  __attribute__((always_inline)) static void land_fast(Transfer t) noexcept {
+#if !TSU_ULT_TSAN && !TSU_ULT_ASAN
+    auto* w = static_cast<Worker*>(t.data);
+    Ult* p = w->prev_;
+    if (p && w->action_ == Action::kNone) {
+      p->fctx = t.fctx;
+      w->prev_ = nullptr;
+      return;
+    }
+#endif
+    land(t);
+  }
   void loop();
   bool prepare(Ult* u) noexcept;  // stack + initial context for a new thread
   bool ready_to_run(Ult* u) noexcept;  // prepares a new thread; false: it could not run
@@ -237,16 +264,29 @@ class Worker {
   Ult* resumable_head_ = nullptr;
   Ult* resumable_tail_ = nullptr;
   void push_resumable(Ult* u) noexcept {
-    u->state.store(State::kReady, std::memory_order_relaxed);
+    // (A thread queued by enqueue's fallback keeps its state: kNew ones
+    // still need their stack, Worker::ready_to_run.)
+    if (u->state.load(std::memory_order_relaxed) == State::kWaiting)
+      u->state.store(State::kReady, std::memory_order_relaxed);
     u->next = nullptr;
     if (resumable_tail_) resumable_tail_->next = u; else resumable_head_ = u;
     resumable_tail_ = u;
   }
   void take_woken() noexcept;
-  // Woken parked threads: a stack (Ult::wake_next) pushed by any thread with
-  // a compare-exchange, emptied whole by the owner with one exchange (so no
-  // ABA: nodes leave only by that exchange).  Its own line: other pthreads
-  // write it.
+  // Pushes u on woken_ (any pthread; lock-free, no allocation).
+  void push_woken(Ult* u) noexcept {
+    Ult* head = woken_.load(std::memory_order_relaxed);
+    do {
+      u->wake_next = head;
+    } while (!woken_.compare_exchange_weak(head, u, std::memory_order_seq_cst,
+                                           std::memory_order_relaxed));
+  }
+  const bool fault_queue_oom_;  // TSU_ULT_TEST_FAULTS=queue_oom
+  // Woken parked threads (and threads enqueue() could not put on the run
+  // queue: out of memory): a stack (Ult::wake_next) pushed by any thread
+  // with a compare-exchange, emptied whole by the owner with one exchange
+  // (so no ABA: nodes leave only by that exchange).  Its own line: other
+  // pthreads write it.
   alignas(64) std::atomic<Ult*> woken_{nullptr};
   Ult* waiting_head_ = nullptr;  // private FIFO (Ult::next)
   Ult* waiting_tail_ = nullptr;
@@ -268,5 +308,14 @@ class Worker {
 // The worker running on the calling pthread (nullptr elsewhere).  Not
 // inlined, so no caller keeps a thread-local's address across a switch.
 Worker* current_worker() noexcept;
+
+// initial-exec: one %fs-relative load, not a __tls_get_addr call (the
+// library is linked, or dlopen'ed where static TLS space is left).
+extern thread_local Worker* t_worker __attribute__((tls_model("initial-exec")));
+// current_worker() inlined (no call: a load).  Only in a function that reads
+// it once, before any switch: the compiler may keep the thread pointer in a
+// register across a switch, after which the ULT may run on another pthread.
+// (Used on the hot paths: tsu_ult_yield, create, free of a record.)
+__attribute__((always_inline)) inline Worker* current_worker_once() noexcept { return t_worker; }
 
 }  // namespace tsu::ult

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -224,6 +226,63 @@ TEST_F(Ult, BarrierOneSerialPerRound) {
   EXPECT_EQ(s.serials.load(), kRounds);
   EXPECT_EQ(tsu_ult_barrier_destroy(&s.bar), TSU_OK);
   EXPECT_EQ(tsu_ult_barrier_init(&s.bar, 0), TSU_ERR_INVALID_ARG);
+}
+
+// Out of memory growing a run queue (test fault queue_oom: every push onto a
+// run queue fails): threads woken from a mutex, a condition or a join,
+// requeued after a yield, created from a pthread or moved out of a nursery
+// must still run (the allocation-free fallback, Worker::enqueue), never be
+// lost.  A lost thread hangs its joiner, so the work runs on a helper
+// pthread and a watchdog fails the test instead of letting it hang.
+void* yield_a_lot(void*) {
+  for (int i = 0; i < 200; ++i) tsu_ult_yield();
+  return nullptr;
+}
+void* nested_creates(void* a) {
+  std::vector<tsu_ult_t> ts(20);
+  for (auto& t : ts) tsu_ult_create(&t, nullptr, yield_a_lot, a);  // nursery, then queued
+  for (auto t : ts) tsu_ult_join(t, nullptr);
+  return a;
+}
+
+TEST_F(Ult, QueueOutOfMemoryLosesNoThread) {
+  ASSERT_EQ(setenv("TSU_ULT_TEST_FAULTS", "queue_oom", 1), 0);
+  start(2);
+  unsetenv("TSU_ULT_TEST_FAULTS");
+  std::atomic<bool> done{false};
+  Shared s;
+  Buffer b;
+  std::thread work([&] {
+    std::vector<tsu_ult_t> ts;
+    for (int i = 0; i < 16; ++i) {  // created from a pthread: make_ready
+      tsu_ult_t t;
+      EXPECT_EQ(tsu_ult_create(&t, nullptr, hammer, &s), TSU_OK);
+      ts.push_back(t);
+    }
+    for (int i = 0; i < kProducers + kConsumers; ++i) {
+      tsu_ult_t t;
+      EXPECT_EQ(tsu_ult_create(&t, nullptr, i < kProducers ? produce : consume, &b), TSU_OK);
+      ts.push_back(t);
+    }
+    for (int i = 0; i < 4; ++i) {
+      tsu_ult_t t;
+      EXPECT_EQ(tsu_ult_create(&t, nullptr, nested_creates, nullptr), TSU_OK);
+      ts.push_back(t);
+    }
+    hammer(&s);  // a pthread contending too
+    for (auto t : ts) EXPECT_EQ(tsu_ult_join(t, nullptr), TSU_OK);
+    done.store(true);
+  });
+  for (int i = 0; i < 600 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (!done.load()) {
+    std::fprintf(stderr, "QueueOutOfMemoryLosesNoThread: not done after 60 s: a thread was lost\n");
+    tsu_ult_dump();
+    std::_Exit(1);
+  }
+  work.join();
+  EXPECT_EQ(s.counter, 17u * 2000u);
+  const uint64_t per_producer = uint64_t{kItems} * (kItems + 1) / 2;
+  EXPECT_EQ(b.consumed_sum, per_producer * kProducers);
 }
 
 std::atomic<int> g_destroyed{0};
