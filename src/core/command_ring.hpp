@@ -77,6 +77,14 @@ class CommandRing {
 
   // Any thread.  kFull when the ring is full (the caller reports TSU_EAGAIN).
   PushResult try_push(const T& value, uint32_t tag = 0) noexcept {
+    return try_push_with(tag, [&](T& slot) { slot = value; });
+  }
+
+  // As try_push, but fill(T&) writes the entry in place in its slot (no
+  // temporary to copy: a temporary built from differently sized stores and
+  // copied out with wide loads costs a store-forwarding stall per push).
+  template <typename Fill>
+  PushResult try_push_with(uint32_t tag, Fill&& fill) noexcept {
     uint64_t t = tail_.word.load(std::memory_order_relaxed);
     for (;;) {
       const uint64_t pos = t >> 1;
@@ -92,7 +100,7 @@ class CommandRing {
                                            std::memory_order_relaxed)) {
         Slot& slot = slots_[pos & mask_];
         slot.tag = tag;
-        slot.value = value;
+        fill(slot.value);
         slot.seq.store(static_cast<uint32_t>(pos + 1), std::memory_order_release);
         return (t & 1u) ? PushResult::kPushedConsumerAsleep : PushResult::kPushed;
       }

@@ -39,7 +39,13 @@ class CompletionTable {
     if (free_.empty()) return UINT32_MAX;
     const uint32_t id = free_.back();
     free_.pop_back();
-    records_[id] = CompletionRecord{cb, issuer, TSU_OK};
+    // Field by field: building the record as a temporary and copying it
+    // made the compiler reload the temporary with wider loads than its
+    // stores (a store-forwarding stall on every request).
+    CompletionRecord& r = records_[id];
+    r.cb = cb;
+    r.issuer = issuer;
+    r.status = TSU_OK;
     return id;
   }
 

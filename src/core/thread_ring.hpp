@@ -41,18 +41,28 @@ inline uint32_t ring_tag(const Command& c) noexcept {
   return static_cast<uint32_t>(c.kind) | uint32_t{c.aop} << 8 | uint32_t{c.atype} << 16;
 }
 
-inline RingCommand pack(const Command& c) noexcept {
-  RingCommand r;
-  r.dst = c.dst;
+// Writes c into a ring entry in place, field by field (see try_push_with).
+inline void pack_into(RingCommand& r, const Command& c) noexcept {
+  r.dst.rank = c.dst.rank;
+  r.dst.seg = c.dst.seg;
+  r.dst.offset = c.dst.offset;
   if (c.kind == CommandKind::kCopy) {
-    r.copy.src = c.src;
+    r.copy.src.rank = c.src.rank;
+    r.copy.src.seg = c.src.seg;
+    r.copy.src.offset = c.src.offset;
     r.copy.len = c.len;
   } else {
     r.atomic.operand = c.operand;
     r.atomic.compare = c.compare;
     r.atomic.result = c.result;
   }
-  r.cb = c.cb;
+  r.cb.fn = c.cb.fn;
+  r.cb.arg = c.cb.arg;
+}
+
+inline RingCommand pack(const Command& c) noexcept {
+  RingCommand r;
+  pack_into(r, c);
   return r;
 }
 
@@ -88,7 +98,9 @@ struct ThreadRing {
   ThreadRing(uint32_t capacity, ThreadContext* owner_ctx)
       : ring(capacity, /*consumer_waiting=*/true), owner(owner_ctx) {}
 
-  PushResult try_push(const Command& cmd) noexcept { return ring.try_push(pack(cmd), ring_tag(cmd)); }
+  PushResult try_push(const Command& cmd) noexcept {
+    return ring.try_push_with(ring_tag(cmd), [&](RingCommand& r) { pack_into(r, cmd); });
+  }
 
   // Consumer only: calls f(cmd) for up to `max` entries in order.
   template <typename F>
