@@ -273,6 +273,11 @@ TEST(ProgressEngine, ThreadRingsKeepEachThreadsOrderAndWakeTheSleepingEngine) {
   ASSERT_EQ(f.engine->start(error), TSU_OK) << error;
   constexpr int kThreads = 4;
   constexpr uint64_t kPerThread = 3000;
+  // Contexts outlive the engine's use of them (as in the runtime, where they
+  // live until finalize): the completer may still be in count_completed()
+  // when the test sees the last completion.
+  std::vector<std::unique_ptr<ThreadContext>> all_ctx;
+  std::vector<std::unique_ptr<std::vector<std::vector<Calls>>>> all_calls;
   // Waves of threads, each started once the engine has gone back to sleep:
   // their first push lands in a ring the sleeping consumer has never seen.
   for (int wave = 0; wave < 3; ++wave) {
@@ -281,10 +286,12 @@ TEST(ProgressEngine, ThreadRingsKeepEachThreadsOrderAndWakeTheSleepingEngine) {
     ASSERT_TRUE(eventually([&] { return f.engine->stats().sleeps.load() > sleeps; }))
         << "the idle engine did not go back to sleep";
     const std::size_t started_before = f.exec.order().size();
-    std::vector<std::unique_ptr<ThreadContext>> ctx;
-    std::vector<std::vector<Calls>> calls(kThreads);
+    std::vector<ThreadContext*> ctx;
+    all_calls.push_back(std::make_unique<std::vector<std::vector<Calls>>>(kThreads));
+    std::vector<std::vector<Calls>>& calls = *all_calls.back();
     for (int t = 0; t < kThreads; ++t) {
-      ctx.push_back(std::make_unique<ThreadContext>());
+      all_ctx.push_back(std::make_unique<ThreadContext>());
+      ctx.push_back(all_ctx.back().get());
       calls[static_cast<std::size_t>(t)] = std::vector<Calls>(kPerThread);
     }
     std::vector<std::thread> threads;
@@ -325,6 +332,7 @@ TEST(ProgressEngine, ThreadRingsKeepEachThreadsOrderAndWakeTheSleepingEngine) {
     }
   }
   EXPECT_FALSE(f.exec.overlapped_.load());
+  f.engine->stop();
 }
 
 // More issuing threads than the engine gives rings to: the rest share the
@@ -350,6 +358,7 @@ TEST(ProgressEngine, ThreadsBeyondTheRingLimitUseTheSharedRing) {
     while (f.engine->progress()) {
     }
   }
+  f.engine->stop();
   EXPECT_GT(with_ring, 0);
   EXPECT_LT(with_ring, kThreads) << "every thread got a ring: the limit is not kept";
   for (int t = 0; t < kThreads; ++t) {
