@@ -73,7 +73,16 @@ bool Worker::prepare(Ult* u) noexcept {
 }
 
 bool Worker::ready_to_run(Ult* u) noexcept {
-  if (u->state.load(std::memory_order_relaxed) != State::kNew || prepare(u)) return true;
+  if (u->state.load(std::memory_order_relaxed) != State::kNew) return true;
+  if (prepare(u)) {
+    // Has its stack now: not kNew any more, so the ready_to_run of the
+    // switch_to that follows the loop's check does not prepare it again
+    // (that took a second stack and lost the first one: a fresh, untouched
+    // stack, page faults and all, for every thread the loop started, and the
+    // pool mapping a new slab every 16 threads).
+    u->state.store(State::kReady, std::memory_order_relaxed);
+    return true;
+  }
   // No stack: the thread ends without running; its joiner gets the error.
   u->error = TSU_ERR_NO_MEMORY;
   std::fprintf(stderr, "tsunagi-ult: no stack for thread %llu: not run\n",
