@@ -491,7 +491,7 @@ tsu_status_t Runtime::barrier() noexcept {
         // (they sleep), the passes stop and this thread polls again.
         if (const uint64_t now = engine_->passes(); now != seen) {
           seen = now;
-          timespec ts{0, 100'000};
+          timespec ts{0, 50'000};
           nanosleep(&ts, nullptr);
           continue;
         }
