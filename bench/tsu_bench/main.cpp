@@ -215,6 +215,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   ult_cmd->add_flag("--quick", ult.quick, "Smoke test: few operations");
+  ult_cmd->add_flag("--remote-only", ult.remote_only,
+                    "Only the rows across ranks (remote create+join, spawn rate; 2 ranks)");
   CLI::App* ring_cmd = add_msg(
       "ring", "Component: per-receiver vs per-pair message rings, in one process (no tsurun)",
       false, true);

@@ -86,6 +86,7 @@ struct UltOptions {
   long iters = 200000;  // operations per repetition (local rows)
   int workers = 1;      // workers per rank
   bool quick = false;
+  bool remote_only = false;  // skip the local rows (rank 0 goes straight to the remote ones)
 };
 
 struct SummaryOptions {

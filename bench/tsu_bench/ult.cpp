@@ -273,7 +273,10 @@ int run_ult(const UltOptions& o) {
   }, nullptr);
   const int reps = o.quick ? 3 : o.reps;
   const long iters = o.quick ? 2000 : o.iters;
-  if (me == 0) {
+  if (me == 0 && o.remote_only) {
+    std::printf("## tsu-bench ult: %u rank(s), %d worker(s) per rank, %d reps (remote rows only)\n",
+                n, o.workers, reps);
+  } else if (me == 0) {
     std::printf("## tsu-bench ult: %u rank(s), %d worker(s) per rank, %d reps of %ld ops\n\n", n,
                 o.workers, reps, iters);
     std::printf("Local, ns per operation: median over reps (mean, p99; cpu: median process CPU "

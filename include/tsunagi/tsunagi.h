@@ -205,8 +205,11 @@ TSU_API tsu_status_t tsu_progress(void);
 
 /** Collective, blocking: returns when every rank has entered it.  In manual
  * progress it drives progress while it waits (requests aimed at this rank
- * from any route are served).  On a pthread with a wait hook (a user-level
- * thread scheduler's worker, tsu_set_wait_hook) a helper pthread waits in
+ * from any route are served; while other pthreads make progress passes
+ * meanwhile, a user-level thread scheduler's workers for instance, it
+ * leaves the polling to them and checks again every 50 us).  On a pthread
+ * with a wait hook (a user-level thread scheduler's worker,
+ * tsu_set_wait_hook) a helper pthread waits in
  * the bootstrap barrier and the caller waits through the hook, so the
  * scheduler runs its other threads meanwhile.
  * @retval TSU_OK               every rank has entered the barrier.

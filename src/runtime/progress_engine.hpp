@@ -138,6 +138,9 @@ class ProgressEngine {
   // Any thread: one executor/poll/completer pass if the consumer role is free.
   // Returns the work done (commands started, messages, callbacks run).
   std::size_t progress() noexcept;
+  // Passes progress() has made (any thread), for a waiter that only needs to
+  // know whether some other pthread is driving progress right now.
+  uint64_t passes() const noexcept { return passes_.load(std::memory_order_relaxed); }
 
   // Consumer role only (transports, from poll): a pending record finished.
   void finish(uint32_t completion_id, tsu_status_t status) noexcept {
@@ -212,6 +215,7 @@ class ProgressEngine {
   int epoll_fd_ = -1;
   EngineStats stats_;
   alignas(kCacheLine) std::atomic<bool> consumer_busy_{false};
+  std::atomic<uint64_t> passes_{0};  // written under the consumer role only
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

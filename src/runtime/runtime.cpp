@@ -481,9 +481,23 @@ tsu_status_t Runtime::barrier() noexcept {
   try {
     helper = std::thread([&] {
       util::Backoff backoff;
+      uint64_t seen = engine_->passes();
       while (!done.load(std::memory_order_acquire)) {
+        // Another pthread drives progress meanwhile (a user-level thread
+        // scheduler's workers polling in manual progress): leave it to them.
+        // Polling beside them took their messages (a spawn handled here
+        // waits for a worker to notice it) and their CPU (2-core machine:
+        // remote create+join ~10 us instead of ~1.5 us).  When they stop
+        // (they sleep), the passes stop and this thread polls again.
+        if (const uint64_t now = engine_->passes(); now != seen) {
+          seen = now;
+          timespec ts{0, 50'000};
+          nanosleep(&ts, nullptr);
+          continue;
+        }
         if (engine_->progress()) backoff.reset();
         else backoff.pause();
+        seen = engine_->passes();
       }
     });
   } catch (...) {

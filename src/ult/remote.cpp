@@ -530,6 +530,7 @@ bool Remote::send_chunks(uint32_t dst, Batch& b, bool spawns) noexcept {
     }
     if (st == TSU_OK) {
       count_sent(dst);
+      if (Worker* w = current_worker()) w->note_sent();
     } else {
       // The rank is gone (or unreachable): joiners get the error now; exit
       // values for it have nobody to go to.

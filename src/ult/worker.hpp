@@ -156,6 +156,9 @@ class Worker {
   bool has_nursery() const noexcept { return nursery_.load(std::memory_order_relaxed) != nullptr; }
   // Whether next_local() would find a thread (owner only; the shared queue
   // and the woken stack are hints).
+  // The remote layer sent a spawn or exit-value batch on this pthread (the
+  // worker's loop or one of its threads): see the loop's idle turn.
+  void note_sent() noexcept { ++sent_batches_; }
   bool has_runnable() const noexcept {
     return has_nursery() || rq_.size_hint() != 0 || has_woken() || resumable_head_ ||
            yielded_head_;
@@ -294,6 +297,7 @@ class Worker {
   uint32_t tick_ = 0;
   uint32_t hook_polls_ = 0;
   uint32_t poll_tick_ = 0;
+  uint32_t sent_batches_ = 0;  // spawn/value batches sent on this pthread (note_sent)
   bool polling_ = false;  // inside the remote layer's pass (no parking)
   std::atomic<Ult*> nursery_{nullptr};
   uint64_t id_seq_ = 0;

@@ -465,6 +465,24 @@ TEST_F(Ult, AMillionLiveThreads) {
   EXPECT_LT(c.stacks, 1000u);  // stacks are taken at first run and pooled
 }
 
+// Threads the worker loop starts (created and joined from a pthread, so no
+// nursery and no inline run): each takes one stack and gives it back.  (The
+// loop once prepared such a thread twice, losing a stack per thread.)
+TEST_F(Ult, LoopStartedThreadsReuseTheirStacks) {
+  start(1);
+  constexpr int kThreads = 2000;
+  for (int i = 0; i < kThreads; ++i) {
+    tsu_ult_t t;
+    ASSERT_EQ(tsu_ult_create(&t, nullptr, twice, reinterpret_cast<void*>(uintptr_t(i))), TSU_OK);
+    void* v = nullptr;
+    ASSERT_EQ(tsu_ult_join(t, &v), TSU_OK);
+    ASSERT_EQ(v, reinterpret_cast<void*>(uintptr_t(2 * i)));
+  }
+  tsu_ult_counters_t c;
+  ASSERT_EQ(tsu_ult_counters(&c), TSU_OK);
+  EXPECT_LE(c.stacks, 64u);  // a slab or two, not one stack per thread
+}
+
 long rss_kib() {
   std::ifstream f("/proc/self/status");
   std::string line;
