@@ -21,6 +21,7 @@ using Fctx = boost::context::detail::fcontext_t;
 using Transfer = boost::context::detail::transfer_t;
 using boost::context::detail::jump_fcontext;
 using boost::context::detail::make_fcontext;
+using boost::context::detail::ontop_fcontext;
 
 // What the sanitizers know of one execution context (a ULT or a worker's
 // scheduler loop).  Empty outside sanitizer builds.

@@ -223,6 +223,7 @@ Ult* Scheduler::new_record(Worker* w) noexcept {
   if (u) {
     // Reset a reused record (its lock is free: it was released at the end).
     u->fctx = nullptr;
+    u->fresh = false;
     u->stack = Stack{};
     u->value = nullptr;
     u->keys = nullptr;

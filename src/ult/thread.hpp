@@ -38,6 +38,7 @@ struct Ult {
   // --- Owned by whoever runs or holds the thread (one party at a time: the
   // run queue's lock or the block protocol hands it over). ---
   Fctx fctx = nullptr;       // saved context (valid while not running)
+  bool fresh = false;        // fctx is from make_fcontext: never run (Worker::switch_to)
   Stack stack{};             // from the pool at first run
   Worker* worker = nullptr;  // the worker it runs (or last ran) on
   tsu_ult_fn_t fn = nullptr;

@@ -286,7 +286,8 @@ tsu_status_t tsu_ult_yield(void) {
     sched_yield();
     return TSU_OK;
   }
-  if (!w->yield_fast(self)) w->yield(self);
+  if (Ult* next = w->yield_fast_next(self)) return w->resume_yielded(next);  // a tail call
+  w->yield(self);
   return TSU_OK;
 }
 

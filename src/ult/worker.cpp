@@ -61,6 +61,7 @@ bool Worker::prepare(Ult* u) noexcept {
   u->stack = stacks_.take(u->stack_size);
   if (!u->stack.base) return false;
   u->fctx = make_fcontext(u->stack.top(), u->stack.size, &Worker::entry);
+  u->fresh = true;
 #if TSU_ULT_TSAN
   u->san.tsan_fiber = __tsan_create_fiber(0);
 #endif
@@ -98,24 +99,40 @@ Worker* Worker::switch_to(Ult* from, Ult* to, Action a, Spinlock* release) noexc
   release_ = release;
   if (to && !ready_to_run(to)) to = nullptr;  // (the loop checks before it switches)
   current_ = to;
-  Fctx target;
-  SanitizerContext* to_san;
-  if (to) {
-    to->state.store(State::kRunning, std::memory_order_relaxed);
-    to->worker = this;
-    target = to->fctx;
-    to_san = &to->san;
-  } else {
-    target = sched_ctx_;
-    to_san = &sched_san_;
-  }
   WorkerCounters::bump(counters.switches);
-  sanitizer_before_switch(from ? from->san : sched_san_, *to_san, a == Action::kFinish);
-  return land(jump_fcontext(target, this));
+  SanitizerContext& from_san = from ? from->san : sched_san_;
+  if (!to) {
+    sanitizer_before_switch(from_san, sched_san_, a == Action::kFinish);
+    return land(jump_fcontext(sched_ctx_, this));  // the loop runs land() itself
+  }
+  to->state.store(State::kRunning, std::memory_order_relaxed);
+  to->worker = this;
+  sanitizer_before_switch(from_san, to->san, a == Action::kFinish);
+  if (to->fresh) {  // its first run: Worker::entry runs land()
+    to->fresh = false;
+    return land(jump_fcontext(to->fctx, this));
+  }
+  // Resumed on top: land_on_top already ran for us if we are resumed the
+  // same way, and land() below sees a null fctx.
+  return land(ontop_fcontext(to->fctx, this, &Worker::land_on_top));
+}
+
+Transfer Worker::land_on_top(Transfer t) noexcept { return Transfer{nullptr, land(t)}; }
+
+Transfer Worker::yielded_on_top(Transfer t) noexcept {
+#if TSU_ULT_TSAN || TSU_ULT_ASAN
+  return land_on_top(t);  // (the sanitizers' landing annotations)
+#else
+  auto* w = static_cast<Worker*>(t.data);
+  w->prev_->fctx = t.fctx;
+  w->prev_ = nullptr;
+  return Transfer{nullptr, w};
+#endif
 }
 
 Worker* Worker::land(Transfer t) noexcept {
   auto* w = static_cast<Worker*>(t.data);
+  if (!t.fctx) return w;  // resumed on top: land_on_top did it all
   sanitizer_after_switch(w->current_ ? w->current_->san : w->sched_san_);
   Ult* p = w->prev_;
   if (!p) {

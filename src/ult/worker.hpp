@@ -3,11 +3,23 @@
 //
 // The switch protocol.  A context (a ULT, or the worker's own loop: `nullptr`
 // below) leaves by switch_to(from, to, action): it records `from` and what
-// must be done with it in the worker, then jumps.  The context that lands
-// runs land() first, which saves `from`'s context and only then performs the
-// action (requeue it, release the lock of the wait queue it joined, park it
-// on the private waiting list, or free its stack when it ended).  So a thread
-// is never visible to another worker before its context is saved.
+// must be done with it in the worker, then switches.  land() runs first on
+// the stack of the context that lands: it saves `from`'s context and only
+// then performs the action (requeue it, release the lock of the wait queue
+// it joined, park it on the private waiting list, or free its stack when it
+// ended).  So a thread is never visible to another worker before its context
+// is saved.
+//
+// Who runs land().  A thread that has run before is resumed with
+// ontop_fcontext, which runs land() on top of its stack before it resumes
+// (land_on_top), so the resumed context finds a transfer with a null fctx:
+// the work is done.  That lets yield_fast leave by a tail call: the thread's
+// saved return address is its caller's, and when it is resumed it returns
+// straight there, with no frame of ours to return through (every such
+// return would mispredict: the return stack buffer holds the other
+// context's addresses).  A thread's first run (fresh, from make_fcontext)
+// and the worker's loop are entered with jump_fcontext and run land()
+// themselves (Worker::entry, switch_to).
 //
 // State owned by the worker's pthread only: current_, sched_ctx_, prev_,
 // action_, waiting_, the caches, the counters' writes.  The run queue and the
@@ -61,24 +73,22 @@ class Worker {
   Ult* next_local() noexcept;
   // Every 64th call, the remote layer's pass; only where no lock is held.
   void maybe_poll() noexcept;
-  // tsu_ult_yield of the running ULT `self`: yield_fast, else yield.
+  // tsu_ult_yield of the running ULT `self`: yield_fast_next, then
+  // resume_yielded as a tail call; else yield().
   // Fast path: nothing new, nothing shared queued, no waiter or pass due, and
   // the private FIFO has a thread: switch to it directly (no lock, no
-  // scheduler loop).  `self` joins that FIFO before the jump (only this
-  // pthread reads it, after landing, where land() saves self's context
-  // first).  Inlined into tsu_ult_yield so the jump is made one call level
-  // under the user's code: after a switch every return the landing context
-  // makes through its own frames mispredicts (the return stack buffer holds
-  // the other context's addresses), so fewer frames, fewer mispredictions.
-  // False: nothing done, take yield().
-  __attribute__((always_inline)) bool yield_fast(Ult* self) noexcept {
+  // scheduler loop).  `self` joins that FIFO before the switch (only this
+  // pthread reads it, after landing, where land_on_top saves self's context
+  // first).  Returns the thread to resume (now current), or nullptr: nothing
+  // done, take yield().
+  __attribute__((always_inline)) Ult* yield_fast_next(Ult* self) noexcept {
     const uint32_t tick = tick_ + 1;
     const uint32_t poll_tick = poll_tick_ + 1;
     if ((poll_tick & 63) == 0 || (tick & 63) == 0 || !yielded_head_ ||
         nursery_.load(std::memory_order_relaxed) || rq_.size_hint() != 0 || resumable_head_ ||
         woken_.load(std::memory_order_relaxed) ||
         (waiting_head_ && (tick & 7) == 0))
-      return false;
+      return nullptr;
     tick_ = tick;
     poll_tick_ = poll_tick;
     list_if_inline(self);
@@ -92,8 +102,27 @@ class Worker {
     next->worker = this;
     WorkerCounters::bump(counters.switches);
     sanitizer_before_switch(self->san, next->san, false);
-    land_fast(jump_fcontext(next->fctx, this));
-    return true;
+    return next;
+  }
+  // Switches to `next` (from yield_fast_next; it has run before, so it is
+  // resumed on top: see the protocol above).  Returns TSU_OK when the
+  // calling thread is resumed.  Written to be the caller's tail call.
+  //
+  // ontop_fcontext is called through a pointer typed to return a status:
+  // the same registers (the assembly routine's ABI), but a return type the
+  // compiler may tail-call from tsu_ult_yield.  When this thread is resumed,
+  // the resumer's land_on_top returns {nullptr, worker}: rax is 0, TSU_OK.
+  __attribute__((always_inline)) tsu_status_t resume_yielded(Ult* next) noexcept {
+    // (noexcept: otherwise the call needs a terminate handler behind it,
+    // and is no tail call.)
+    using OntopAsStatus = tsu_status_t (*)(Fctx, void*, Transfer (*)(Transfer)) noexcept;
+    static_assert(TSU_OK == 0, "a null fctx in rax reads as TSU_OK");
+    // (Through void (*)(): GCC's spelling of "this cast is meant".  The
+    // empty asm hides which function it is: knowing it, GCC would see the
+    // declared return type again and refuse the tail call.)
+    auto ontop = reinterpret_cast<OntopAsStatus>(reinterpret_cast<void (*)()>(&ontop_fcontext));
+    asm("" : "+r"(ontop));
+    return ontop(next->fctx, this, &Worker::yielded_on_top);
   }
   // The slow path: the remote layer's pass now and then, the usual order.
   void yield(Ult* self) noexcept;
@@ -200,22 +229,12 @@ class Worker {
  private:
   static void entry(Transfer t);
   static Worker* land(Transfer t) noexcept;
-  // land() inlined for the common case of yield_fast: the context that left
-  // was a thread that yielded through yield_fast too (action kNone), so all
-  // there is to do is save its context.  Anything else (the worker's loop,
-  // an action, a sanitizer build) goes through land().
-  __attribute__((always_inline)) static void land_fast(Transfer t) noexcept {
-#if !TSU_ULT_TSAN && !TSU_ULT_ASAN
-    auto* w = static_cast<Worker*>(t.data);
-    Ult* p = w->prev_;
-    if (p && w->action_ == Action::kNone) {
-      p->fctx = t.fctx;
-      w->prev_ = nullptr;
-      return;
-    }
-#endif
-    land(t);
-  }
+  // Runs land() on top of the stack of a thread being resumed (see the
+  // protocol above); the thread then sees a null fctx.
+  static Transfer land_on_top(Transfer t) noexcept;
+  // land_on_top for yield_fast: `from` was a thread that yielded (action
+  // kNone), so all there is to do is save its context.
+  static Transfer yielded_on_top(Transfer t) noexcept;
   void loop();
   bool prepare(Ult* u) noexcept;  // stack + initial context for a new thread
   bool ready_to_run(Ult* u) noexcept;  // prepares a new thread; false: it could not run
