@@ -15,7 +15,7 @@
 
 namespace tsu::ult {
 
-thread_local Worker* t_worker __attribute__((tls_model("initial-exec"))) = nullptr;
+constinit thread_local Worker* t_worker __attribute__((tls_model("initial-exec"))) = nullptr;
 
 namespace {
 uint64_t now_ns() {
@@ -137,6 +137,7 @@ Worker* Worker::land(Transfer t) noexcept {
   Ult* p = w->prev_;
   if (!p) {
     w->sched_ctx_ = t.fctx;
+    w->action_ = Action::kNone;
     return w;
   }
   p->fctx = t.fctx;
@@ -169,6 +170,7 @@ Worker* Worker::land(Transfer t) noexcept {
       break;
   }
   w->prev_ = nullptr;
+  w->action_ = Action::kNone;  // what yield_fast_next leaves with
   return w;
 }
 

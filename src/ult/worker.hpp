@@ -84,19 +84,29 @@ class Worker {
   __attribute__((always_inline)) Ult* yield_fast_next(Ult* self) noexcept {
     const uint32_t tick = tick_ + 1;
     const uint32_t poll_tick = poll_tick_ + 1;
+    // (An inline-run thread switching away for the first time joins the live
+    // list: the slow path does it, so this path makes no call and needs no
+    // stack frame.)
     if ((poll_tick & 63) == 0 || (tick & 63) == 0 || !yielded_head_ ||
         nursery_.load(std::memory_order_relaxed) || rq_.size_hint() != 0 || resumable_head_ ||
         woken_.load(std::memory_order_relaxed) ||
-        (waiting_head_ && (tick & 7) == 0))
+        (waiting_head_ && (tick & 7) == 0) || (self->inline_exit && !self->listed))
       return nullptr;
     tick_ = tick;
     poll_tick_ = poll_tick;
-    list_if_inline(self);
-    Ult* next = pop_yielded();
+    // Rotate the FIFO: its head runs, self goes to its tail (the count stays).
+    Ult* next = yielded_head_;
+    Ult* after = next->next;
+    self->next = nullptr;
+    if (after) {
+      yielded_tail_->next = self;
+      yielded_head_ = after;
+    } else {
+      yielded_head_ = self;
+    }
+    yielded_tail_ = self;
     self->state.store(State::kReady, std::memory_order_relaxed);
-    push_yielded(self);
-    prev_ = self;
-    action_ = Action::kNone;
+    prev_ = self;  // (action_ is kNone: land() leaves it so)
     current_ = next;
     next->state.store(State::kRunning, std::memory_order_relaxed);
     next->worker = this;
@@ -334,7 +344,8 @@ Worker* current_worker() noexcept;
 
 // initial-exec: one %fs-relative load, not a __tls_get_addr call (the
 // library is linked, or dlopen'ed where static TLS space is left).
-extern thread_local Worker* t_worker __attribute__((tls_model("initial-exec")));
+// constinit: no dynamic initialisation, so no TLS wrapper call to check for.
+extern constinit thread_local Worker* t_worker __attribute__((tls_model("initial-exec")));
 // current_worker() inlined (no call: a load).  Only in a function that reads
 // it once, before any switch: the compiler may keep the thread pointer in a
 // register across a switch, after which the ULT may run on another pthread.
