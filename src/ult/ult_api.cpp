@@ -84,6 +84,16 @@ tsu_status_t read_attr(const tsu_ult_attr_t* attr, CreateArgs& c) {
   return TSU_OK;
 }
 
+// tsu_ult_yield's ways out other than the fast path (not inlined: see there).
+__attribute__((noinline)) tsu_status_t yield_off_worker() noexcept {
+  sched_yield();  // a plain pthread
+  return TSU_OK;
+}
+__attribute__((noinline)) tsu_status_t yield_slow(Worker* w, Ult* self) noexcept {
+  w->yield(self);
+  return TSU_OK;
+}
+
 void print_counters(FILE* f, const tsu_ult_counters_t& c) {
   std::fprintf(f,
                "tsunagi-ult: created %llu finished %llu switches %llu stolen %llu migrated %llu "
@@ -280,15 +290,12 @@ tsu_status_t tsu_ult_detach(tsu_ult_t thread) {
 }
 
 tsu_status_t tsu_ult_yield(void) {
+  // Every way out is a tail call, so the fast path needs no stack frame.
   Worker* w = current_worker_once();  // (not read again after the switch)
   Ult* self = w ? w->current() : nullptr;
-  if (!self) {
-    sched_yield();
-    return TSU_OK;
-  }
-  if (Ult* next = w->yield_fast_next(self)) return w->resume_yielded(next);  // a tail call
-  w->yield(self);
-  return TSU_OK;
+  if (!self) return yield_off_worker();
+  if (Ult* next = w->yield_fast_next(self)) return w->resume_yielded(next);
+  return yield_slow(w, self);
 }
 
 tsu_ult_t tsu_ult_self(void) { return as_handle(current_ult()); }
