@@ -118,6 +118,75 @@ TEST_F(Ult, YieldRunsOthersInFifoOrder) {
   EXPECT_EQ(tsu_ult_yield(), TSU_OK);  // from a pthread: sched_yield
 }
 
+// A thread that left by yield's fast path (a tail call: its saved return
+// address is its caller's) is resumed by whatever runs next: another
+// thread's fast yield, a slow yield, the worker's loop, a wake after a
+// blocking mutex, a thief on another worker.  Each must hand back TSU_OK and
+// the thread's own registers.  Threads here mix all of those; each keeps a
+// running sum in locals across every switch and checks it at the end.
+struct MixedSwitches {
+  tsu_ult_mutex_t mu = TSU_ULT_MUTEX_INITIALIZER;
+  uint64_t shared = 0;  // guarded by mu
+  std::atomic<int> bad_status{0};
+};
+void* mixed_switcher(void* a) {
+  auto* m = static_cast<MixedSwitches*>(a);
+  uint64_t sum = 0, x = reinterpret_cast<uintptr_t>(&sum) | 1;
+  double f = 1.0;
+  for (uint64_t i = 0; i < 3000; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    sum += x >> 33;
+    f = f * 1.0000001 + 0.5;
+    if (tsu_ult_yield() != TSU_OK) m->bad_status.fetch_add(1);
+    if (i % 7 == 0) {  // contended: some of these block, and resume by wake
+      tsu_ult_mutex_lock(&m->mu);
+      ++m->shared;
+      if (tsu_ult_yield() != TSU_OK) m->bad_status.fetch_add(1);  // holding it
+      tsu_ult_mutex_unlock(&m->mu);
+    }
+    if (i % 97 == 0) {  // a child: nursery, inline run or a stack of its own
+      tsu_ult_t c;
+      tsu_ult_create(&c, nullptr, twice, reinterpret_cast<void*>(i));
+      void* v = nullptr;
+      tsu_ult_join(c, &v);
+      if (reinterpret_cast<uintptr_t>(v) != 2 * i) m->bad_status.fetch_add(1);
+    }
+  }
+  // Recompute the sum without switching: registers and stack must agree.
+  uint64_t check = 0, y = reinterpret_cast<uintptr_t>(&sum) | 1;
+  double g = 1.0;
+  for (uint64_t i = 0; i < 3000; ++i) {
+    y = y * 6364136223846793005ull + 1442695040888963407ull;
+    check += y >> 33;
+    g = g * 1.0000001 + 0.5;
+  }
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(check == sum && g == f));
+}
+
+TEST_F(Ult, YieldReturnsOkAndKeepsRegistersHoweverTheThreadIsResumed) {
+  for (uint32_t workers : {1u, 2u}) {
+    start(workers);
+    MixedSwitches m;
+    tsu_ult_counters_t before{}, after{};
+    ASSERT_EQ(tsu_ult_counters(&before), TSU_OK);
+    std::vector<tsu_ult_t> t(12);
+    for (auto& x : t) ASSERT_EQ(tsu_ult_create(&x, nullptr, mixed_switcher, &m), TSU_OK);
+    for (auto& x : t) {
+      void* ok = nullptr;
+      ASSERT_EQ(tsu_ult_join(x, &ok), TSU_OK);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(ok), 1u) << workers << " worker(s)";
+    }
+    ASSERT_EQ(tsu_ult_counters(&after), TSU_OK);
+    EXPECT_EQ(m.bad_status.load(), 0) << workers << " worker(s)";
+    EXPECT_EQ(m.shared, 12u * ((3000 + 6) / 7));
+    EXPECT_GE(after.switches - before.switches, 12u * 3000u);  // they did switch
+    if (workers == 2) {
+      std::printf("stolen: %llu\n", static_cast<unsigned long long>(after.stolen - before.stolen));
+    }
+    ASSERT_EQ(tsu_ult_finalize(), TSU_OK);
+  }
+}
+
 struct Shared {
   tsu_ult_mutex_t mu = TSU_ULT_MUTEX_INITIALIZER;
   tsu_ult_cond_t cv = TSU_ULT_COND_INITIALIZER;
