@@ -37,7 +37,8 @@ Worker::Worker(Scheduler& s, uint32_t index)
     : sched_(s),
       index_(index),
       stacks_(s.stack_pool()),
-      fault_queue_oom_(s.settings().faults.queue_oom) {}
+      fault_queue_oom_(s.settings().faults.queue_oom),
+      solo_(s.settings().workers == 1) {}
 
 Worker::~Worker() {
   while (free_records_) {
@@ -259,7 +260,15 @@ void Worker::put_in_nursery(Ult* u) noexcept {
 }
 
 void Worker::flush_nursery() noexcept {
-  if (Ult* u = nursery_.exchange(nullptr, std::memory_order_acquire)) {
+  // (Owner only.  The only worker has no thief to race: no exchange.)
+  Ult* u = nullptr;
+  if (solo_) {
+    u = nursery_.load(std::memory_order_relaxed);
+    nursery_.store(nullptr, std::memory_order_relaxed);
+  } else {
+    u = nursery_.exchange(nullptr, std::memory_order_acquire);
+  }
+  if (u) {
     u->home->live_add(u);
     enqueue(u);  // (out of memory: on the woken stack, see enqueue)
   }

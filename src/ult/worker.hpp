@@ -141,17 +141,15 @@ class Worker {
   // the run queue.  Invariant: only the owner stores a thread into it, and
   // whoever exchanges or compare-exchanges it out (the owner, to queue it at
   // its next scheduling point or to run it at once on a join; a thief) owns
-  // that thread; so each thread leaves it exactly once.  It lets create +
+  // that thread; so each thread leaves it exactly once (the only worker of
+  // its scheduler has no thief: it takes it out by a load and a store).  It lets create +
   // join of a new thread skip the run queue's lock, and keeps the FIFO order
   // (it is queued before the owner switches, at the next next_local()).
   void put_in_nursery(Ult* u) noexcept;
   // Takes `u` out of the nursery (true) if it is still there: the caller owns it.
-  bool take_from_nursery(Ult* u) noexcept {
-    Ult* expected = u;
-    return nursery_.load(std::memory_order_relaxed) == u &&
-           nursery_.compare_exchange_strong(expected, nullptr, std::memory_order_acquire,
-                                            std::memory_order_relaxed);
-  }
+  // The owner alone, when it is the only worker: no thief can race it, so
+  // no compare-exchange (a locked instruction, a sixth of a create + join).
+  bool take_from_nursery(Ult* u) noexcept;
   // For a thread taken from the nursery: gives it its stack; false (no
   // stack) puts it in the run queue instead, where it fails normally.
   bool ready_or_requeue(Ult* u) noexcept {
@@ -314,6 +312,7 @@ class Worker {
                                            std::memory_order_relaxed));
   }
   const bool fault_queue_oom_;  // TSU_ULT_TEST_FAULTS=queue_oom
+  const bool solo_;             // the scheduler's only worker: nobody steals here
   // Woken parked threads (and threads enqueue() could not put on the run
   // queue: out of memory): a stack (Ult::wake_next) pushed by any thread
   // with a compare-exchange, emptied whole by the owner with one exchange
@@ -351,5 +350,16 @@ extern constinit thread_local Worker* t_worker __attribute__((tls_model("initial
 // register across a switch, after which the ULT may run on another pthread.
 // (Used on the hot paths: tsu_ult_yield, create, free of a record.)
 __attribute__((always_inline)) inline Worker* current_worker_once() noexcept { return t_worker; }
+
+inline bool Worker::take_from_nursery(Ult* u) noexcept {
+  if (nursery_.load(std::memory_order_relaxed) != u) return false;
+  if (solo_ && current_worker_once() == this) {
+    nursery_.store(nullptr, std::memory_order_relaxed);
+    return true;
+  }
+  Ult* expected = u;
+  return nursery_.compare_exchange_strong(expected, nullptr, std::memory_order_acquire,
+                                          std::memory_order_relaxed);
+}
 
 }  // namespace tsu::ult
