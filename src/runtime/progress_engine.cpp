@@ -267,7 +267,7 @@ std::size_t ProgressEngine::run_completer() noexcept {
   return done;
 }
 
-void ProgressEngine::idle_sleep() noexcept {
+void ProgressEngine::idle_sleep(const std::atomic<bool>* done) noexcept {
   // prepare_sleep / has_claimed touch the consumer side: hold the role.  A
   // thread holding it (an issuer running commands inline) may have been
   // preempted: give it the core instead of spinning against it.
@@ -284,7 +284,8 @@ void ProgressEngine::idle_sleep() noexcept {
     timeout = std::min(timeout, transports_[prepared]->max_sleep_ns());
   }
   // Re-check after publishing "asleep" (doorbell.hpp, step 3).
-  if (may_sleep && (any_claimed() || stop_.load(std::memory_order_seq_cst)))
+  if (may_sleep && (any_claimed() || stop_.load(std::memory_order_seq_cst) ||
+                    (done && done->load(std::memory_order_seq_cst))))
     may_sleep = false;
   for (auto* p : pollers_)
     if (may_sleep && !p->idle()) may_sleep = false;

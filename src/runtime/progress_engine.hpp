@@ -141,6 +141,15 @@ class ProgressEngine {
   // Passes progress() has made (any thread), for a waiter that only needs to
   // know whether some other pthread is driving progress right now.
   uint64_t passes() const noexcept { return passes_.load(std::memory_order_relaxed); }
+  // A manual-progress waiter that found nothing to do for a while: sleeps as
+  // the progress thread does when idle (on the doorbell, and in epoll on the
+  // transports' descriptors), so the next message or local request wakes it
+  // at once rather than at the end of a timed nap.  Only for a waiter whose
+  // condition changes through this engine's work, or whose waker rings the
+  // doorbell: events another pthread's progress() consumes do not wake it.
+  // `done` is re-checked after the sleep is published (doorbell.hpp, step
+  // 3), so a waker that sets it (seq_cst) and then rings is never missed.
+  void idle_wait(const std::atomic<bool>& done) noexcept { idle_sleep(&done); }
 
   // Consumer role only (transports, from poll): a pending record finished.
   void finish(uint32_t completion_id, tsu_status_t status) noexcept {
@@ -153,7 +162,7 @@ class ProgressEngine {
 
  private:
   void thread_main();
-  void idle_sleep() noexcept;
+  void idle_sleep(const std::atomic<bool>* done = nullptr) noexcept;
   bool pushed(PushResult r, IfAsleep if_asleep) noexcept {
     if (r == PushResult::kPushedConsumerAsleep) [[unlikely]] {
       TSU_TRACE(trace::kDoorbell, 0, 0, 0);
