@@ -23,18 +23,25 @@ ThreadContext* ThreadRegistry::register_thread() {
 }
 
 void ThreadContext::wake_quiet_sleeper() noexcept {
-  quiet_sleeper.store(0, std::memory_order_relaxed);
-  util::futex_wake(&quiet_sleeper);
+  // (acquire: pairs with the sleeper's seq_cst store, so quiet_doorbell is
+  // the one it set.  A sleeper that woke meanwhile gets a spurious wake.)
+  const uint32_t how = quiet_sleeper.load(std::memory_order_acquire);
+  quiet_sleeper.store(0, std::memory_order_seq_cst);
+  if (how == kQuietInEngine) {
+    if (Doorbell* d = quiet_doorbell.load(std::memory_order_relaxed)) d->ring();
+  } else {
+    util::futex_wake(&quiet_sleeper);
+  }
 }
 
 void ThreadContext::wake_parked_quiet() noexcept { wait_table::notify(this); }
 
 void ThreadContext::sleep_until_completion(uint64_t timeout_ns) noexcept {
-  quiet_sleeper.store(1, std::memory_order_seq_cst);
+  quiet_sleeper.store(kQuietOnFutex, std::memory_order_seq_cst);
   if (issued.load(std::memory_order_relaxed) != completed.load(std::memory_order_seq_cst)) {
     const timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000),
                       static_cast<long>(timeout_ns % 1'000'000'000)};
-    util::futex_wait(&quiet_sleeper, 1, &ts);
+    util::futex_wait(&quiet_sleeper, kQuietOnFutex, &ts);
   }
   quiet_sleeper.store(0, std::memory_order_relaxed);
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/command_ring.hpp"
+#include "core/doorbell.hpp"
 #include "core/order_book.hpp"
 #include "core/stats.hpp"
 
@@ -34,10 +35,16 @@ struct alignas(kCacheLine) ThreadContext {
   // since its last tsu_quiet, which reads and clears it.  Written by whoever
   // completes them (compare-exchange from TSU_OK: the first error stays).
   std::atomic<int32_t> implicit_error{0};
-  // 1 while this thread sleeps in tsu_quiet waiting for its requests (with a
-  // progress thread); whoever counts a completion wakes it (count_completed).
-  // In the `completed` line, so the completer's check costs no extra miss.
+  // Non-zero while this thread sleeps in tsu_quiet waiting for its requests;
+  // whoever counts a completion wakes it (count_completed): kQuietOnFutex
+  // (with a progress thread) on this word, kQuietInEngine (manual progress:
+  // asleep in the engine's idle sleep, ProgressEngine::idle_wait) by ringing
+  // quiet_doorbell.  In the `completed` line, so the completer's check costs
+  // no extra miss.
+  static constexpr uint32_t kQuietOnFutex = 1, kQuietInEngine = 2;
   std::atomic<uint32_t> quiet_sleeper{0};
+  // The engine's doorbell, set by this thread before it stores kQuietInEngine.
+  std::atomic<Doorbell*> quiet_doorbell{nullptr};
   // User-level threads of this pthread parked in tsu_quiet (wait_table.hpp,
   // keyed by this context): the completer that drains the thread's requests
   // notifies them.  Same line, same reason.

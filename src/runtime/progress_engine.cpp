@@ -267,7 +267,7 @@ std::size_t ProgressEngine::run_completer() noexcept {
   return done;
 }
 
-void ProgressEngine::idle_sleep(const std::atomic<bool>* done) noexcept {
+void ProgressEngine::idle_sleep(IdleWake wake, uint64_t max_ns) noexcept {
   // prepare_sleep / has_claimed touch the consumer side: hold the role.  A
   // thread holding it (an issuer running commands inline) may have been
   // preempted: give it the core instead of spinning against it.
@@ -277,7 +277,7 @@ void ProgressEngine::idle_sleep(const std::atomic<bool>* done) noexcept {
   }
   bool may_sleep = prepare_sleep_all() && executor_.may_sleep();
   const uint32_t seen = doorbell_.value();
-  uint64_t timeout = kMaxSleepNs;
+  uint64_t timeout = std::min(kMaxSleepNs, max_ns);
   std::size_t prepared = 0;
   for (; may_sleep && prepared < transports_.size(); ++prepared) {
     may_sleep = transports_[prepared]->prepare_sleep();
@@ -285,7 +285,7 @@ void ProgressEngine::idle_sleep(const std::atomic<bool>* done) noexcept {
   }
   // Re-check after publishing "asleep" (doorbell.hpp, step 3).
   if (may_sleep && (any_claimed() || stop_.load(std::memory_order_seq_cst) ||
-                    (done && done->load(std::memory_order_seq_cst))))
+                    (wake.done && wake.done(wake.arg))))
     may_sleep = false;
   for (auto* p : pollers_)
     if (may_sleep && !p->idle()) may_sleep = false;

@@ -143,13 +143,21 @@ class ProgressEngine {
   uint64_t passes() const noexcept { return passes_.load(std::memory_order_relaxed); }
   // A manual-progress waiter that found nothing to do for a while: sleeps as
   // the progress thread does when idle (on the doorbell, and in epoll on the
-  // transports' descriptors), so the next message or local request wakes it
-  // at once rather than at the end of a timed nap.  Only for a waiter whose
-  // condition changes through this engine's work, or whose waker rings the
-  // doorbell: events another pthread's progress() consumes do not wake it.
-  // `done` is re-checked after the sleep is published (doorbell.hpp, step
-  // 3), so a waker that sets it (seq_cst) and then rings is never missed.
-  void idle_wait(const std::atomic<bool>& done) noexcept { idle_sleep(&done); }
+  // transports' descriptors), at most `max_ns`, so the next message or local
+  // request wakes it at once rather than at the end of a timed nap.  Events
+  // another pthread's progress() consumes do not wake it: a waiter whose
+  // condition another pthread may satisfy has that pthread ring the doorbell
+  // (tsu_quiet), or keeps `max_ns` short.  done(arg) is re-checked after the
+  // sleep is published (doorbell.hpp, step 3), so a waker that makes it true
+  // (seq_cst) and then rings is never missed.  One waiter sleeps at a time
+  // (epoll wakes only one of several): false, nothing done, when another
+  // already does; the caller naps instead.
+  bool idle_wait(bool (*done)(const void*), const void* arg, uint64_t max_ns) noexcept {
+    if (waiter_asleep_.exchange(true, std::memory_order_acquire)) return false;
+    idle_sleep(IdleWake{done, arg}, max_ns);
+    waiter_asleep_.store(false, std::memory_order_release);
+    return true;
+  }
 
   // Consumer role only (transports, from poll): a pending record finished.
   void finish(uint32_t completion_id, tsu_status_t status) noexcept {
@@ -162,7 +170,13 @@ class ProgressEngine {
 
  private:
   void thread_main();
-  void idle_sleep(const std::atomic<bool>* done = nullptr) noexcept;
+  struct IdleWake {  // idle_wait's condition (none for the progress thread)
+    bool (*done)(const void*);
+    const void* arg;
+  };
+  void idle_sleep(IdleWake wake = IdleWake{nullptr, nullptr},
+                  uint64_t max_ns = UINT64_MAX) noexcept;
+  std::atomic<bool> waiter_asleep_{false};  // an idle_wait() sleeps
   bool pushed(PushResult r, IfAsleep if_asleep) noexcept {
     if (r == PushResult::kPushedConsumerAsleep) [[unlikely]] {
       TSU_TRACE(trace::kDoorbell, 0, 0, 0);

@@ -469,6 +469,12 @@ tsu_status_t Runtime::free_segment(tsu_seg_t seg, std::string& error) noexcept {
   return segments_.free(seg, error, nic);
 }
 
+namespace {
+bool flag_set(const void* f) {
+  return static_cast<const std::atomic<bool>*>(f)->load(std::memory_order_seq_cst);
+}
+}  // namespace
+
 tsu_status_t Runtime::barrier() noexcept {
   // Manual progress: while this rank waits in the bootstrap barrier, requests
   // aimed at it (RMA and atomics over messages, AM requests, rendezvous) from
@@ -502,8 +508,8 @@ tsu_status_t Runtime::barrier() noexcept {
         // over ofi took ~115 us instead of ~50).  The end of the barrier
         // rings the doorbell.
         if (engine_->progress()) backoff.reset();
-        else if (backoff.sleeping()) engine_->idle_wait(done);
-        else backoff.pause();
+        else if (!backoff.sleeping() || !engine_->idle_wait(flag_set, &done, UINT64_MAX))
+          backoff.pause();
         seen = engine_->passes();
       }
     });
@@ -540,9 +546,29 @@ tsu_status_t Runtime::quiet(ThreadContext& tc) noexcept {
       tc.sleep_until_completion(kQuietSleepNs);
       continue;
     }
+    // In manual progress this thread drives progress: past the spin it
+    // sleeps in the engine, woken by the next message or local request, or
+    // by another pthread's progress completing one of its requests
+    // (count_completed rings the doorbell), not after a timed nap.
+    if (manual_progress() && backoff.sleeping() && sleep_in_engine(tc)) continue;
     backoff.pause();
   }
   return TSU_OK;
+}
+
+bool Runtime::sleep_in_engine(ThreadContext& tc) noexcept {
+  tc.quiet_doorbell.store(&engine_->doorbell(), std::memory_order_relaxed);
+  // Dekker with count_completed: flag, then count (both seq_cst).
+  tc.quiet_sleeper.store(ThreadContext::kQuietInEngine, std::memory_order_seq_cst);
+  bool slept = true;
+  if (tc.issued.load(std::memory_order_relaxed) != tc.completed.load(std::memory_order_seq_cst)) {
+    auto woken = [](const void* t) {
+      return static_cast<const ThreadContext*>(t)->quiet_sleeper.load(std::memory_order_seq_cst) == 0;
+    };
+    slept = engine_->idle_wait(woken, &tc, kQuietSleepNs);
+  }
+  tc.quiet_sleeper.store(0, std::memory_order_relaxed);
+  return slept;
 }
 
 tsu_status_t Runtime::finalize(std::string& error) {

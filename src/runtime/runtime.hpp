@@ -173,6 +173,9 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   MessageHandlerTable& handlers() noexcept { return handlers_; }
 
  private:
+  // tsu_quiet in manual progress, idle: sleeps in the engine until woken
+  // (false: another waiter sleeps there; nothing done).
+  bool sleep_in_engine(ThreadContext& tc) noexcept;
   explicit Runtime(const Config& cfg, uint64_t epoch);
   tsu_status_t connect_peers(std::string& error);
   tsu_status_t open_node_transports(std::string& error);

@@ -5,8 +5,10 @@
 # in tsu_quiet, the target's progress thread sleeps on the queue's descriptor
 # when idle), and tsunagi ofi in manual progress (both sides poll: the
 # requester in tsu_progress, the target in its barrier's progress loop),
-# interleaved per round.
-#   ofi_lat_manual.sh BUILD_DIR OUT_DIR ROUNDS      (root)
+# interleaved per round; manual_quiet: manual progress, the requester waiting
+# in tsu_quiet.  With OLD_LIB set (a build's lib dirs, colon-separated), each
+# tsunagi mode also runs with those libraries (LD_LIBRARY_PATH), interleaved.
+#   [OLD_LIB=...] [NET=ofi|udp] ofi_lat_manual.sh BUILD_DIR OUT_DIR ROUNDS      (root)
 set -u
 build=$(realpath "$1") out=$2 rounds=${3:-3}
 mkdir -p "$out"; out=$(realpath "$out")
@@ -27,12 +29,18 @@ for r in $(seq 1 "$rounds"); do
   timeout 300 ip netns exec "$a" "$build/bench/peers/fi-rma-pingpong" -c 10.97.0.2 -P "$prov" -i veth0 -n 5000 |
     sed "s/^{/{\"round\":$r,\"who\":\"raw\",/" >>"$res"
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; pids=()
-  for mode in thread manual; do
-    wait=quiet; [[ $mode == manual ]] && wait=yield
-    ip netns exec "$a" env TSU_NET=ofi TSU_OFI_IFACE=veth0 TSU_PROGRESS=$mode \
-      "$build/tools/tsurun/tsurun" -n 2 --hosts "$a,$b" --spawn 'ip netns exec {host}' \
-      --bootstrap-addr 10.97.0.1 --timeout 300 "$build/bench/net/tsu-bench-net" tsu --only latency \
-      --wait $wait 2>>"$out/stderr.txt" | sed "s/^{/{\"round\":$r,\"who\":\"tsu_$mode\",/" >>"$res"
+  for lib in new ${OLD_LIB:+old}; do
+    libpath=; [[ $lib == old ]] && libpath=$OLD_LIB
+    for mode in thread manual manual_quiet; do
+      wait=quiet; pm=$mode
+      [[ $mode == manual ]] && wait=yield
+      [[ $mode == manual_quiet ]] && pm=manual
+      ip netns exec "$a" env ${libpath:+LD_LIBRARY_PATH=$libpath} TSU_NET=${NET:-ofi} TSU_OFI_IFACE=veth0 \
+        TSU_PROGRESS=$pm "$build/tools/tsurun/tsurun" -n 2 --hosts "$a,$b" \
+        --spawn 'ip netns exec {host}' --bootstrap-addr 10.97.0.1 --timeout 300 \
+        "$build/bench/net/tsu-bench-net" tsu --only latency --wait $wait 2>>"$out/stderr.txt" |
+        sed "s/^{/{\"round\":$r,\"lib\":\"$lib\",\"who\":\"tsu_$mode\",/" >>"$res"
+    done
   done
 done
 grep -v '"bw' "$res"
