@@ -75,6 +75,7 @@ OfiTransport::OfiTransport(uint32_t rank, uint32_t size, uint32_t job_tag, const
       pinged_ns_(size, 0),
       backpressured_(size, 0),
       backpressured_ns_(size, 0) {
+  watching_.reserve(size);  // the poller's push_back never allocates
   for (uint32_t r = 0; r < size; ++r) {
     lost_[r].store(false, std::memory_order_relaxed);
     peers_[r].store(FI_ADDR_UNSPEC, std::memory_order_relaxed);
@@ -677,11 +678,7 @@ void OfiTransport::keepalive(uint64_t now) noexcept {
     watches_.drain([&](uint32_t r, bool watched) {
       const bool in = watch_slot_[r] != kNotWatching;
       if (watched && !in && !lost_[r].load(std::memory_order_acquire)) {
-        try {
-          watching_.push_back(r);
-        } catch (const std::bad_alloc&) {
-          return;  // not watched: a wait on it ends when it sends, or with the job
-        }
+        watching_.push_back(r);  // reserved for every rank: no allocation
         watch_slot_[r] = static_cast<uint32_t>(watching_.size() - 1);
         watch_since_ns_[r] = now;
         pinged_ns_[r] = 0;
@@ -690,7 +687,9 @@ void OfiTransport::keepalive(uint64_t now) noexcept {
         watch_ends_.fetch_add(1, std::memory_order_relaxed);
       }
     });
-    next_tick_ns_ = 0;
+    // No tick forced: a new watch's first ping and timeout are an interval
+    // away, and receives posted one after another start and end watches at
+    // every message.
   }
   if (watching_.empty() || now < next_tick_ns_) {
     watched_now_.store(static_cast<uint32_t>(watching_.size()), std::memory_order_relaxed);
