@@ -175,7 +175,7 @@ class Transport {
     return false;
   }
   // This rank waits for a message from `rank` (a collective step, a posted
-  // receive): a transport that detects dead peers starts watching it if it
+  // receive, an RMA over messages awaiting replies): a transport that detects dead peers starts watching it if it
   // does not already, so that the wait ends with TSU_ERR_PEER_LOST rather
   // than never when `rank` dies before sending.  Any thread, any lock held:
   // must not block (the transport may finish the job in its next poll).
