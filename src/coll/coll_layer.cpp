@@ -140,7 +140,7 @@ bool CollLayer::advance(Op& op) noexcept {
     }
     for (const Recv& r : s.recvs)
       if (!r.any || r.got < r.len) return false;
-    end_watches(op);  // those stashed data completed are still held
+    end_watches(op);  // none left normally (on_data ended each as its data came)
     if (s.post) s.post();
     TSU_TRACE_NAMED(kTraceStepEnd, nullptr, trace_id, 0, 0, 0);
     ++op.cur;
