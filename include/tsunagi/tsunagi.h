@@ -995,8 +995,8 @@ TSU_API int tsu_waiter_commit(tsu_waiter_t *waiter, void *token);
 /* ------------------------------------------------------------------------- */
 /* Statistics                                                                  */
 /* ------------------------------------------------------------------------- */
-/** Writes this rank's counters (ops, bytes, EAGAINs, batches, sleeps) to stderr,
- * as TSU_STATS=1 does at finalize.
+/** Writes this rank's counters (ops, bytes, EAGAINs, batches, sleeps) and its
+ * network transport's (udp or ofi) to stderr, as TSU_STATS=1 does at finalize.
  * @retval TSU_OK               written.
  * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize. */
 TSU_API tsu_status_t tsu_stats_print(void);

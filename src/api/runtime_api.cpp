@@ -187,6 +187,7 @@ tsu_status_t tsu_stats_print(void) {
   core::Runtime* rt = runtime();
   if (!rt) return api::not_initialized("tsu_stats_print");
   rt->print_stats();
+  rt->print_transport_stats();
   return TSU_OK;
 }
 

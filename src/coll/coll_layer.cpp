@@ -121,9 +121,13 @@ bool CollLayer::advance(Op& op) noexcept {
         auto it = stash_.find(StashKey{op.team->ctx, op.seq, r.round, r.src});
         if (it == stash_.end()) {
           // Waiting on this member: make sure its death would be noticed
-          // even if this rank never sent to it (Transport::watch_peer).
+          // even if this rank never sent to it (Transport::watch_peer),
+          // until its message is here or the op ends (end_watch).
           const uint32_t from = op.team->members[r.src];
-          if (transport::Transport* t = rt_.route(from)) t->watch_peer(from);
+          if (transport::Transport* t = rt_.route(from)) {
+            t->watch_peer(from);
+            r.watched = true;
+          }
           continue;
         }
         const std::size_t n = std::min(it->second.data.size(), r.len);
@@ -136,6 +140,7 @@ bool CollLayer::advance(Op& op) noexcept {
     }
     for (const Recv& r : s.recvs)
       if (!r.any || r.got < r.len) return false;
+    end_watches(op);  // none left normally (on_data ended each as its data came)
     if (s.post) s.post();
     TSU_TRACE_NAMED(kTraceStepEnd, nullptr, trace_id, 0, 0, 0);
     ++op.cur;
@@ -167,6 +172,8 @@ void CollLayer::on_data(void* ctx, uint32_t, const MessageHeader& h,
       if (off < target->len && n) std::memcpy(target->buf + off, payload, std::min(n, target->len - off));
       target->got += n;
       target->any = true;
+      // This member's part is here: nothing waits on it for this step.
+      if (target->got >= target->len) self->end_watch(*it->second, *target);
       if (self->advance(*it->second)) {
         done = it->second->cb;
         status = it->second->status;
@@ -184,6 +191,20 @@ void CollLayer::on_data(void* ctx, uint32_t, const MessageHeader& h,
     }
   }
   if (finished) core::run_callback(done, status);
+}
+
+void CollLayer::end_watch(const Op& op, Recv& r) noexcept {
+  if (!r.watched) return;
+  r.watched = false;
+  const uint32_t from = op.team->members[r.src];
+  if (transport::Transport* t = rt_.route(from)) t->unwatch_peer(from);
+}
+
+void CollLayer::end_watches(Op& op) noexcept {
+  // Only the current step's receives can hold one: a step's watches end
+  // before the next starts.
+  if (op.cur < op.steps.size())
+    for (Recv& r : op.steps[op.cur].recvs) end_watch(op, r);
 }
 
 void CollLayer::retire(Op& op) noexcept {
@@ -207,6 +228,7 @@ void CollLayer::on_peer_lost(uint32_t rank) noexcept {
         const std::vector<uint32_t>& m = it->second->team->members;
         if (std::find(m.begin(), m.end(), rank) != m.end()) {
           failed.push_back(it->second->cb);
+          end_watches(*it->second);
           TSU_TRACE_NAMED(kTraceCollEnd, it->second->name, mix(it->second->team->ctx) ^ it->second->seq,
                           static_cast<int64_t>(TSU_ERR_PEER_LOST), 0, 0);
           it = active_.erase(it);

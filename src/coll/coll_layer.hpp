@@ -137,6 +137,7 @@ class CollLayer {
     uint32_t round;
     std::size_t got = 0;
     bool any = false;  // a message arrived (zero-length receives)
+    bool watched = false;  // holds a Transport::watch_peer on src (end_watch ends it)
   };
   struct Step {
     std::vector<Send> sends;
@@ -173,6 +174,10 @@ class CollLayer {
   // mu_ held: runs steps while their receives are complete; true when done.
   bool advance(Op& op) noexcept;
   void send_data(Op& op, const Send& s) noexcept;
+  // mu_ held: ends r's watch on its member, if it holds one (once per Recv).
+  void end_watch(const Op& op, Recv& r) noexcept;
+  // mu_ held: ends the watches of the op's current step (the op ends).
+  void end_watches(Op& op) noexcept;
   bool on_one_node(const std::vector<uint32_t>& members) const noexcept;
   // Allreduce schedules (acc: this rank's dst, already holding its src,
   // except for the direct one which reads src itself).

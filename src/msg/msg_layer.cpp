@@ -49,6 +49,7 @@ struct MsgLayer::Local {
   tsu_cb_t cb;
   int64_t seg;  // shared segment holding buf, or -1
   uint64_t offset;
+  bool watched = false;  // holds a Transport::watch_peer on src until complete()
 };
 
 struct MsgLayer::Unexpected {
@@ -457,6 +458,11 @@ std::unique_ptr<MsgLayer::Local> MsgLayer::take_posted(uint32_t src, uint64_t ta
 
 void MsgLayer::complete(Local& l, uint32_t src, uint64_t tag, std::size_t len,
                         tsu_status_t st) noexcept {
+  if (l.watched) {
+    // Matched, cancelled or failed: nothing waits on the source any more.
+    l.watched = false;
+    if (transport::Transport* t = rt_.route(l.src)) t->unwatch_peer(l.src);
+  }
   if (l.status) *l.status = tsu_msg_status_t{src, st, tag, len};
   core::run_callback(l.cb, st);
 }
@@ -627,7 +633,7 @@ tsu_status_t MsgLayer::recv(uint32_t src, uint64_t tag, uint64_t mask, void* buf
   if (src != TSU_ANY_SOURCE && src >= rt_.size())
     return core::fail(TSU_ERR_BAD_RANK, "tsu_try_recv: rank %u >= job size %u", src, rt_.size());
   auto l = std::unique_ptr<Local>(
-      new (std::nothrow) Local{0, src, tag, mask, buf, cap, status, cb, -1, 0});
+      new (std::nothrow) Local{0, src, tag, mask, buf, cap, status, cb, -1, 0, false});
   if (!l) return core::fail(TSU_ERR_NO_MEMORY, "tsu_try_recv: out of memory");
   // A buffer in one of our shared segments can be filled by a node peer
   // directly (single-copy eager).
@@ -666,6 +672,15 @@ tsu_status_t MsgLayer::recv(uint32_t src, uint64_t tag, uint64_t mask, void* buf
     complete(*l, src, tag, 0, TSU_ERR_PEER_LOST);
     return TSU_OK;
   }
+  // A receive posted for one source that may never have heard from us: have
+  // its transport watch it, so its death fails this receive (watch_peer),
+  // until complete() ends the watch.  Before the receive is posted: once it
+  // is, another thread may match and complete it.
+  if (src != TSU_ANY_SOURCE)
+    if (transport::Transport* t = rt_.route(src)) {
+      t->watch_peer(src);
+      l->watched = true;
+    }
   if (!free_slots_.empty() && overflow_.empty()) {
     const uint16_t s = free_slots_.back();
     free_slots_.pop_back();
@@ -674,10 +689,6 @@ tsu_status_t MsgLayer::recv(uint32_t src, uint64_t tag, uint64_t mask, void* buf
     overflow_.push_back(std::move(l));
   }
   unlock_queue(filled);
-  // A receive posted for one source that may never have heard from us: have
-  // its transport watch it, so its death fails this receive (watch_peer).
-  if (src != TSU_ANY_SOURCE)
-    if (transport::Transport* t = rt_.route(src)) t->watch_peer(src);
   return TSU_OK;
 }
 

@@ -589,7 +589,7 @@ tsu_status_t Runtime::finalize(std::string& error) {
   engine_->stop();
   if (cfg_.stats) {
     print_stats();
-    if (net_) net_->print_stats(stderr);
+    print_transport_stats();
   }
   const tsu_status_t st2 = boot_->finalize();
   if (st == TSU_OK && st2 != TSU_OK) {
@@ -597,6 +597,10 @@ tsu_status_t Runtime::finalize(std::string& error) {
     st = st2;
   }
   return st;
+}
+
+void Runtime::print_transport_stats() const {
+  if (net_) net_->print_stats(stderr);
 }
 
 void Runtime::print_stats() const {

@@ -175,11 +175,17 @@ class Transport {
     return false;
   }
   // This rank waits for a message from `rank` (a collective step, a posted
-  // receive): a transport that detects dead peers starts watching it if it
+  // receive, an RMA over messages awaiting replies): a transport that detects dead peers starts watching it if it
   // does not already, so that the wait ends with TSU_ERR_PEER_LOST rather
   // than never when `rank` dies before sending.  Any thread, any lock held:
   // must not block (the transport may finish the job in its next poll).
+  // Watches are counted: each call is paired with one unwatch_peer(rank)
+  // when that wait ends (satisfied, cancelled or failed), and the guarantee
+  // holds while any is open.  Once none is, the transport may stop spending
+  // keep-alives on the rank (ofi does; see docs/ofi.md, docs/udp.md).
   virtual void watch_peer(uint32_t rank) noexcept { (void)rank; }
+  // Ends one watch_peer(rank).  Same rules: any thread, any lock, no block.
+  virtual void unwatch_peer(uint32_t rank) noexcept { (void)rank; }
 
   // TSU_STATS=1: the transport's own counters, at finalize.
   virtual void print_stats(std::FILE* f) const noexcept { (void)f; }

@@ -93,7 +93,15 @@ tsu_status_t MessageRma::start(const Command& cmd, uint32_t completion_id) noexc
     op.peer = src_mem ? cmd.dst.rank : cmd.src.rank;
     op.status = check_local_side(op);
   }
+  watch(op);
   return start_op(cookie);
+}
+
+void MessageRma::watch(Op& op) noexcept {
+  if (Transport* t = transport_to(op.peer)) {
+    t->watch_peer(op.peer);
+    op.watched = true;
+  }
 }
 
 // The side this process reaches (a put's source, a get's destination) is
@@ -242,6 +250,10 @@ void MessageRma::maybe_complete(uint64_t cookie) noexcept {
 
 void MessageRma::release(Op& op, uint64_t cookie) noexcept {
   if (op.kind == Kind::kVector) delete core::vector_of(op.cmd);
+  if (op.watched) {
+    op.watched = false;
+    if (Transport* t = transport_to(op.peer)) t->unwatch_peer(op.peer);
+  }
   op.used = false;
   free_.push_back(lo32(cookie));
 }
@@ -396,6 +408,7 @@ void MessageRma::on_copy_req(void* ctx, uint32_t src, const MessageHeader& h,
     op.forwarded = true;
     op.origin = src;
     op.origin_cookie = h.args[0];
+    self.watch(op);
     op.status = self.check_local_side(op);
     if (op.status != TSU_OK) op.first_sent = true;  // nothing to send: reply at once
     self.advance(cookie);

@@ -76,6 +76,7 @@ class MessageRma final : public RmaProtocol {
     bool in_backlog = false;
     Kind kind = Kind::kPut;
     uint32_t peer = 0;     // rank the requests go to
+    bool watched = false;  // holds a Transport::watch_peer on peer until release
     Command cmd{};
     // Where the result goes: an engine record, or a forwarded copy's origin.
     bool forwarded = false;
@@ -106,6 +107,9 @@ class MessageRma final : public RmaProtocol {
   bool send_next(Op& op, uint64_t cookie) noexcept;  // false: stop (room/err/done)
   bool send_next_vector(Op& op, uint64_t cookie, Transport& t) noexcept;
   bool vector_sent(const Op& op) const noexcept;
+  // While an op waits for its peer's replies, the peer's transport watches
+  // it (Transport::watch_peer), so its death fails the op; release ends it.
+  void watch(Op& op) noexcept;
   void release(Op& op, uint64_t cookie) noexcept;  // frees the slot (and a vector)
   void fail(Op& op, tsu_status_t st) noexcept;
   void maybe_complete(uint64_t cookie) noexcept;

@@ -68,12 +68,16 @@ OfiTransport::OfiTransport(uint32_t rank, uint32_t size, uint32_t job_tag, const
       send_seq_(size, 0),
       recv_seq_(size, 0),
       lost_(new std::atomic<bool>[size]),
-      watched_(new std::atomic<bool>[size]),
+      watches_(size),
+      watch_slot_(size, kNotWatching),
       heard_ns_(size, 0),
-      pinged_ns_(size, 0) {
+      watch_since_ns_(size, 0),
+      pinged_ns_(size, 0),
+      backpressured_(size, 0),
+      backpressured_ns_(size, 0) {
+  watching_.reserve(size);  // the poller's push_back never allocates
   for (uint32_t r = 0; r < size; ++r) {
     lost_[r].store(false, std::memory_order_relaxed);
-    watched_[r].store(false, std::memory_order_relaxed);
     peers_[r].store(FI_ADDR_UNSPEC, std::memory_order_relaxed);
   }
 }
@@ -587,21 +591,54 @@ void OfiTransport::declare_lost(uint32_t rank, const char* why) noexcept {
 
 void OfiTransport::watch_peer(uint32_t rank) noexcept {
   if (rank >= size_ || rank == rank_) return;
-  if (watched_[rank].load(std::memory_order_relaxed)) return;
-  if (watched_[rank].exchange(true, std::memory_order_acq_rel)) return;
-  watching_any_.store(true, std::memory_order_relaxed);
-  watch_pending_.store(true, std::memory_order_release);
+  watches_.watch(rank);
+}
+
+void OfiTransport::unwatch_peer(uint32_t rank) noexcept {
+  if (rank >= size_ || rank == rank_) return;
+  watches_.unwatch(rank);
 }
 
 // The provider refused an operation to `rank` for want of room.  A live peer
 // drains it; a dead one never does: over tcp;ofi_rxm, sends and writes to a
 // rank whose connection never came up return -FI_EAGAIN forever, and a
 // staged operation stuck that way holds up every later one (retry_).  So the
-// rank is watched from then on: keep-alives, and TSU_ERR_PEER_LOST once it
-// is silent past TSU_OFI_PEER_TIMEOUT (the udp route's retransmission
-// timeout, in effect).  Atomics only: called with mu_ held, on any thread.
+// rank is watched until it has been heard from and nothing of it is stuck
+// (release_backpressured): keep-alives, and TSU_ERR_PEER_LOST once it is
+// silent past TSU_OFI_PEER_TIMEOUT (the udp route's retransmission timeout,
+// in effect).  One watch per rank however often it refuses.  Called with mu_
+// held, on any thread.
 void OfiTransport::watch_backpressured(uint32_t rank) noexcept {
-  if (rank < size_ && !watched_[rank].load(std::memory_order_relaxed)) watch_peer(rank);
+  if (rank >= size_ || rank == rank_ || backpressured_[rank]) return;
+  try {
+    backpressured_list_.push_back(rank);
+  } catch (const std::bad_alloc&) {
+    return;  // not watched: the next refusal tries again
+  }
+  backpressured_[rank] = 1;
+  backpressured_ns_[rank] = util::now_ns();
+  watches_.watch(rank);
+}
+
+void OfiTransport::release_backpressured() noexcept {
+  for (std::size_t i = 0; i < backpressured_list_.size();) {
+    const uint32_t r = backpressured_list_[i];
+    // Heard: a message, a pong or a send completion since the refusal (the
+    // peer is alive and draining).  Stuck: an operation of it still waits
+    // for room; its next refusal would watch it again at once.
+    const bool lost = lost_[r].load(std::memory_order_acquire);
+    const bool heard = heard_ns_[r] > backpressured_ns_[r];
+    const bool stuck = std::any_of(retry_.begin(), retry_.end(),
+                                   [r](const Staged& s) { return s.rank == r; });
+    if (!lost && (!heard || stuck)) {
+      ++i;
+      continue;
+    }
+    backpressured_[r] = 0;
+    backpressured_list_[i] = backpressured_list_.back();
+    backpressured_list_.pop_back();
+    watches_.unwatch(r);
+  }
 }
 
 bool OfiTransport::send_control(uint32_t dst, fi_addr_t to, uint32_t kind) noexcept {
@@ -633,34 +670,44 @@ bool OfiTransport::send_control(uint32_t dst, fi_addr_t to, uint32_t kind) noexc
 }
 
 void OfiTransport::keepalive(uint64_t now) noexcept {
-  if (watch_pending_.exchange(false, std::memory_order_acq_rel)) {
-    // New watches: silence counts from now (or the last message heard).
-    for (uint32_t r = 0; r < size_; ++r) {
-      if (!watched_[r].load(std::memory_order_acquire) ||
-          std::find(watching_.begin(), watching_.end(), r) != watching_.end())
-        continue;
-      if (lost_[r].load(std::memory_order_acquire)) continue;
-      try {
-        watching_.push_back(r);
-      } catch (...) {
-        continue;  // not watched: a wait on it ends when it sends, or with the job
+  if (watches_.changed()) {
+    // Watches that started or ended since the last look.  A new one counts
+    // silence from now: what was heard, or not, while nothing watched the
+    // peer is stale (a peer idle for an hour is not lost the moment a wait
+    // on it starts).
+    watches_.drain([&](uint32_t r, bool watched) {
+      const bool in = watch_slot_[r] != kNotWatching;
+      if (watched && !in && !lost_[r].load(std::memory_order_acquire)) {
+        watching_.push_back(r);  // reserved for every rank: no allocation
+        watch_slot_[r] = static_cast<uint32_t>(watching_.size() - 1);
+        watch_since_ns_[r] = now;
+        pinged_ns_[r] = 0;
+      } else if (!watched && in) {
+        stop_watching(r);  // nothing waits on it any more: no more pings
+        watch_ends_.fetch_add(1, std::memory_order_relaxed);
       }
-      heard_ns_[r] = std::max(heard_ns_[r], now);
-      pinged_ns_[r] = 0;
-    }
-    next_tick_ns_ = 0;
+    });
+    // No tick forced: a new watch's first ping and timeout are an interval
+    // away, and receives posted one after another start and end watches at
+    // every message.
   }
-  if (watching_.empty() || now < next_tick_ns_) return;
+  if (watching_.empty() || now < next_tick_ns_) {
+    watched_now_.store(static_cast<uint32_t>(watching_.size()), std::memory_order_relaxed);
+    return;
+  }
   next_tick_ns_ = now + cfg_.keepalive_ns / 4;
+  {
+    std::lock_guard lock(mu_);
+    if (!backpressured_list_.empty()) release_backpressured();
+  }
   for (std::size_t i = 0; i < watching_.size();) {
     const uint32_t r = watching_[i];
     if (lost_[r].load(std::memory_order_acquire)) {
-      watching_[i] = watching_.back();  // lost: no more pings
-      watching_.pop_back();
+      stop_watching(r);  // lost: no more pings (watching_[i] is another rank now)
       continue;
     }
     ++i;
-    const uint64_t silent = now - heard_ns_[r];
+    const uint64_t silent = now - std::max(heard_ns_[r], watch_since_ns_[r]);
     if (silent >= cfg_.peer_timeout_ns) {
       silent_lost_.fetch_add(1, std::memory_order_relaxed);
       std::lock_guard lock(mu_);
@@ -673,6 +720,16 @@ void OfiTransport::keepalive(uint64_t now) noexcept {
     std::lock_guard lock(mu_);
     if (send_control(r, to, kPing)) pinged_ns_[r] = now;
   }
+  watched_now_.store(static_cast<uint32_t>(watching_.size()), std::memory_order_relaxed);
+}
+
+void OfiTransport::stop_watching(uint32_t rank) noexcept {
+  const uint32_t slot = watch_slot_[rank];
+  const uint32_t moved = watching_.back();
+  watching_[slot] = moved;
+  watch_slot_[moved] = slot;
+  watching_.pop_back();
+  watch_slot_[rank] = kNotWatching;
 }
 
 // Called with mu_ held, after fi_cq_read said FI_EAVAIL.
@@ -722,9 +779,11 @@ std::size_t OfiTransport::poll(const core::MessageHandlerTable& handlers) noexce
   std::size_t work = 0;
   RmaContext* failed_rma = nullptr;
   tsu_status_t failed_status = TSU_OK;
-  // The clock only where peers are watched (what was heard before a watch
-  // began does not count: silence is measured from the watch's start).
-  const bool watching = watching_any_.load(std::memory_order_relaxed);
+  // The clock only where peers are watched or watches changed (what was
+  // heard before a watch began does not count: silence is measured from the
+  // watch's start).
+  const bool watching =
+      watched_now_.load(std::memory_order_relaxed) != 0 || watches_.changed();
   const uint64_t now = watching ? util::now_ns() : 0;
   if (watching) keepalive(now);
   // Replies the handlers send while this poll dispatches are staged and
@@ -871,8 +930,8 @@ bool OfiTransport::prepare_sleep() noexcept {
   std::lock_guard lock(mu_);
   // Test faults and refused operations to deliver, staged ones to post.
   if (!faulted_.empty() || !retry_.empty() || !staged_.empty()) return false;
-  // New watches to pick up (and their first timeout to arm).
-  if (watch_pending_.load(std::memory_order_acquire)) return false;
+  // Watches that started (their first timeout to arm) or ended.
+  if (watches_.changed()) return false;
   if (wait_fd_ < 0) return true;        // polled every max_sleep_ns
   fid* fids[1] = {&cq_->fid};
   // FI_SUCCESS: nothing pending, the descriptor will signal new work.
@@ -1074,7 +1133,7 @@ void OfiTransport::print_stats(std::FILE* f) const noexcept {
                "dropped=%llu eagain=%llu errors=%llu held_early=%llu rma_ops=%llu "
                "rma_fallbacks=%llu rma_injected=%llu posted_with_more=%llu batch_flushes=%llu "
                "av_inserts=%llu staged_rma_refused=%llu pings=%llu pongs=%llu silent_lost=%llu "
-               "bundled=%llu nic_atomics=%llu nic_atomics_refused=%llu\n",
+               "watched=%u watch_ends=%llu bundled=%llu nic_atomics=%llu nic_atomics_refused=%llu\n",
                rank_, provider_name(), static_cast<unsigned long long>(sent_.load()),
                static_cast<unsigned long long>(injected_.load()),
                static_cast<unsigned long long>(received_.load()),
@@ -1092,6 +1151,7 @@ void OfiTransport::print_stats(std::FILE* f) const noexcept {
                static_cast<unsigned long long>(pings_.load()),
                static_cast<unsigned long long>(pongs_.load()),
                static_cast<unsigned long long>(silent_lost_.load()),
+               watched_now_.load(), static_cast<unsigned long long>(watch_ends_.load()),
                static_cast<unsigned long long>(bundled_.load()),
                static_cast<unsigned long long>(atomics_.load()),
                static_cast<unsigned long long>(atomic_refused_.load()));

@@ -12,9 +12,10 @@
 // FI_ORDER_SAS, yet completes a rendezvous-sized message after the eager ones
 // sent behind it; the conformance suite's long AMs caught it.)
 //
-// Watched peers (watch_peer: a rank this one waits on): poll inserts the
-// peer's address and, while the peer is not lost, pings it when it has been
-// silent for TSU_OFI_KEEPALIVE; the peer answers each ping.  Pings and
+// Watched peers (watch_peer: a rank this one waits on, until unwatch_peer
+// says nothing waits any more): poll inserts the peer's address and, while
+// the peer is watched and not lost, pings it when it has been silent for
+// TSU_OFI_KEEPALIVE; the peer answers each ping.  Pings and
 // answers are a bare prefix (reserved = kPing / kPong, no sequence number):
 // the receiving transport consumes them without dispatching and without
 // touching the pair's sequence.  Any message from the peer counts as heard;
@@ -62,6 +63,7 @@
 
 #include "transport/ofi/ofi_atomic.hpp"
 #include "transport/ofi/ofi_config.hpp"
+#include "transport/peer_watch.hpp"
 #include "transport/transport.hpp"
 
 namespace tsu::transport::ofi {
@@ -169,12 +171,14 @@ class OfiTransport final : public Transport {
   uint64_t max_sleep_ns() const noexcept override {
     const uint64_t base = wait_fd_ >= 0 ? UINT64_MAX : 200'000;
     // Watched peers: wake to ping them and to time them out.
-    if (watching_any_.load(std::memory_order_relaxed))
+    if (watched_now_.load(std::memory_order_relaxed) != 0)
       return std::min<uint64_t>(base, cfg_.keepalive_ns / 2 + 1);
     return base;
   }
-  // Starts keep-alives to `rank` in the next poll (never blocks: atomics).
+  // Start and end keep-alives to `rank` in the next poll (never block:
+  // atomics; counted, see PeerWatches).
   void watch_peer(uint32_t rank) noexcept override;
+  void unwatch_peer(uint32_t rank) noexcept override;
   void set_peer_lost_handler(PeerLostFn fn, void* ctx) noexcept override {
     lost_fn_ = fn;
     lost_ctx_ = ctx;
@@ -249,11 +253,16 @@ class OfiTransport final : public Transport {
   // its callback once the lock is released.
   RmaContext* handle_error_entry(tsu_status_t& rma_status) noexcept;
   void declare_lost(uint32_t rank, const char* why = "a send to it failed") noexcept;
-  // Watches a rank the provider keeps answering -FI_EAGAIN for (atomics only).
+  // Watches a rank the provider answered -FI_EAGAIN for (mu_ held), once
+  // until release_backpressured ends it.
   void watch_backpressured(uint32_t rank) noexcept;
-  // Keep-alives (poller only): picks up new watches, pings silent watched
-  // peers, declares lost those silent past the timeout.
+  // Poller, mu_ held: ends the send-side watches of ranks heard from since
+  // they backpressured with nothing of theirs left in retry_, and of lost ones.
+  void release_backpressured() noexcept;
+  // Keep-alives (poller only): picks up watches that started or ended, pings
+  // silent watched peers, declares lost those silent past the timeout.
   void keepalive(uint64_t now) noexcept;
+  void stop_watching(uint32_t rank) noexcept;  // poller only: out of watching_
   // A ping or its answer (a bare prefix) to `dst` (mu_ held).  False: not
   // sent (no room now; the next interval tries again).
   bool send_control(uint32_t dst, fi_addr_t to, uint32_t kind) noexcept;
@@ -308,14 +317,25 @@ class OfiTransport final : public Transport {
   PeerLostFn lost_fn_ = nullptr;
   void* lost_ctx_ = nullptr;
   std::vector<uint32_t> newly_lost_;
-  // Watched peers: set by watch_peer (any thread), picked up by poll.
-  std::unique_ptr<std::atomic<bool>[]> watched_;
-  std::atomic<bool> watch_pending_{false};
-  std::atomic<bool> watching_any_{false};
+  // Watched peers: counted by watch_peer / unwatch_peer (any thread), the
+  // changes picked up by poll.
+  PeerWatches watches_;
+  std::atomic<uint32_t> watched_now_{0};  // written by the poller: watching_.size()
   std::vector<uint32_t> watching_;   // poller only: watched, not lost
+  std::vector<uint32_t> watch_slot_; // poller only: index in watching_, or kNotWatching
+  static constexpr uint32_t kNotWatching = UINT32_MAX;
   std::vector<uint64_t> heard_ns_;   // poller only: last message from each peer
+  // Poller only: when the peer's current watch was picked up.  Silence counts
+  // from the later of this and heard_ns_ (what was heard, or not, while
+  // nothing watched the peer does not count).
+  std::vector<uint64_t> watch_since_ns_;
   std::vector<uint64_t> pinged_ns_;  // poller only: last ping to each peer
   uint64_t next_tick_ns_ = 0;        // poller only
+  // Send-side watches (watch_backpressured), under mu_: which ranks hold one,
+  // since when, and the list of them.
+  std::vector<uint8_t> backpressured_;
+  std::vector<uint64_t> backpressured_ns_;
+  std::vector<uint32_t> backpressured_list_;
   // RMA to fail in the next poll with the status: TSU_OFI_TEST_FAULT=
   // rma_cq_enosys, and staged operations the provider refused at batch_end.
   std::vector<std::pair<RmaContext*, tsu_status_t>> faulted_;  // under mu_
@@ -330,7 +350,7 @@ class OfiTransport final : public Transport {
   std::atomic<uint64_t> sent_{0}, injected_{0}, received_{0}, dropped_{0}, eagain_{0},
       errors_{0}, held_count_{0}, rma_ops_{0}, rma_fallbacks_{0}, rma_injected_{0},
       posted_more_{0}, flushes_{0}, av_inserts_{0}, staged_refused_{0}, pings_{0},
-      pongs_{0}, silent_lost_{0}, bundled_{0}, atomics_{0}, atomic_refused_{0};
+      pongs_{0}, silent_lost_{0}, watch_ends_{0}, bundled_{0}, atomics_{0}, atomic_refused_{0};
 };
 
 }  // namespace tsu::transport::ofi

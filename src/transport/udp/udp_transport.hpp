@@ -127,6 +127,12 @@ class UdpTransport final : public Transport {
   }
   bool is_peer_lost(uint32_t rank) const noexcept override;
   void watch_peer(uint32_t rank) noexcept override;
+  // A no-op: a watch here only creates the peer's state, and every peer
+  // with state is pinged while silent for as long as the job runs (the
+  // reliability protocol's own loss detection: an acknowledged request whose
+  // reply never comes, e.g. message_rma's, relies on it).  So a watch holds
+  // past its end, which the contract allows (docs/udp.md).
+  void unwatch_peer(uint32_t rank) noexcept override { (void)rank; }
 
   void print_stats(std::FILE* f) const noexcept override;
   UdpStats stats() const;
