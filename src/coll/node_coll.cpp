@@ -49,8 +49,11 @@ struct NodeColl::Team {
   std::deque<std::unique_ptr<Op>> queue;  // started, not complete, in order
 };
 
-struct NodeColl::Op {
-  Request r;
+namespace {
+// An op's progress, reset field by field when a finished Op is reused
+// (assigning a whole Op{} zeroed ~200 bytes with `rep stos`, a visible part
+// of a tiny collective's start; the Request is assigned anyway).
+struct OpState {
   uint64_t seq = 0;
   int stage = 0;
   bool small = false;   // data through the slots (else CMA from user buffers)
@@ -66,6 +69,11 @@ struct NodeColl::Op {
   tsu_status_t status = TSU_OK;
   const std::atomic<uint64_t>* wait_line = nullptr;  // what the op waits for
   uint64_t wait_count = 0;
+};
+}  // namespace
+
+struct NodeColl::Op : OpState {
+  Request r;
   ScratchBuffer chunk;  // large reductions: a peer's chunk
   ScratchBuffer slice;  // large reduce, non-root: its reduced slice
 };
@@ -392,8 +400,11 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
           case K::kGather:
           case K::kAllgather:
           case K::kAlltoall: {
-            // (A small gather's root and a small reduce's root write their
-            // slot as well: every member publishes alike.)
+            // A small gather's root publishes no data: nobody reads it (it
+            // copies its own block from src).  (A small reduce's root does:
+            // it combines every input from the slots, its own included.)
+            const bool gather_root = r.kind == K::kGather && is_root;
+            if (op.small && gather_root) break;
             if (reuse && !wait_all(t, op, true, reuse)) return false;
             const std::size_t len = r.kind == K::kAlltoall ? r.bytes * n : r.bytes;
             if (op.small) {
@@ -525,7 +536,8 @@ std::size_t NodeColl::drive(Team& t, Completed& done) noexcept {
     }
     ++work;
     done.items[done.count++] = {head.r.cb, head.status};
-    pending_.fetch_sub(1, std::memory_order_relaxed);
+    // (mu_ held by every writer: no locked read-modify-write needed.)
+    pending_.store(pending_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
     if (head.chunk.capacity()) pool_.give(std::move(head.chunk));
     if (head.slice.capacity()) pool_.give(std::move(head.slice));
     if (free_ops_.size() < kKeptOps) free_ops_.push_back(std::move(t.queue.front()));
@@ -549,7 +561,10 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
     } else {  // recycled: no allocation on the small-message path
       op = std::move(free_ops_.back());
       free_ops_.pop_back();
-      *op = Op{};
+      static_cast<OpState&>(*op) = OpState{};
+      // (drive() moved the scratch out: only a moved-from one holds a size.)
+      if (op->chunk.capacity()) op->chunk = ScratchBuffer{};
+      if (op->slice.capacity()) op->slice = ScratchBuffer{};
     }
     op->r = req;
     op->seq = t.next_seq++;
@@ -602,7 +617,12 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
       op->slice = pool_.take();
     }
     t.queue.push_back(std::move(op));
-    pending_.fetch_add(1, std::memory_order_seq_cst);  // before its first flag load: see idle()
+    // Where engines sleep: seq_cst, before its first flag load (see idle()).
+    // Else a plain increment (mu_ held by every writer).
+    if (notify_)
+      pending_.fetch_add(1, std::memory_order_seq_cst);
+    else
+      pending_.store(pending_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if (t.queue.size() == 1) drive(t, done);
   }
   finish(done);
