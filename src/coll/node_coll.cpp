@@ -253,14 +253,25 @@ bool NodeColl::advance_staged(Team& t, Op& op) noexcept {
     op.wait_line = nullptr;
     switch (op.stage) {
       case 0: {  // stage this member's data
-        const bool writes = r.kind != K::kBroadcast || me == r.root;
+        // Only what peers read: a broadcast's root and a gather's peers
+        // stage; an alltoall member stages every block but its own (it
+        // copies that one from src).  Chunks are counted in address order
+        // all the same (readers wait for the count that covers their bytes).
+        const bool writes = r.kind == K::kBroadcast ? me == r.root : r.kind != K::kGather || me != r.root;
         if (writes) {
           if (op.stage_free && !wait_all(t, op, false, op.stage_free)) return false;
           const std::byte* from = r.kind == K::kBroadcast ? r.dst : r.src;
+          const std::size_t own_lo = r.kind == K::kAlltoall ? std::size_t{me} * r.bytes : len;
+          const std::size_t own_hi = r.kind == K::kAlltoall ? own_lo + r.bytes : len;
           std::size_t k = 0;
           for (std::size_t off = 0; off < len; off += node::kStageChunk) {
-            const std::size_t m = std::min(node::kStageChunk, len - off);
-            std::memcpy(mine.stage + off, from + off, m);
+            const std::size_t end = std::min(off + node::kStageChunk, len);
+            // [off, end) less [own_lo, own_hi): up to two pieces.
+            if (off < own_lo) std::memcpy(mine.stage + off, from + off, std::min(end, own_lo) - off);
+            if (end > own_hi) {
+              const std::size_t lo = std::max(off, own_hi);
+              std::memcpy(mine.stage + lo, from + lo, end - lo);
+            }
             store_flag(mine.staged, node::flag_value(t.tag, s * node::kStagedPerOp + ++k));
           }
         }
