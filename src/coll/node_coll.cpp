@@ -610,13 +610,16 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
     }
     op->done_read = !op->small && req.kind != Kind::kBarrier;
     // Staged up to the stage's size, except (each measured on this 2-core
-    // machine, 4 ranks): an alltoall above kAlltoallStageMax and a scatter
-    // (each reader wants 1/n of what would be staged, so one CMA copy beats
-    // copying everything in), and a gather from kGatherCmaMin (the root
-    // reading every block once by CMA moves half the bytes of staging and
-    // copying out, and the peers do nothing but wait).
+    // machine): a scatter (each reader wants 1/n of what would be staged, so
+    // one CMA copy beats copying everything in), and a gather from
+    // kGatherCmaMin (the root reading every block once by CMA moves half the
+    // bytes of staging and copying out, and the peers do nothing but wait).
+    // An alltoall is staged up to the stage's size: a member stages the n-1
+    // blocks its peers read, and a CMA read of a 64-256 KiB block costs
+    // about twice a memcpy of it (256 KiB blocks, 4 ranks: staged 400 us,
+    // CMA 680-790; docs/benchmarks-coll.md).
     op->staged = !op->small && published <= std::min(node::kStageBytes, rt_.config().coll_stage_max) &&
-                 (!per_member || (req.kind == Kind::kAlltoall && published <= node::kAlltoallStageMax)) &&
+                 (!per_member || req.kind == Kind::kAlltoall) &&
                  !(req.kind == Kind::kGather && req.bytes >= node::kGatherCmaMin);
     if (op->staged) {  // stages, not user buffers: nobody waits to complete
       op->exposes = false;

@@ -318,6 +318,40 @@ void tiny_gathers_between_others(tsu_team_t team) {
 
 TEST(CollNode, TinyGathersBetweenOthers) { tiny_gathers_between_others(TSU_TEAM_WORLD); }
 
+// Staged alltoalls that fill the 1 MiB stage (a member stages every block
+// but its own, in 64 KiB chunks the blocks straddle), three in flight with
+// a staged allgather between them: each waits for the stage its previous
+// readers still copy out of.
+TEST(CollNode, StagedAlltoallsFillTheStage) {
+  const tsu_team_t team = TSU_TEAM_WORLD;
+  const uint32_t n = team_size(team), me = team_rank(team);
+  const std::size_t bytes = ((std::size_t{1} << 20) - 40) / n;
+  constexpr uint32_t kOps = 3;
+  std::vector<std::vector<unsigned char>> in(kOps), out(kOps);
+  std::vector<unsigned char> mine(bytes / 3), all(bytes / 3 * n, 0xEE);
+  for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = byte_of(me, i, 40);
+  std::vector<std::unique_ptr<Flag>> flags;
+  for (uint32_t k = 0; k < kOps; ++k) {
+    in[k].resize(bytes * n);
+    for (std::size_t i = 0; i < in[k].size(); ++i) in[k][i] = byte_of(me, i, 41 + k);
+    out[k].assign(bytes * n, 0xEE);
+    flags.push_back(std::make_unique<Flag>());
+    ASSERT_EQ(tsu_try_alltoall(team, in[k].data(), out[k].data(), bytes, flags.back()->cb()), TSU_OK);
+    if (k == 0) {
+      flags.push_back(std::make_unique<Flag>());
+      ASSERT_EQ(tsu_try_allgather(team, mine.data(), all.data(), mine.size(), flags.back()->cb()), TSU_OK);
+    }
+  }
+  for (auto& f : flags) f->wait();
+  for (uint32_t k = 0; k < kOps; ++k)
+    for (uint32_t r = 0; r < n; ++r)
+      for (std::size_t i = 0; i < bytes; ++i)
+        ASSERT_EQ(out[k][r * bytes + i], byte_of(r, me * bytes + i, 41 + k)) << "alltoall " << k << " from " << r;
+  for (uint32_t r = 0; r < n; ++r)
+    for (std::size_t i = 0; i < mine.size(); ++i)
+      ASSERT_EQ(all[r * mine.size() + i], byte_of(r, i, 40)) << "allgather from " << r;
+}
+
 TEST(CollNode, InterleavedAndUnevenTeams) {
   // Across pseudo-nodes (tsurun --ranks-per-node 2): `mixed` alternates
   // between the nodes in team-rank order (node members not adjacent), and
