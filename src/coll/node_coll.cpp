@@ -25,6 +25,16 @@ void slice_of(uint32_t j, uint32_t n, std::size_t count, std::size_t& lo, std::s
   len = base + (j < extra ? 1 : 0);
 }
 
+// PREFETCHW (a no-op on x86 CPUs without it; GCC's __builtin_prefetch
+// emits it only where the target flags enable it).
+inline void prefetch_for_write(const void* p) noexcept {
+#if defined(__x86_64__)
+  asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
+#else
+  __builtin_prefetch(p, 1);
+#endif
+}
+
 uint32_t tag_of(uint64_t ctx) noexcept {  // 24 bits, never 0 (a fresh area's value)
   ctx ^= ctx >> 29;
   ctx *= 0xbf58476d1ce4e5b9ull;
@@ -374,7 +384,12 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
   auto put_small = [&](const std::byte* from, std::size_t len) {
     std::byte* to = op.tiny ? mine.tiny[tb].data : mine.data + op.ring_off;
     if (len) std::memcpy(to, from, len);
-    if (op.tiny) store_flag(mine.tiny[tb].seq, node::flag_value(t.tag, s + 1));
+    if (!op.tiny) return;
+    store_flag(mine.tiny[tb].seq, node::flag_value(t.tag, s + 1));
+    // Own the next line before writing it: readers left it shared, and
+    // taking it back now (not at the store, where the next locked
+    // instruction would wait for it) keeps that off the next op's path.
+    prefetch_for_write(&mine.tiny[(tb + 1) % node::kTinyDepth]);
   };
   const bool all = r.kind == K::kAllreduce || r.kind == K::kAllgather || r.kind == K::kAlltoall;
   const bool is_root = all || r.root == me;
