@@ -384,7 +384,13 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
   auto put_small = [&](const std::byte* from, std::size_t len) {
     std::byte* to = op.tiny ? mine.tiny[tb].data : mine.data + op.ring_off;
     if (len) std::memcpy(to, from, len);
-    if (!op.tiny) return;
+    if (!op.tiny) {
+      // (As below for the tiny lines: the ring's next bytes, the next op's
+      // first line where it fits after this one.)
+      const std::size_t next = op.ring_off + (len + node::kRingUnit - 1) / node::kRingUnit * node::kRingUnit;
+      prefetch_for_write(mine.data + (next < node::kRingBytes ? next : 0));
+      return;
+    }
     store_flag(mine.tiny[tb].seq, node::flag_value(t.tag, s + 1));
     // Own the next line before writing it: readers left it shared, and
     // taking it back now (not at the store, where the next locked
