@@ -25,6 +25,16 @@ void slice_of(uint32_t j, uint32_t n, std::size_t count, std::size_t& lo, std::s
   len = base + (j < extra ? 1 : 0);
 }
 
+// PREFETCHW (a no-op on x86 CPUs without it; GCC's __builtin_prefetch
+// emits it only where the target flags enable it).
+inline void prefetch_for_write(const void* p) noexcept {
+#if defined(__x86_64__)
+  asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
+#else
+  __builtin_prefetch(p, 1);
+#endif
+}
+
 uint32_t tag_of(uint64_t ctx) noexcept {  // 24 bits, never 0 (a fresh area's value)
   ctx ^= ctx >> 29;
   ctx *= 0xbf58476d1ce4e5b9ull;
@@ -49,8 +59,11 @@ struct NodeColl::Team {
   std::deque<std::unique_ptr<Op>> queue;  // started, not complete, in order
 };
 
-struct NodeColl::Op {
-  Request r;
+namespace {
+// An op's progress, reset field by field when a finished Op is reused
+// (assigning a whole Op{} zeroed ~200 bytes with `rep stos`, a visible part
+// of a tiny collective's start; the Request is assigned anyway).
+struct OpState {
   uint64_t seq = 0;
   int stage = 0;
   bool small = false;   // data through the slots (else CMA from user buffers)
@@ -66,6 +79,11 @@ struct NodeColl::Op {
   tsu_status_t status = TSU_OK;
   const std::atomic<uint64_t>* wait_line = nullptr;  // what the op waits for
   uint64_t wait_count = 0;
+};
+}  // namespace
+
+struct NodeColl::Op : OpState {
+  Request r;
   ScratchBuffer chunk;  // large reductions: a peer's chunk
   ScratchBuffer slice;  // large reduce, non-root: its reduced slice
 };
@@ -245,14 +263,25 @@ bool NodeColl::advance_staged(Team& t, Op& op) noexcept {
     op.wait_line = nullptr;
     switch (op.stage) {
       case 0: {  // stage this member's data
-        const bool writes = r.kind != K::kBroadcast || me == r.root;
+        // Only what peers read: a broadcast's root and a gather's peers
+        // stage; an alltoall member stages every block but its own (it
+        // copies that one from src).  Chunks are counted in address order
+        // all the same (readers wait for the count that covers their bytes).
+        const bool writes = r.kind == K::kBroadcast ? me == r.root : r.kind != K::kGather || me != r.root;
         if (writes) {
           if (op.stage_free && !wait_all(t, op, false, op.stage_free)) return false;
           const std::byte* from = r.kind == K::kBroadcast ? r.dst : r.src;
+          const std::size_t own_lo = r.kind == K::kAlltoall ? std::size_t{me} * r.bytes : len;
+          const std::size_t own_hi = r.kind == K::kAlltoall ? own_lo + r.bytes : len;
           std::size_t k = 0;
           for (std::size_t off = 0; off < len; off += node::kStageChunk) {
-            const std::size_t m = std::min(node::kStageChunk, len - off);
-            std::memcpy(mine.stage + off, from + off, m);
+            const std::size_t end = std::min(off + node::kStageChunk, len);
+            // [off, end) less [own_lo, own_hi): up to two pieces.
+            if (off < own_lo) std::memcpy(mine.stage + off, from + off, std::min(end, own_lo) - off);
+            if (end > own_hi) {
+              const std::size_t lo = std::max(off, own_hi);
+              std::memcpy(mine.stage + lo, from + lo, end - lo);
+            }
             store_flag(mine.staged, node::flag_value(t.tag, s * node::kStagedPerOp + ++k));
           }
         }
@@ -355,7 +384,18 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
   auto put_small = [&](const std::byte* from, std::size_t len) {
     std::byte* to = op.tiny ? mine.tiny[tb].data : mine.data + op.ring_off;
     if (len) std::memcpy(to, from, len);
-    if (op.tiny) store_flag(mine.tiny[tb].seq, node::flag_value(t.tag, s + 1));
+    if (!op.tiny) {
+      // (As below for the tiny lines: the ring's next bytes, the next op's
+      // first line where it fits after this one.)
+      const std::size_t next = op.ring_off + (len + node::kRingUnit - 1) / node::kRingUnit * node::kRingUnit;
+      prefetch_for_write(mine.data + (next < node::kRingBytes ? next : 0));
+      return;
+    }
+    store_flag(mine.tiny[tb].seq, node::flag_value(t.tag, s + 1));
+    // Own the next line before writing it: readers left it shared, and
+    // taking it back now (not at the store, where the next locked
+    // instruction would wait for it) keeps that off the next op's path.
+    prefetch_for_write(&mine.tiny[(tb + 1) % node::kTinyDepth]);
   };
   const bool all = r.kind == K::kAllreduce || r.kind == K::kAllgather || r.kind == K::kAlltoall;
   const bool is_root = all || r.root == me;
@@ -392,8 +432,11 @@ bool NodeColl::advance(Team& t, Op& op) noexcept {
           case K::kGather:
           case K::kAllgather:
           case K::kAlltoall: {
-            // (A small gather's root and a small reduce's root write their
-            // slot as well: every member publishes alike.)
+            // A small gather's root publishes no data: nobody reads it (it
+            // copies its own block from src).  (A small reduce's root does:
+            // it combines every input from the slots, its own included.)
+            const bool gather_root = r.kind == K::kGather && is_root;
+            if (op.small && gather_root) break;
             if (reuse && !wait_all(t, op, true, reuse)) return false;
             const std::size_t len = r.kind == K::kAlltoall ? r.bytes * n : r.bytes;
             if (op.small) {
@@ -525,7 +568,8 @@ std::size_t NodeColl::drive(Team& t, Completed& done) noexcept {
     }
     ++work;
     done.items[done.count++] = {head.r.cb, head.status};
-    pending_.fetch_sub(1, std::memory_order_relaxed);
+    // (mu_ held by every writer: no locked read-modify-write needed.)
+    pending_.store(pending_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
     if (head.chunk.capacity()) pool_.give(std::move(head.chunk));
     if (head.slice.capacity()) pool_.give(std::move(head.slice));
     if (free_ops_.size() < kKeptOps) free_ops_.push_back(std::move(t.queue.front()));
@@ -549,7 +593,10 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
     } else {  // recycled: no allocation on the small-message path
       op = std::move(free_ops_.back());
       free_ops_.pop_back();
-      *op = Op{};
+      static_cast<OpState&>(*op) = OpState{};
+      // (drive() moved the scratch out: only a moved-from one holds a size.)
+      if (op->chunk.capacity()) op->chunk = ScratchBuffer{};
+      if (op->slice.capacity()) op->slice = ScratchBuffer{};
     }
     op->r = req;
     op->seq = t.next_seq++;
@@ -584,13 +631,16 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
     }
     op->done_read = !op->small && req.kind != Kind::kBarrier;
     // Staged up to the stage's size, except (each measured on this 2-core
-    // machine, 4 ranks): an alltoall above kAlltoallStageMax and a scatter
-    // (each reader wants 1/n of what would be staged, so one CMA copy beats
-    // copying everything in), and a gather from kGatherCmaMin (the root
-    // reading every block once by CMA moves half the bytes of staging and
-    // copying out, and the peers do nothing but wait).
+    // machine): a scatter (each reader wants 1/n of what would be staged, so
+    // one CMA copy beats copying everything in), and a gather from
+    // kGatherCmaMin (the root reading every block once by CMA moves half the
+    // bytes of staging and copying out, and the peers do nothing but wait).
+    // An alltoall is staged up to the stage's size: a member stages the n-1
+    // blocks its peers read, and a CMA read of a 64-256 KiB block costs
+    // about twice a memcpy of it (256 KiB blocks, 4 ranks: staged 400 us,
+    // CMA 680-790; docs/benchmarks-coll.md).
     op->staged = !op->small && published <= std::min(node::kStageBytes, rt_.config().coll_stage_max) &&
-                 (!per_member || (req.kind == Kind::kAlltoall && published <= node::kAlltoallStageMax)) &&
+                 (!per_member || req.kind == Kind::kAlltoall) &&
                  !(req.kind == Kind::kGather && req.bytes >= node::kGatherCmaMin);
     if (op->staged) {  // stages, not user buffers: nobody waits to complete
       op->exposes = false;
@@ -602,7 +652,12 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
       op->slice = pool_.take();
     }
     t.queue.push_back(std::move(op));
-    pending_.fetch_add(1, std::memory_order_seq_cst);  // before its first flag load: see idle()
+    // Where engines sleep: seq_cst, before its first flag load (see idle()).
+    // Else a plain increment (mu_ held by every writer).
+    if (notify_)
+      pending_.fetch_add(1, std::memory_order_seq_cst);
+    else
+      pending_.store(pending_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if (t.queue.size() == 1) drive(t, done);
   }
   finish(done);

@@ -108,8 +108,14 @@ class NodeColl {
   // A flag store: release (readers acquire); seq_cst where engines sleep, so
   // that it is ordered before the notify_peer that follows (the sleeper
   // publishes "asleep", then idle() loads the flag: one of them sees the other).
+  // (Two stores, not one with a computed order: GCC compiles an order known
+  // only at run time as seq_cst, an xchg that waits for the line's
+  // ownership on every flag of the manual-progress path.)
   void store_flag(std::atomic<uint64_t>& line, uint64_t v) const noexcept {
-    line.store(v, notify_ ? std::memory_order_seq_cst : std::memory_order_release);
+    if (notify_)
+      line.store(v, std::memory_order_seq_cst);
+    else
+      line.store(v, std::memory_order_release);
   }
   tsu_status_t read_peer(Team& t, uint32_t j, uint64_t addr, std::byte* to, std::size_t n) noexcept;
   void reduce_slice(Team& t, Op& op, std::byte* acc) noexcept;
@@ -121,7 +127,7 @@ class NodeColl {
   std::vector<std::unique_ptr<Team>> teams_;  // handle = index; null when freed
   node::SlotArea* mine_ = nullptr;            // this rank's slots
   uint32_t used_ = 0;                         // slots taken (never given back)
-  std::atomic<uint32_t> pending_{0};          // ops started, not complete
+  std::atomic<uint32_t> pending_{0};          // ops started, not complete (written with mu_ held)
   ScratchPool pool_;                          // mu_
   static constexpr std::size_t kKeptOps = 64;
   std::vector<std::unique_ptr<Op>> free_ops_;  // mu_: finished ops, reused

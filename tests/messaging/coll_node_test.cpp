@@ -277,6 +277,81 @@ void small_ring_wrap(tsu_team_t team) {
 
 TEST(CollNode, SmallRingWrap) { small_ring_wrap(TSU_TEAM_WORLD); }
 
+// Tiny gathers (their root publishes no data: it copies its own block)
+// between tiny allgathers and reductions from the same roots, more in flight
+// than a slot has tiny lines (1024): a member's line a gather left unwritten
+// is read by the next op that uses it only once rewritten for that op.
+void tiny_gathers_between_others(tsu_team_t team) {
+  const uint32_t n = team_size(team), me = team_rank(team);
+  constexpr uint32_t kOps = 2600;
+  std::vector<int64_t> in(kOps), out(std::size_t{kOps} * n, -1);
+  std::vector<std::unique_ptr<Flag>> flags;
+  for (uint32_t k = 0; k < kOps; ++k) {
+    in[k] = int64_t{k} * 1000 + me;
+    const uint32_t root = (k / 3) % n;
+    int64_t* to = out.data() + std::size_t{k} * n;
+    flags.push_back(std::make_unique<Flag>());
+    tsu_status_t st = TSU_OK;
+    if (k % 3 == 0) {
+      st = tsu_try_gather(team, &in[k], me == root ? to : nullptr, sizeof(int64_t), root, flags.back()->cb());
+    } else if (k % 3 == 1) {
+      st = tsu_try_allgather(team, &in[k], to, sizeof(int64_t), flags.back()->cb());
+    } else {
+      st = tsu_try_reduce(team, &in[k], me == root ? to : nullptr, 1, TSU_DT_INT64, TSU_OP_SUM, root,
+                          flags.back()->cb());
+    }
+    ASSERT_EQ(st, TSU_OK) << "op " << k;
+  }
+  for (auto& f : flags) f->wait();
+  for (uint32_t k = 0; k < kOps; ++k) {
+    const uint32_t root = (k / 3) % n;
+    const int64_t* got = out.data() + std::size_t{k} * n;
+    if (k % 3 == 2) {
+      if (me == root) {
+        ASSERT_EQ(got[0], int64_t{k} * 1000 * n + int64_t{n} * (n - 1) / 2) << "reduce " << k;
+      }
+    } else if (k % 3 == 1 || me == root) {
+      for (uint32_t r = 0; r < n; ++r) ASSERT_EQ(got[r], int64_t{k} * 1000 + r) << "op " << k << " from " << r;
+    }
+  }
+}
+
+TEST(CollNode, TinyGathersBetweenOthers) { tiny_gathers_between_others(TSU_TEAM_WORLD); }
+
+// Staged alltoalls that fill the 1 MiB stage (a member stages every block
+// but its own, in 64 KiB chunks the blocks straddle), three in flight with
+// a staged allgather between them: each waits for the stage its previous
+// readers still copy out of.
+TEST(CollNode, StagedAlltoallsFillTheStage) {
+  const tsu_team_t team = TSU_TEAM_WORLD;
+  const uint32_t n = team_size(team), me = team_rank(team);
+  const std::size_t bytes = ((std::size_t{1} << 20) - 40) / n;
+  constexpr uint32_t kOps = 3;
+  std::vector<std::vector<unsigned char>> in(kOps), out(kOps);
+  std::vector<unsigned char> mine(bytes / 3), all(bytes / 3 * n, 0xEE);
+  for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = byte_of(me, i, 40);
+  std::vector<std::unique_ptr<Flag>> flags;
+  for (uint32_t k = 0; k < kOps; ++k) {
+    in[k].resize(bytes * n);
+    for (std::size_t i = 0; i < in[k].size(); ++i) in[k][i] = byte_of(me, i, 41 + k);
+    out[k].assign(bytes * n, 0xEE);
+    flags.push_back(std::make_unique<Flag>());
+    ASSERT_EQ(tsu_try_alltoall(team, in[k].data(), out[k].data(), bytes, flags.back()->cb()), TSU_OK);
+    if (k == 0) {
+      flags.push_back(std::make_unique<Flag>());
+      ASSERT_EQ(tsu_try_allgather(team, mine.data(), all.data(), mine.size(), flags.back()->cb()), TSU_OK);
+    }
+  }
+  for (auto& f : flags) f->wait();
+  for (uint32_t k = 0; k < kOps; ++k)
+    for (uint32_t r = 0; r < n; ++r)
+      for (std::size_t i = 0; i < bytes; ++i)
+        ASSERT_EQ(out[k][r * bytes + i], byte_of(r, me * bytes + i, 41 + k)) << "alltoall " << k << " from " << r;
+  for (uint32_t r = 0; r < n; ++r)
+    for (std::size_t i = 0; i < mine.size(); ++i)
+      ASSERT_EQ(all[r * mine.size() + i], byte_of(r, i, 40)) << "allgather from " << r;
+}
+
 TEST(CollNode, InterleavedAndUnevenTeams) {
   // Across pseudo-nodes (tsurun --ranks-per-node 2): `mixed` alternates
   // between the nodes in team-rank order (node members not adjacent), and
