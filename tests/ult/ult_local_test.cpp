@@ -179,7 +179,10 @@ TEST_F(Ult, YieldReturnsOkAndKeepsRegistersHoweverTheThreadIsResumed) {
     ASSERT_EQ(tsu_ult_counters(&after), TSU_OK);
     EXPECT_EQ(m.bad_status.load(), 0) << workers << " worker(s)";
     EXPECT_EQ(m.shared, 12u * ((3000 + 6) / 7));
-    EXPECT_GE(after.switches - before.switches, 12u * 3000u);  // they did switch
+    // They did switch (not every yield does: one that finds nothing else
+    // runnable on its worker, e.g. the others blocked on the mutex it holds,
+    // returns at once; so only a floor far below the yield count).
+    EXPECT_GT(after.switches - before.switches, 12u * 100u);
     if (workers == 2) {
       std::printf("stolen: %llu\n", static_cast<unsigned long long>(after.stolen - before.stolen));
     }
