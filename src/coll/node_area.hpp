@@ -70,9 +70,6 @@ inline constexpr std::size_t kStageBytes = 1u << 20;
 inline constexpr std::size_t kStageChunk = 64u << 10;
 inline constexpr uint64_t kStagedPerOp = 32;  // > kStageBytes / kStageChunk
 static_assert(kStageBytes / kStageChunk < kStagedPerOp);
-// Where large gathers leave the stages for Cross Memory Attach
-// (NodeColl::start says why).
-inline constexpr std::size_t kGatherCmaMin = 512u << 10;  // bytes per block
 
 struct alignas(64) TinyLine {
   std::atomic<uint64_t> seq;

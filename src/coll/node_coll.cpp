@@ -271,16 +271,20 @@ bool NodeColl::advance_staged(Team& t, Op& op) noexcept {
         if (writes) {
           if (op.stage_free && !wait_all(t, op, false, op.stage_free)) return false;
           const std::byte* from = r.kind == K::kBroadcast ? r.dst : r.src;
+          // An alltoall's stage holds the peers' blocks packed: stage byte x
+          // is src byte x below the own block, x + bytes above it (so n - 1
+          // blocks fit where n would not: 2 ranks, 1 MiB).
           const std::size_t own_lo = r.kind == K::kAlltoall ? std::size_t{me} * r.bytes : len;
-          const std::size_t own_hi = r.kind == K::kAlltoall ? own_lo + r.bytes : len;
+          const std::size_t gap = r.kind == K::kAlltoall ? r.bytes : 0;
+          const std::size_t staged_len = len - gap;
           std::size_t k = 0;
-          for (std::size_t off = 0; off < len; off += node::kStageChunk) {
-            const std::size_t end = std::min(off + node::kStageChunk, len);
-            // [off, end) less [own_lo, own_hi): up to two pieces.
+          for (std::size_t off = 0; off < staged_len; off += node::kStageChunk) {
+            const std::size_t end = std::min(off + node::kStageChunk, staged_len);
+            // [off, end): below own_lo from src as is, above it shifted by gap.
             if (off < own_lo) std::memcpy(mine.stage + off, from + off, std::min(end, own_lo) - off);
-            if (end > own_hi) {
-              const std::size_t lo = std::max(off, own_hi);
-              std::memcpy(mine.stage + lo, from + lo, end - lo);
+            if (end > own_lo) {
+              const std::size_t lo = std::max(off, own_lo);
+              std::memcpy(mine.stage + lo, from + lo + gap, end - lo);
             }
             store_flag(mine.staged, node::flag_value(t.tag, s * node::kStagedPerOp + ++k));
           }
@@ -306,9 +310,11 @@ bool NodeColl::advance_staged(Team& t, Op& op) noexcept {
             for (; op.peer < n; ++op.peer) {
               const uint32_t j = (me + op.peer) % n;
               std::byte* to = r.dst + std::size_t{j} * r.bytes;
-              const std::size_t from = r.kind == K::kAlltoall ? std::size_t{me} * r.bytes : 0;
+              const std::size_t own = r.kind == K::kAlltoall ? std::size_t{me} * r.bytes : 0;
+              // (Block me in j's packed stage: one block lower above j's own.)
+              const std::size_t from = r.kind == K::kAlltoall && me > j ? own - r.bytes : own;
               if (j == me) {
-                std::memmove(to, r.src + from, r.bytes);
+                std::memmove(to, r.src + own, r.bytes);
               } else if (!copy_out(j, from, to, r.bytes)) {
                 return false;
               }
@@ -630,18 +636,18 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
       default: op->exposes = !op->small; break;
     }
     op->done_read = !op->small && req.kind != Kind::kBarrier;
-    // Staged up to the stage's size, except (each measured on this 2-core
-    // machine): a scatter (each reader wants 1/n of what would be staged, so
-    // one CMA copy beats copying everything in), and a gather from
-    // kGatherCmaMin (the root reading every block once by CMA moves half the
-    // bytes of staging and copying out, and the peers do nothing but wait).
-    // An alltoall is staged up to the stage's size: a member stages the n-1
-    // blocks its peers read, and a CMA read of a 64-256 KiB block costs
-    // about twice a memcpy of it (256 KiB blocks, 4 ranks: staged 400 us,
-    // CMA 680-790; docs/benchmarks-coll.md).
-    op->staged = !op->small && published <= std::min(node::kStageBytes, rt_.config().coll_stage_max) &&
-                 (!per_member || req.kind == Kind::kAlltoall) &&
-                 !(req.kind == Kind::kGather && req.bytes >= node::kGatherCmaMin);
+    // Staged up to the stage's size, except a scatter (each reader wants 1/n
+    // of what would be staged, so one CMA copy beats copying everything in;
+    // measured on this 2-core machine).  A gather is staged at every size
+    // too: the peers stage in parallel and the root's copies out follow
+    // them chunk by chunk, where CMA reads of the blocks run one after the
+    // other at about half memcpy's speed (1 MiB, quiet machine: 2 ranks 62-67
+    // us staged vs 139-173 CMA, 4 ranks 187-237 vs 384-397).  An alltoall
+    // is staged while the n - 1 blocks its peers read fit, packed
+    // (docs/benchmarks-coll.md).
+    const std::size_t staged_bytes = req.kind == Kind::kAlltoall ? req.bytes * (t.n - 1) : published;
+    op->staged = !op->small && staged_bytes <= std::min(node::kStageBytes, rt_.config().coll_stage_max) &&
+                 (!per_member || req.kind == Kind::kAlltoall);
     if (op->staged) {  // stages, not user buffers: nobody waits to complete
       op->exposes = false;
       op->stage_free = t.stage_free;
