@@ -117,9 +117,9 @@ const SettingsTable<Config>& config_settings() {
     r.push_back(bool_setting<C>("TSU_BYPASS", "1",
                                 "1: intra-node RMA and atomics run in the caller; 0: through the engine",
                                 &C::bypass));
-    r.push_back(u32_setting<C>("TSU_SPIN_US", "20",
+    r.push_back(u32_setting<C>("TSU_SPIN_US", "100",
                                "most microseconds an idle progress thread spins before it sleeps "
-                               "(adaptive: less when idle gaps are longer)",
+                               "(adaptive: less when idle gaps are longer or the spin is preempted)",
                                &C::spin_us, 0, 10'000'000, false, "0..10000000"));
     r.push_back(bool_setting<C>("TSU_INLINE_EXEC", "1",
                                 "1: a network RMA/atomic issued while the progress thread sleeps "

@@ -19,7 +19,7 @@ struct Config {
   uint32_t ring_size = 1024;             // command ring slots
   tsu_progress_mode_t progress_mode = TSU_PROGRESS_THREAD;
   bool bypass = true;                    // intra-node RMA/atomics run in the caller
-  uint32_t spin_us = 20;                 // idle progress thread spins, then sleeps
+  uint32_t spin_us = 100;                // idle progress thread spins, then sleeps
   bool inline_exec = true;               // issuer starts network commands while the engine sleeps
   bool thread_rings = true;              // per-thread command rings (progress_engine.hpp)
   int yield_idle = -1;                   // tsu_progress yields when idle: 1, 0, -1 auto

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,6 +36,14 @@ void bump(std::atomic<uint64_t>& c, uint64_t n = 1) noexcept {
 constexpr uint64_t kMaxSleepNs = 200'000'000;  // safety net only: wakers ring
 // Looks at the ring's head between two idle passes (thread_main).
 constexpr int kIdleRingWatch = 8;
+// How often a spinning progress thread asks whether it was preempted.
+constexpr uint64_t kPreemptCheckNs = 5'000;
+
+// Involuntary context switches of the calling thread so far.
+long involuntary_switches() noexcept {
+  rusage ru{};
+  return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw : 0;
+}
 }  // namespace
 
 bool in_progress_context() noexcept { return t_in_progress_context; }
@@ -316,26 +325,49 @@ void ProgressEngine::idle_sleep(IdleWake wake, uint64_t max_ns) noexcept {
 
 void ProgressEngine::thread_main() {
   t_in_progress_context = true;
-  // Adaptive spin: spinning pays only when work returns within the spin
-  // budget; on a host with fewer cores than busy threads a spin that ends in
-  // sleep anyway steals the core the peer needs (a request/reply over udp
-  // here has 40 us idle gaps).  So: an idle gap no longer than the budget
-  // restores the full budget, a longer one halves it (to zero).
+  // Adaptive spin.  Spinning pays when work returns within the budget: a
+  // sleeping thread's wake-up costs 3-30 us (30 on an idle core of a VM,
+  // docs/benchmarks-udp.md), the length of a request/reply over udp.  It
+  // costs when the core is wanted: on a host with fewer cores than busy
+  // threads a spin steals the core the peer needs.  So the budget adapts:
+  // - an idle gap the spin covered restores it to a ceiling, a longer gap
+  //   halves it (to zero);
+  // - a spin during which this thread was preempted (another thread waited
+  //   for this core) sleeps at once and halves the ceiling, which grows
+  //   back by a sixteenth of TSU_SPIN_US per gap covered without preemption
+  //   (so sustained contention keeps spins short).
   const uint64_t max_spin_ns = uint64_t{cfg_.spin_us} * 1000;
-  uint64_t spin_ns = max_spin_ns;
-  uint64_t idle_since = 0;
+  uint64_t ceiling_ns = max_spin_ns, spin_ns = max_spin_ns;
+  uint64_t idle_since = 0, next_check = 0;
+  long switches = 0;
   while (!stop_.load(std::memory_order_acquire)) {
     if (progress()) {
       if (idle_since) {
         const uint64_t gap = util::now_ns() - idle_since;
-        spin_ns = gap <= max_spin_ns ? max_spin_ns : spin_ns / 2;
+        if (gap <= spin_ns) ceiling_ns = std::min(max_spin_ns, ceiling_ns + max_spin_ns / 64);
+        spin_ns = gap <= ceiling_ns ? ceiling_ns : spin_ns / 2;
         idle_since = 0;
       }
       continue;
     }
     const uint64_t now = util::now_ns();
-    if (!idle_since) idle_since = now;
+    if (!idle_since) {
+      idle_since = now;
+      next_check = now + kPreemptCheckNs;
+      if (spin_ns) switches = involuntary_switches();
+    }
     if (now - idle_since < spin_ns) {
+      if (now >= next_check) {
+        next_check = now + kPreemptCheckNs;
+        const long s = involuntary_switches();
+        if (s != switches) {  // preempted while spinning: the core is wanted
+          switches = s;
+          ceiling_ns /= 4;
+          spin_ns = std::min(spin_ns / 2, ceiling_ns);
+          idle_sleep();
+          continue;
+        }
+      }
       // Between two full passes (every transport and layer polled), watch
       // the ring's head: a request pushed now starts after one line transfer
       // instead of waiting for the rest of a pass.  The watch is short, so

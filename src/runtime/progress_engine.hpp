@@ -6,11 +6,11 @@
 // progress thread in TSU_PROGRESS_THREAD mode, or whichever thread calls
 // tsu_progress().
 //
-// Idle policy: spin for spin_us, then sleep on the rank's doorbell (a futex
-// word in shared memory; epoll on an eventfd plus the transports' descriptors
-// when a transport has one).  Producers learn from their claiming CAS whether
-// the engine sleeps, so a busy system pays no wake-up (see command_ring.hpp and
-// doorbell.hpp for the protocol).
+// Idle policy: spin up to spin_us (adaptive: see thread_main), then sleep on
+// the rank's doorbell (a futex word in shared memory; epoll on an eventfd plus
+// the transports' descriptors when a transport has one).  Producers learn from
+// their claiming CAS whether the engine sleeps, so a busy system pays no
+// wake-up (see command_ring.hpp and doorbell.hpp for the protocol).
 #pragma once
 
 #include <atomic>
