@@ -117,10 +117,21 @@ const SettingsTable<Config>& config_settings() {
     r.push_back(bool_setting<C>("TSU_BYPASS", "1",
                                 "1: intra-node RMA and atomics run in the caller; 0: through the engine",
                                 &C::bypass));
-    r.push_back(u32_setting<C>("TSU_SPIN_US", "100",
-                               "most microseconds an idle progress thread spins before it sleeps "
-                               "(adaptive: less when idle gaps are longer or the spin is preempted)",
-                               &C::spin_us, 0, 10'000'000, false, "0..10000000"));
+    r.push_back({"TSU_SPIN_US", "auto",
+                 "most microseconds an idle progress thread spins before it sleeps (adaptive: "
+                 "less when idle gaps are longer or the spin is preempted); auto: 100 when the "
+                 "node has two CPUs per rank, else 20",
+                 "0..10000000 or auto",
+                 [](const char* v, C& c) {
+                   uint64_t n = 0;
+                   if (!strcasecmp(v, "auto")) c.spin_us = Config::kSpinAuto;
+                   else if (parse_u64(v, n) && n <= 10'000'000) c.spin_us = static_cast<uint32_t>(n);
+                   else return false;
+                   return true;
+                 },
+                 [](const C& c) {
+                   return c.spin_us == Config::kSpinAuto ? std::string("auto") : std::to_string(c.spin_us);
+                 }});
     r.push_back(bool_setting<C>("TSU_INLINE_EXEC", "1",
                                 "1: a network RMA/atomic issued while the progress thread sleeps "
                                 "is started by the issuer",
@@ -272,7 +283,13 @@ tsu_status_t config_apply_user(Config& cfg, const tsu_config_t* user, std::strin
     cfg.progress_mode = static_cast<tsu_progress_mode_t>(user->progress_mode);
   }
   if (has(TSU_CONFIG_BYPASS, TSU_FIELD_END(bypass))) cfg.bypass = user->bypass != 0;
-  if (has(TSU_CONFIG_SPIN_US, TSU_FIELD_END(spin_us))) cfg.spin_us = user->spin_us;
+  if (has(TSU_CONFIG_SPIN_US, TSU_FIELD_END(spin_us))) {
+    if (user->spin_us > 10'000'000) {
+      error = "tsu_config_t.spin_us must be at most 10000000 (10 s)";
+      return TSU_ERR_CONFIG;
+    }
+    cfg.spin_us = user->spin_us;
+  }
   if (has(TSU_CONFIG_LOG_LEVEL, TSU_FIELD_END(log_level))) {
     if (user->log_level < TSU_LOG_OFF || user->log_level > TSU_LOG_TRACE) {
       error = "tsu_config_t.log_level must be between TSU_LOG_OFF and TSU_LOG_TRACE";

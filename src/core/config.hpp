@@ -19,7 +19,10 @@ struct Config {
   uint32_t ring_size = 1024;             // command ring slots
   tsu_progress_mode_t progress_mode = TSU_PROGRESS_THREAD;
   bool bypass = true;                    // intra-node RMA/atomics run in the caller
-  uint32_t spin_us = 100;                // idle progress thread spins, then sleeps
+  // Idle progress thread spins, then sleeps; kSpinAuto: chosen at init
+  // (Runtime::spin_budget_us).
+  static constexpr uint32_t kSpinAuto = UINT32_MAX;
+  uint32_t spin_us = kSpinAuto;
   bool inline_exec = true;               // issuer starts network commands while the engine sleeps
   bool thread_rings = true;              // per-thread command rings (progress_engine.hpp)
   int yield_idle = -1;                   // tsu_progress yields when idle: 1, 0, -1 auto

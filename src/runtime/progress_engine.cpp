@@ -38,6 +38,10 @@ constexpr uint64_t kMaxSleepNs = 200'000'000;  // safety net only: wakers ring
 constexpr int kIdleRingWatch = 8;
 // How often a spinning progress thread asks whether it was preempted.
 constexpr uint64_t kPreemptCheckNs = 5'000;
+// The spin budget's ceiling grows back at most this often after preemption.
+constexpr uint64_t kCeilingGrowthNs = 1'000'000;
+// The spin budget of a rank whose threads issue requests (thread_main).
+constexpr uint64_t kIssuingSpinNs = 20'000;
 
 // Involuntary context switches of the calling thread so far.
 long involuntary_switches() noexcept {
@@ -58,6 +62,7 @@ void run_callback(const tsu_cb_t& cb, tsu_status_t status) noexcept {
 ProgressEngine::ProgressEngine(const Config& cfg, CommandExecutor& executor, Doorbell doorbell)
     : cfg_(cfg),
       inline_exec_(cfg.inline_exec && cfg.progress_mode == TSU_PROGRESS_THREAD),
+      spin_us_(cfg.spin_us == Config::kSpinAuto ? kAutoSpinUsShared : cfg.spin_us),
       executor_(executor),
       doorbell_(doorbell),
       ring_(cfg.ring_size),
@@ -333,19 +338,35 @@ void ProgressEngine::thread_main() {
   // - an idle gap the spin covered restores it to a ceiling, a longer gap
   //   halves it (to zero);
   // - a spin during which this thread was preempted (another thread waited
-  //   for this core) sleeps at once and halves the ceiling, which grows
-  //   back by a sixteenth of TSU_SPIN_US per gap covered without preemption
-  //   (so sustained contention keeps spins short).
-  const uint64_t max_spin_ns = uint64_t{cfg_.spin_us} * 1000;
+  //   for this core) sleeps at once and quarters the ceiling, which grows
+  //   back by 1/64 of TSU_SPIN_US per millisecond of gaps without
+  //   preemption (so sustained contention keeps spins short however many
+  //   gaps it has, and an engine that sleeps probes again later);
+  // - while this rank's threads issue requests (the engine ran commands
+  //   since the last idle gap) the budget is at most kIssuingSpinNs: an
+  //   issuer runs its requests itself while the engine sleeps (inline
+  //   execution), cheaper than handing them over, and a thread waiting for
+  //   completion polls by itself (the udp 8 B put rate lost 20-30% to a
+  //   100 us spin, docs/benchmarks-udp.md).  A passive rank (a target)
+  //   keeps the full budget: nobody else polls for its requests.
+  uint64_t max_spin_ns = uint64_t{spin_us_.load(std::memory_order_relaxed)} * 1000;
   uint64_t ceiling_ns = max_spin_ns, spin_ns = max_spin_ns;
-  uint64_t idle_since = 0, next_check = 0;
+  uint64_t idle_since = 0, next_check = 0, commands_seen = 0, next_growth = 0;
   long switches = 0;
+  bool preempted = false;  // in this idle gap
   while (!stop_.load(std::memory_order_acquire)) {
     if (progress()) {
       if (idle_since) {
         const uint64_t gap = util::now_ns() - idle_since;
-        if (gap <= spin_ns) ceiling_ns = std::min(max_spin_ns, ceiling_ns + max_spin_ns / 64);
-        spin_ns = gap <= ceiling_ns ? ceiling_ns : spin_ns / 2;
+        if (!preempted && ceiling_ns < max_spin_ns && idle_since >= next_growth) {
+          ceiling_ns = std::min(max_spin_ns, ceiling_ns + max_spin_ns / 64);
+          next_growth = idle_since + kCeilingGrowthNs;
+        }
+        preempted = false;
+        const uint64_t commands = stats_.commands.load(std::memory_order_relaxed);
+        const uint64_t cap = commands != commands_seen ? std::min(ceiling_ns, kIssuingSpinNs) : ceiling_ns;
+        commands_seen = commands;
+        spin_ns = gap <= cap ? cap : spin_ns / 2;
         idle_since = 0;
       }
       continue;
@@ -353,6 +374,9 @@ void ProgressEngine::thread_main() {
     const uint64_t now = util::now_ns();
     if (!idle_since) {
       idle_since = now;
+      // (Set once at init, after the engine started: set_spin_us.)
+      const uint64_t max = uint64_t{spin_us_.load(std::memory_order_relaxed)} * 1000;
+      if (max != max_spin_ns) max_spin_ns = ceiling_ns = spin_ns = max;
       next_check = now + kPreemptCheckNs;
       if (spin_ns) switches = involuntary_switches();
     }
@@ -362,7 +386,9 @@ void ProgressEngine::thread_main() {
         const long s = involuntary_switches();
         if (s != switches) {  // preempted while spinning: the core is wanted
           switches = s;
+          preempted = true;
           ceiling_ns /= 4;
+          next_growth = now + kCeilingGrowthNs;
           spin_ns = std::min(spin_ns / 2, ceiling_ns);
           idle_sleep();
           continue;

@@ -164,6 +164,12 @@ class ProgressEngine {
     completions_.finish(completion_id, status);
   }
 
+  // The idle spin budget (TSU_SPIN_US; auto: kAutoSpinUsOwnCores when the
+  // node has two CPUs per rank, else kAutoSpinUsShared: Runtime decides once
+  // it knows the node's ranks).
+  static constexpr uint32_t kAutoSpinUsOwnCores = 100, kAutoSpinUsShared = 20;
+  void set_spin_us(uint32_t us) noexcept { spin_us_.store(us, std::memory_order_relaxed); }
+
   const EngineStats& stats() const noexcept { return stats_; }
   uint32_t ring_capacity() const noexcept { return ring_.capacity(); }
   Doorbell& doorbell() noexcept { return doorbell_; }
@@ -217,6 +223,7 @@ class ProgressEngine {
   // Inline start of network commands while the engine sleeps (thread mode;
   // TSU_INLINE_EXEC=0 turns it off).
   const bool inline_exec_;
+  std::atomic<uint32_t> spin_us_;
   CommandExecutor& executor_;
   Doorbell doorbell_;
   CommandRing<Command> ring_;

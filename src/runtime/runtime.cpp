@@ -114,6 +114,13 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
 
   rt->engine_ = std::make_unique<ProgressEngine>(rt->cfg_, *rt,
                                                  Doorbell(&cb->doorbell, rt->wake_eventfd_));
+  // TSU_SPIN_US=auto: a long idle spin where every rank of the node can have
+  // a core for its progress thread beside one for its own threads (a spin
+  // there costs nobody; a sleep costs a wake-up, ~30 us on an idle VM core),
+  // a short one where they share (docs/design-decisions.md, "Idle policy").
+  if (rt->cfg_.spin_us == Config::kSpinAuto)
+    rt->engine_->set_spin_us(rt->cpus_per_node_rank() >= 2 ? ProgressEngine::kAutoSpinUsOwnCores
+                                                           : ProgressEngine::kAutoSpinUsShared);
   rt->engine_->set_handlers(&rt->handlers_);
   // Message-capable transports are polled by the engine (self first).
   for (transport::Transport* t : {static_cast<transport::Transport*>(rt->self_.get()),
@@ -165,13 +172,17 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
 // More ranks on this node than CPUs this process may run on: a waiting rank
 // then holds a CPU a peer needs (TSU_YIELD=auto, as Open MPI's oversubscription
 // detection).  The affinity is the one at tsu_init.
-bool Runtime::oversubscribed() const noexcept {
+bool Runtime::oversubscribed() const noexcept { return cpus_per_node_rank() < 1; }
+
+// CPUs in this rank's affinity mask at tsu_init over the ranks on its node
+// (1 when the mask cannot be read).
+double Runtime::cpus_per_node_rank() const noexcept {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return false;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
   uint32_t node_ranks = 0;
   for (uint32_t r = 0; r < size_; ++r) node_ranks += node_of_[r] == node_of_[rank_];
-  return node_ranks > static_cast<uint32_t>(CPU_COUNT(&set));
+  return static_cast<double>(CPU_COUNT(&set)) / std::max<uint32_t>(node_ranks, 1);
 }
 
 tsu_status_t Runtime::connect_peers(std::string& error) {

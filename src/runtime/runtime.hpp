@@ -181,6 +181,7 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   explicit Runtime(const Config& cfg, uint64_t epoch);
   tsu_status_t connect_peers(std::string& error);
   tsu_status_t open_node_transports(std::string& error);
+  double cpus_per_node_rank() const noexcept;
   bool oversubscribed() const noexcept;
   tsu_status_t connect_network(const std::vector<bool>& remote, std::string& error);
   static void on_peer_lost(void* ctx, uint32_t rank) noexcept;

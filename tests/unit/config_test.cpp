@@ -92,6 +92,39 @@ TEST(Config, YieldIsOnOffOrAuto) {
   EXPECT_EQ(Config{}.yield_idle, -1) << "auto by default";
 }
 
+// TSU_SPIN_US: microseconds, or auto (the runtime picks 100 or 20 by the
+// node's CPUs per rank; Runtime::connect_peers).
+TEST(Config, SpinIsMicrosecondsOrAuto) {
+  const std::pair<const char*, uint32_t> cases[] = {
+      {"0", 0}, {"250", 250}, {"10000000", 10'000'000}, {"auto", Config::kSpinAuto}, {"Auto", Config::kSpinAuto}};
+  for (const auto& [value, expected] : cases) {
+    Config cfg;
+    cfg.spin_us = 7;  // overwritten by every valid value
+    std::string error;
+    FakeEnv env{{{"TSU_SPIN_US", value}}};
+    ASSERT_EQ(config_from_env(cfg, env.fn(), error), TSU_OK) << error;
+    EXPECT_EQ(cfg.spin_us, expected) << value;
+  }
+  for (const char* bad : {"10000001", "-1", "fast", ""}) {
+    Config cfg;
+    std::string error;
+    FakeEnv env{{{"TSU_SPIN_US", bad}}};
+    EXPECT_EQ(config_from_env(cfg, env.fn(), error), TSU_ERR_CONFIG) << bad;
+    EXPECT_NE(error.find("TSU_SPIN_US"), std::string::npos) << error;
+  }
+  EXPECT_EQ(Config{}.spin_us, Config::kSpinAuto) << "auto by default";
+  Config cfg;
+  std::string error;
+  tsu_config_t user{};
+  user.struct_size = sizeof user;
+  user.field_mask = TSU_CONFIG_SPIN_US;
+  user.spin_us = 10'000'001;
+  EXPECT_EQ(config_apply_user(cfg, &user, error), TSU_ERR_CONFIG);
+  user.spin_us = 40;
+  ASSERT_EQ(config_apply_user(cfg, &user, error), TSU_OK) << error;
+  EXPECT_EQ(cfg.spin_us, 40u);
+}
+
 TEST(Config, BadEnvironmentValuesNameTheVariable) {
   const std::pair<const char*, const char*> cases[] = {
       {"TSU_SEGMENT_SIZE", "12"},  {"TSU_SEGMENT_SIZE", "lots"}, {"TSU_RING_SIZE", "1000"},

@@ -13,7 +13,7 @@ for r in $(seq $rounds); do
   echo "round $r load $(cut -d' ' -f1 /proc/loadavg)"
   for e in "$@"; do
     nice -n -20 ip netns exec "$na" env TSU_SEGMENT_SIZE=16M $e "$B/tools/tsurun/tsurun" -n 2 --hosts "$na,$nb" --spawn 'ip netns exec {host}' \
-      --bootstrap-addr 10.96.0.1 --timeout 120 "$B/bench/net/tsu-bench-net" tsu --only latency --wait ${WAIT:-quiet} 2>/dev/null | sed "s|^|[$e] |" | sed 's/"bench":"tsu_latency",//; s/"wait":"quiet","bytes":8,//'
+      --bootstrap-addr 10.96.0.1 --timeout 120 "$B/bench/net/tsu-bench-net" tsu ${ONLY:---only latency --wait quiet} 2>/dev/null | sed "s|^|[$e] |" | sed 's/"bench":"tsu_latency",//; s/"wait":"quiet","bytes":8,//'
   done
   nice -n -20 ip netns exec "$nb" env UCX_TLS=tcp,self UCX_NET_DEVICES=veth0 ucx_perftest -p 13339 >/dev/null 2>&1 & s=$!
   sleep 0.5
