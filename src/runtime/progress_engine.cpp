@@ -377,15 +377,19 @@ void ProgressEngine::thread_main() {
       // (Set once at init, after the engine started: set_spin_us.)
       const uint64_t max = uint64_t{spin_us_.load(std::memory_order_relaxed)} * 1000;
       if (max != max_spin_ns) max_spin_ns = ceiling_ns = spin_ns = max;
+      // (The first check, one period in, only reads the count: a system
+      // call at the start of every gap would delay the next request, and
+      // most gaps end sooner.)
       next_check = now + kPreemptCheckNs;
-      if (spin_ns) switches = involuntary_switches();
+      switches = -1;
     }
     if (now - idle_since < spin_ns) {
       if (now >= next_check) {
         next_check = now + kPreemptCheckNs;
         const long s = involuntary_switches();
-        if (s != switches) {  // preempted while spinning: the core is wanted
-          switches = s;
+        const bool wanted = switches >= 0 && s != switches;  // preempted while spinning
+        switches = s;
+        if (wanted) {
           preempted = true;
           ceiling_ns /= 4;
           next_growth = now + kCeilingGrowthNs;
