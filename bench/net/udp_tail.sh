@@ -21,9 +21,15 @@ veth_pair_up "$na" "$nb" 10.97.0
 sleep 0.5
 bin=${b:-$a}/bench/net/tsu-bench-net  # B's benchmark for both: only the library differs
 tsu() {  # build label [benchmark arguments]
+  local err rc
+  err=$(mktemp)
   ${PRIO:-nice -n -20} ip netns exec "$na" env TSU_SEGMENT_SIZE=16M LD_LIBRARY_PATH="$1/src" \
     "$1/tools/tsurun/tsurun" -n 2 --hosts "$na,$nb" --spawn 'ip netns exec {host}' \
-    --bootstrap-addr 10.97.0.1 --timeout 120 "$bin" tsu ${3:---only latency --wait quiet} 2>/dev/null | sed "s/^/$2 /"
+    --bootstrap-addr 10.97.0.1 --timeout 120 "$bin" tsu ${3:---only latency --wait quiet} 2>"$err" | sed "s/^/$2 /"
+  rc=${PIPESTATUS[0]}
+  # A run that fails says so (its rows would otherwise just be missing).
+  if [[ $rc -ne 0 ]]; then echo "$2 run failed (exit $rc): $(tail -n 2 "$err" | tr '\n' ' ')"; fi
+  rm -f "$err"
 }
 ucx() {  # test
   ${PRIO:-nice -n -20} ip netns exec "$nb" env UCX_TLS=tcp,self UCX_NET_DEVICES=veth0 ucx_perftest -p 13338 >/dev/null 2>&1 & s=$!
