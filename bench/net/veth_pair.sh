@@ -12,6 +12,13 @@ veth_pair_up() {
   ip link add veth0 netns "$a" type veth peer name veth0 netns "$b"
   ip -n "$a" addr add "$prefix.1/24" dev veth0; ip -n "$b" addr add "$prefix.2/24" dev veth0
   ip -n "$a" link set veth0 up; ip -n "$b" link set veth0 up
+  # Wait for the carrier (at most 3 s): libfabric's tcp provider skips an
+  # interface that is not running yet, so a job started at once fails.
+  local i
+  for i in $(seq 30); do
+    ip -n "$a" link show veth0 | grep -q LOWER_UP && ip -n "$b" link show veth0 | grep -q LOWER_UP && break
+    sleep 0.1
+  done
 }
 veth_pair_down() {
   ip netns del "$1" 2>/dev/null; ip netns del "$2" 2>/dev/null
