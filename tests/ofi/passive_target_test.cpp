@@ -64,6 +64,23 @@ TEST(OfiPassiveTarget, SleepingTargetCompletesAMillionPutsAndAtomics) {
   }
   mp::barrier();
   const auto t0 = std::chrono::steady_clock::now();
+  // OFI_PASSIVE_LONE_PUTS=N: first N puts one at a time, each waited for in
+  // tsu_quiet (a latency loop: nothing else in flight, so each is a native
+  // write the target's queue shows no completion for).  The main phase below
+  // writes the same values to the same slots, and rank 0 checks them all.
+  if (me != 0) {
+    const char* v = std::getenv("OFI_PASSIVE_LONE_PUTS");
+    const uint64_t lone = std::min<uint64_t>(v ? std::strtoull(v, nullptr, 10) : 0, puts);
+    const uint64_t dst_base = kPutOff + (me - 1) * puts * 8;
+    for (uint64_t i = 0; i < lone; ++i) {
+      ASSERT_EQ(mp::issue([&] {
+                  return tsu_try_put_nbi(tsu_gaddr(0, TSU_SEG_MAIN, dst_base + i * 8),
+                                         tsu_laddr(TSU_SEG_MAIN, kPutOff + i * 8), 8);
+                }),
+                TSU_OK);
+      ASSERT_EQ(tsu_quiet(), TSU_OK) << tsu_last_error();
+    }
+  }
   if (me == 0) {
     // Passive: sleep until every issuer said done, reading only local memory.
     std::atomic_ref<uint64_t> done(words[kDoneOff / 8]);

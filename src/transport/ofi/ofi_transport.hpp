@@ -350,7 +350,10 @@ class OfiTransport final : public Transport {
   std::atomic<uint64_t> sent_{0}, injected_{0}, received_{0}, dropped_{0}, eagain_{0},
       errors_{0}, held_count_{0}, rma_ops_{0}, rma_fallbacks_{0}, rma_injected_{0},
       posted_more_{0}, flushes_{0}, av_inserts_{0}, staged_refused_{0}, pings_{0},
-      pongs_{0}, silent_lost_{0}, watch_ends_{0}, bundled_{0}, atomics_{0}, atomic_refused_{0};
+      pongs_{0}, silent_lost_{0}, watch_ends_{0}, bundled_{0}, atomics_{0}, atomic_refused_{0},
+      served_unseen_{0};  // polls that served peers' native RMA (poll says how it knows)
+  std::atomic<bool> rma_target_{false};  // a region is registered: peers may fi_write here
+  bool last_poll_worked_ = false;        // poll's own (the consumer role: one thread at a time)
 };
 
 }  // namespace tsu::transport::ofi
