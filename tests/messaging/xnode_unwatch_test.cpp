@@ -4,11 +4,10 @@
 //
 // 1. Every rank waits on every other one: a receive from each (and one it
 //    cancels), an alltoall, a barrier.
-// 2. Over ofi: once the transport reports no watched peer (watched=0 in its
-//    stats), the rank idles for 10 keep-alive intervals and past the peer
-//    timeout, and its pings= counter must not grow: an idle rank pings no
-//    one.  (udp pings every peer it holds state for while silent, watched
-//    or not: docs/udp.md.)
+// 2. Once the transport (ofi or udp) reports no watched peer (watched=0 in
+//    its stats), the rank idles for 10 keep-alive intervals and past the
+//    peer timeout, and its pings= counter must not grow: an idle rank pings
+//    no one.
 // 3. Waits after the idle spell: a receive from a live peer that sends only
 //    a few intervals later completes (the peer, silent past the timeout
 //    while unwatched, is not lost the moment it is watched again), and a
@@ -65,9 +64,9 @@ void idle_for(double seconds) {
   }
 }
 
-// The value of `key` (e.g. "pings=") on the ofi transport's stats line, as
-// tsu_stats_print writes it to stderr; -1 if absent.
-long long ofi_stat(const char* key) {
+// The value of `key` (e.g. "pings=") on the network transport's stats line
+// (ofi's or udp's), as tsu_stats_print writes it to stderr; -1 if absent.
+long long net_stat(const char* key) {
   std::FILE* tmp = std::tmpfile();
   if (!tmp) return -1;
   std::fflush(stderr);
@@ -83,7 +82,7 @@ long long ofi_stat(const char* key) {
   std::size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, tmp)) > 0) text.append(buf, n);
   std::fclose(tmp);
-  const std::size_t line = text.find(" ofi stats:");
+  const std::size_t line = text.find(over_ofi() ? " ofi stats:" : " udp:");
   if (line == std::string::npos) return -1;
   const std::size_t at = text.find(std::string(" ") + key, line);
   if (at == std::string::npos) return -1;
@@ -95,7 +94,7 @@ bool until_unwatched() {
   return wait_for(
       [] {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        return ofi_stat("watched=") == 0;
+        return net_stat("watched=") == 0;
       },
       loss::peer_timeout_seconds() + 30.0);
 }
@@ -127,7 +126,6 @@ int main() {
   tsu_size(&n);
   if (n < 3) return fail(me, "needs at least 3 ranks");
   const uint32_t victim = n - 1;
-  const bool ofi = over_ofi();
   const double keepalive = keepalive_seconds();
 
   // 1. Waits on every peer.
@@ -174,11 +172,11 @@ int main() {
   // 2. Idle: no watch left, so no ping.  Long enough for several pings per
   // peer and for the silence to pass the peer timeout.
   const double idle = std::max(10 * keepalive, loss::peer_timeout_seconds() + 0.5);
-  if (ofi) {
+  {
     if (!until_unwatched()) return fail(me, "peers still watched after every wait ended");
-    const long long before = ofi_stat("pings=");
+    const long long before = net_stat("pings=");
     idle_for(idle);
-    const long long after = ofi_stat("pings=");
+    const long long after = net_stat("pings=");
     if (before < 0 || after != before) {
       std::printf("rank %u: FAIL: idle with no wait, yet pings went from %lld to %lld\n", me,
                   before, after);
@@ -186,8 +184,6 @@ int main() {
       return 1;
     }
     std::printf("rank %u: idle for %.1f s: pings=%lld before and after\n", me, idle, before);
-  } else {
-    idle_for(idle);
   }
   if (!run_coll([&](tsu_cb_t cb) { return tsu_try_barrier(TSU_TEAM_WORLD, cb); }, coll))
     return fail(me, "barrier after the idle spell", coll.status.load());
@@ -222,7 +218,7 @@ int main() {
     return fail(me, "the receive from the lost rank never completed");
   if (victim_recv.status.load() != TSU_ERR_PEER_LOST)
     return fail(me, "the receive from the lost rank", victim_recv.status.load());
-  if (ofi && !until_unwatched()) return fail(me, "peers still watched after the last wait");
+  if (!until_unwatched()) return fail(me, "peers still watched after the last wait");
   for (int i = 0; i < 50; ++i) tsu_progress();
   if (ring_recv.calls.load() != 1 || victim_recv.calls.load() != 1 || cancelled.calls.load() != 1)
     return fail(me, "a callback ran twice");

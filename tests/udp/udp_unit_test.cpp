@@ -619,6 +619,61 @@ TEST(UdpTransport, SilentPeerIsDeclaredLost) {
   EXPECT_EQ(nodes[0]->t->send_message(1, h, nullptr), TSU_ERR_PEER_LOST);
 }
 
+// Keep-alives go only to monitored peers: one a wait watches, or one with
+// data in flight.  An idle peer is neither pinged nor declared lost however
+// long it is silent, and a watch started after a long silence counts the
+// silence from its start.
+TEST(UdpTransport, OnlyWatchedPeersArePingedAndLost) {
+  UdpConfig cfg;
+  cfg.keepalive_ns = 20'000'000;
+  cfg.peer_timeout_ns = 300'000'000;
+  auto nodes = make_nodes(2, cfg);
+  LostLog log;
+  nodes[0]->t->set_peer_lost_handler(on_lost, &log);
+  const auto poll_for = [&](int ms) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < until) {
+      for (auto& n : nodes)
+        if (n) n->t->poll(n->table);
+      usleep(1000);
+    }
+  };
+  core::MessageHeader h{};
+  h.handler = 300;
+  ASSERT_EQ(nodes[0]->t->send_message(1, h, nullptr), TSU_OK);
+  // Acknowledged, then idle for 20 keep-alive intervals, past the timeout.
+  poll_for(400);
+  EXPECT_EQ(nodes[0]->t->stats().pings_sent, 0u);
+  EXPECT_EQ(nodes[1]->t->stats().pings_sent, 0u);
+  EXPECT_TRUE(log.lost.empty());
+  // Watched: pinged while silent (node 1 only answers), not lost.
+  nodes[0]->t->watch_peer(1);
+  poll_for(150);
+  const uint64_t pinged = nodes[0]->t->stats().pings_sent;
+  EXPECT_GE(pinged, 2u);
+  EXPECT_EQ(nodes[1]->t->stats().pings_sent, 0u);
+  EXPECT_TRUE(log.lost.empty());
+  // Unwatched: no more pings.
+  nodes[0]->t->unwatch_peer(1);
+  nodes[0]->t->poll(nodes[0]->table);
+  const uint64_t at_unwatch = nodes[0]->t->stats().pings_sent;
+  EXPECT_LE(at_unwatch, pinged + 1);
+  poll_for(150);
+  EXPECT_EQ(nodes[0]->t->stats().pings_sent, at_unwatch);
+  // Watched again, then node 1 dies: lost about one timeout later.
+  nodes[0]->t->watch_peer(1);
+  nodes[0]->t->poll(nodes[0]->table);
+  nodes[1].reset();
+  const auto start = std::chrono::steady_clock::now();
+  while (log.lost.empty() && std::chrono::steady_clock::now() - start < std::chrono::seconds(3)) {
+    nodes[0]->t->poll(nodes[0]->table);
+    usleep(1000);
+  }
+  ASSERT_EQ(log.lost.size(), 1u);
+  EXPECT_EQ(log.lost[0], 1u);
+  EXPECT_TRUE(nodes[0]->t->is_peer_lost(1));
+}
+
 }  // namespace
 
 // ---- Congestion control and RTT estimation (congestion.hpp) -----------------

@@ -14,7 +14,8 @@ void UdpTransport::run_timers(uint64_t now) {
   for (Peer* pp : active_) {
     Peer& p = *pp;
     if (p.lost) continue;
-    if (now - p.last_rx_ns >= cfg_.peer_timeout_ns) {
+    const bool monitored = p.monitored();
+    if (monitored && now - p.silent_since() >= cfg_.peer_timeout_ns) {
       declare_lost(p, "no answer");
       continue;
     }
@@ -33,9 +34,11 @@ void UdpTransport::run_timers(uint64_t now) {
       }
     }
     if (p.ack_pending && now >= p.ack_deadline) stage_ack(p, now);  // nothing carried it
-    // Keep-alive: a peer we have heard nothing from for an interval is
-    // pinged (once per interval); its answer refreshes last_rx_ns.
-    if (now - p.last_rx_ns >= cfg_.keepalive_ns && now - p.last_ping_ns >= cfg_.keepalive_ns)
+    // Keep-alive: a monitored peer we have heard nothing from for an
+    // interval is pinged (once per interval); its answer refreshes
+    // last_rx_ns.  An idle rank pings no one (O(waits), not O(peers)).
+    if (monitored && now - p.silent_since() >= cfg_.keepalive_ns &&
+        now - p.last_ping_ns >= cfg_.keepalive_ns)
       send_ping(p, now);
     next = std::min(next, peer_deadline(p));
   }
@@ -47,8 +50,9 @@ uint64_t UdpTransport::peer_deadline(const Peer& p) const noexcept {
   uint64_t next = p.rto_deadline;
   if (p.probes < kMaxProbes && p.una != p.snd_max) next = std::min(next, p.tlp_deadline);
   if (p.ack_pending) next = std::min(next, p.ack_deadline);
-  next = std::min(next, std::max(p.last_rx_ns, p.last_ping_ns) + cfg_.keepalive_ns);
-  return std::min(next, p.last_rx_ns + cfg_.peer_timeout_ns);
+  if (!p.monitored()) return next;
+  next = std::min(next, std::max(p.silent_since(), p.last_ping_ns) + cfg_.keepalive_ns);
+  return std::min(next, p.silent_since() + cfg_.peer_timeout_ns);
 }
 
 void UdpTransport::check_retransmit(Peer& p, uint64_t now) {

@@ -286,6 +286,12 @@ void UdpTransport::schedule_ack(Peer& p) {
 void UdpTransport::transmit(Peer& p, uint64_t now) {
   if (p.lost) return;
   const uint32_t cwnd = std::max(p.cc.window(), 1u);
+  // New data with nothing in flight: the peer is monitored from now on
+  // (liveness.cpp; the silence before does not count against it).
+  if (p.snd_max == p.una && p.snd_max != p.nxt && !p.watched) {
+    p.monitor_since_ns = now;
+    timer_by(now + cfg_.keepalive_ns);
+  }
   while (p.snd_max != p.nxt && p.snd_max - p.una < cfg_.window &&
          p.snd_max - p.una - p.sacked < cwnd) {
     stage_data(p, p.snd_max, now);

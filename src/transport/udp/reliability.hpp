@@ -50,7 +50,7 @@ struct Peer {
   Peer(uint32_t rank_, uint32_t queue, uint32_t window, const RttEstimator& rtt_,
        const CongestionControl& cc_, uint64_t now)
       : rank(rank_), tx(queue), rtt(rtt_), cc(cc_), rx(window), last_rx_ns(now),
-        last_ping_ns(now), created_ns(now) {}
+        last_ping_ns(now), created_ns(now), monitor_since_ns(now) {}
 
   const uint32_t rank;
   sockaddr_in addr{};
@@ -89,10 +89,19 @@ struct Peer {
   uint64_t echo_rx_ns = 0;  // when it arrived (our clock)
   Reassembler reasm;
 
-  // Liveness.
+  // Liveness.  Only a monitored peer is pinged while silent, and declared
+  // lost once silent past the timeout: one this rank waits on (watched:
+  // Transport::watch_peer) or has unacknowledged data for.  Silence counts
+  // from the later of the last datagram heard and monitor_since_ns (when
+  // monitoring began): a peer idle for an hour is not lost the moment a
+  // wait on it starts.
   uint64_t last_rx_ns;
   uint64_t last_ping_ns;
   uint64_t created_ns;
+  uint64_t monitor_since_ns;
+  bool watched = false;
+  bool monitored() const noexcept { return watched || una != snd_max; }
+  uint64_t silent_since() const noexcept { return last_rx_ns > monitor_since_ns ? last_rx_ns : monitor_since_ns; }
 
   // Scratch datagrams for acks and pings (alive until the next flush).
   alignas(8) std::byte ack_buf[kHeaderSize + kMaxSackBytes + kTagSize];

@@ -11,7 +11,7 @@ namespace tsu::transport::udp {
 UdpTransport::UdpTransport(uint32_t rank, uint32_t size, const Secret& secret,
                            const UdpConfig& cfg)
     : rank_(rank), size_(size), secret_(secret), cfg_(cfg), pool_(cfg.mtu),
-      peers_(size), addrs_(size), watch_asked_(new std::atomic<bool>[size]()) {}
+      peers_(size), addrs_(size), watch_asked_(new std::atomic<bool>[size]()), watches_(size) {}
 
 UdpTransport::~UdpTransport() {
   if (trace_) std::fclose(trace_);
@@ -90,6 +90,10 @@ Peer& UdpTransport::peer(uint32_t rank) {
     slot->addr = addrs_[rank];
     active_.push_back(slot.get());
     ++st_.peers;
+    if (watches_.watched(rank)) {
+      slot->watched = true;
+      ++watched_now_;
+    }
     timer_by(now + cfg_.keepalive_ns);
   }
   return *slot;
@@ -199,9 +203,11 @@ void UdpTransport::batch_end() noexcept {
 }
 
 void UdpTransport::watch_peer(uint32_t rank) noexcept {
+  if (rank >= size_ || rank == rank_) return;
+  watches_.watch(rank);
   // Called on every single-source receive: after the first call for a rank
-  // it costs one relaxed load, no lock.
-  if (rank >= size_ || watch_asked_[rank].load(std::memory_order_relaxed)) return;
+  // the state exists (or is being made): one relaxed load, no lock.
+  if (watch_asked_[rank].load(std::memory_order_relaxed)) return;
   watch_asked_[rank].store(true, std::memory_order_relaxed);
   std::lock_guard lock(mu_);
   if (rank >= size_ || rank == rank_ || peers_[rank]) return;
@@ -263,9 +269,26 @@ std::size_t UdpTransport::poll(const core::MessageHandlerTable& handlers) noexce
   return work;
 }
 
+void UdpTransport::apply_watches(uint64_t now) {
+  watches_.drain([&](uint32_t r, bool watched) {
+    Peer* p = peers_[r].get();
+    if (!p || p->watched == watched) return;  // no state yet: peer() reads the count
+    p->watched = watched;
+    if (watched) {
+      ++watched_now_;
+      // Silence counts from now; the first ping is an interval away.
+      if (p->una == p->snd_max) p->monitor_since_ns = now;
+      timer_by(now + cfg_.keepalive_ns);
+    } else {
+      --watched_now_;
+    }
+  });
+}
+
 std::size_t UdpTransport::poll_protocol() noexcept {
   std::lock_guard lock(mu_);
   uint64_t now = util::now_ns();
+  if (watches_.changed()) [[unlikely]] apply_watches(now);
   flush(now);  // anything staged must leave before acks may free its buffers
   std::size_t work = 0;
   for (int round = 0; round < 4; ++round) {
@@ -302,7 +325,7 @@ std::size_t UdpTransport::poll_protocol() noexcept {
 bool UdpTransport::prepare_sleep() noexcept {
   std::lock_guard lock(mu_);
   return !sock_.has_staged() && tx_list_.empty() && ack_list_.empty() && newly_lost_.empty() &&
-         to_watch_.empty();
+         to_watch_.empty() && !watches_.changed();
 }
 
 uint64_t UdpTransport::max_sleep_ns() const noexcept {
@@ -336,7 +359,7 @@ void UdpTransport::print_stats(std::FILE* f) const noexcept {
                "data_sent=%llu acks_sent=%llu acks_received=%llu pings=%llu retransmits=%llu "
                "fast_retransmits=%llu timeouts=%llu tail_probes=%llu duplicates=%llu out_of_window=%llu "
                "reordered=%llu spurious_reported=%llu spurious_timeouts=%llu eagain=%llu send_dropped=%llu "
-               "addr_lookups=%llu",
+               "addr_lookups=%llu watched=%u",
                rank_, (unsigned long long)st_.peers, (unsigned long long)st_.peers_lost,
                (unsigned long long)st_.msgs_sent, (unsigned long long)st_.msgs_packed,
                (unsigned long long)st_.msgs_delivered,
@@ -352,7 +375,7 @@ void UdpTransport::print_stats(std::FILE* f) const noexcept {
                (unsigned long long)st_.spurious_retransmits,
                (unsigned long long)st_.spurious_timeouts,
                (unsigned long long)st_.eagain, (unsigned long long)sock_.send_dropped,
-               (unsigned long long)st_.addr_lookups);
+               (unsigned long long)st_.addr_lookups, watched_now_);
   for (int i = 1; i < static_cast<int>(ParseStatus::kCount); ++i)
     std::fprintf(f, " drop_%s=%llu", parse_status_name(static_cast<ParseStatus>(i)),
                  (unsigned long long)st_.drops[i]);

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/peer_watch.hpp"
 #include "transport/transport.hpp"
 #include "transport/udp/buffer_pool.hpp"
 #include "transport/udp/datagram.hpp"
@@ -126,13 +127,11 @@ class UdpTransport final : public Transport {
     lost_ctx_ = ctx;
   }
   bool is_peer_lost(uint32_t rank) const noexcept override;
+  // Counted (PeerWatches); poll applies the changes.  A watched peer is
+  // pinged while silent and lost past the timeout, as is one with data in
+  // flight; no other (docs/udp.md, "Keep-alive / peer loss").
   void watch_peer(uint32_t rank) noexcept override;
-  // A no-op: a watch here only creates the peer's state, and every peer
-  // with state is pinged while silent for as long as the job runs (the
-  // reliability protocol's own loss detection: an acknowledged request whose
-  // reply never comes, e.g. message_rma's, relies on it).  So a watch holds
-  // past its end, which the contract allows (docs/udp.md).
-  void unwatch_peer(uint32_t rank) noexcept override { (void)rank; }
+  void unwatch_peer(uint32_t rank) noexcept override { watches_.unwatch(rank); }
 
   void print_stats(std::FILE* f) const noexcept override;
   UdpStats stats() const;
@@ -241,6 +240,9 @@ class UdpTransport final : public Transport {
   std::atomic<bool> watch_pending_{false};  // to_watch_ is not empty (poll's cheap check)
   std::unique_ptr<std::atomic<bool>[]> watch_asked_;  // by rank: watch_peer was called
   void start_watching() noexcept;
+  PeerWatches watches_;          // waits per rank (watch_peer / unwatch_peer)
+  uint32_t watched_now_ = 0;     // peers with state that are watched (under mu_)
+  void apply_watches(uint64_t now);  // under mu_: watches_' changes onto the peers
   // Earliest protocol deadline, or earlier (deadlines that went away, e.g.
   // everything acknowledged, leave it stale until max_sleep_ns/run_timers
   // recompute it).
