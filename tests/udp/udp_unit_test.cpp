@@ -585,17 +585,22 @@ struct LostLog {
 };
 void on_lost(void* ctx, uint32_t rank) noexcept { static_cast<LostLog*>(ctx)->lost.push_back(rank); }
 
-TEST(UdpTransport, SilentPeerIsDeclaredLost) {
+// Keep-alives every 20 ms, a peer lost after 300 ms of silence.
+UdpConfig fast_liveness() {
   UdpConfig cfg;
   cfg.keepalive_ns = 20'000'000;
   cfg.peer_timeout_ns = 300'000'000;
-  auto nodes = make_nodes(2, cfg);
+  return cfg;
+}
+
+TEST(UdpTransport, SilentPeerIsDeclaredLost) {
+  auto nodes = make_nodes(2, fast_liveness());
   LostLog log;
   nodes[0]->t->set_peer_lost_handler(on_lost, &log);
   core::MessageHeader h{};
   h.handler = 300;
   ASSERT_EQ(nodes[0]->t->send_message(1, h, nullptr), TSU_OK);
-  // Talk for a while: keep-alives keep the peer alive while both poll.
+  // Poll for a while, past the timeout: an idle peer is not lost (not monitored).
   auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
   while (std::chrono::steady_clock::now() < until) {
     for (auto& n : nodes) n->t->poll(n->table);
@@ -624,10 +629,7 @@ TEST(UdpTransport, SilentPeerIsDeclaredLost) {
 // long it is silent, and a watch started after a long silence counts the
 // silence from its start.
 TEST(UdpTransport, OnlyWatchedPeersArePingedAndLost) {
-  UdpConfig cfg;
-  cfg.keepalive_ns = 20'000'000;
-  cfg.peer_timeout_ns = 300'000'000;
-  auto nodes = make_nodes(2, cfg);
+  auto nodes = make_nodes(2, fast_liveness());
   LostLog log;
   nodes[0]->t->set_peer_lost_handler(on_lost, &log);
   const auto poll_for = [&](int ms) {
