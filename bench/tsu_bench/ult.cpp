@@ -301,26 +301,40 @@ int run_ult(const UltOptions& o) {
   }
   tsu_barrier();
   if (n >= 2 && me == 0) {
-    const long lat_iters = o.quick ? 200 : std::max<long>(iters / 100, 2000);
+    // Each latency row warms up for a while before it measures: the first
+    // milliseconds after the barrier are a transient (the kernel spreading
+    // the ranks' busy threads over the CPUs, rank 1 starting its barrier's
+    // helper), and 2,000 operations measured inside it made the row
+    // bimodal between runs (1.5 or 5-8 us on the 2-core machine).
+    const long lat_iters = o.quick ? 200 : std::max<long>(iters / 10, 20000);
+    const auto warm = std::chrono::milliseconds(o.quick ? 10 : 200);
+    auto warming = [&](long i, Clock::time_point start) {
+      return i < lat_iters / 10 || Clock::now() - start < warm;
+    };
     std::vector<double> spawn_ns, am_ns;
     in_ult([&] {
-      for (long i = 0; i < lat_iters + lat_iters / 10; ++i) {
+      const auto start = Clock::now();
+      for (long i = 0, kept = 0; kept < lat_iters; ++i) {
         const auto t0 = Clock::now();
         tsu_ult_t t;
         tsu_ult_spawn(&t, 1, kEmptyFn, nullptr, 0, nullptr);
         tsu_ult_join_value(t, nullptr, 0, nullptr);
-        if (i >= lat_iters / 10) spawn_ns.push_back(ns_since(t0));
+        if (!warming(i, start)) spawn_ns.push_back(ns_since(t0)), ++kept;
       }
     });
-    for (long i = 0; i < lat_iters + lat_iters / 10; ++i) {
-      const uint64_t want = g_pongs.load() + 1;
-      const auto t0 = Clock::now();
-      while (tsu_try_am_short(1, kAmPing, nullptr, 0, tsu_cb_none()) == TSU_EAGAIN) tsu_progress();
-      while (g_pongs.load(std::memory_order_acquire) < want) tsu_progress();
-      if (i >= lat_iters / 10) am_ns.push_back(ns_since(t0));
+    {
+      const auto start = Clock::now();
+      for (long i = 0, kept = 0; kept < lat_iters; ++i) {
+        const uint64_t want = g_pongs.load() + 1;
+        const auto t0 = Clock::now();
+        while (tsu_try_am_short(1, kAmPing, nullptr, 0, tsu_cb_none()) == TSU_EAGAIN) tsu_progress();
+        while (g_pongs.load(std::memory_order_acquire) < want) tsu_progress();
+        if (!warming(i, start)) am_ns.push_back(ns_since(t0)), ++kept;
+      }
     }
     std::vector<double> medium_ns;
-    for (long i = 0; i < lat_iters + lat_iters / 10; ++i) {
+    const auto medium_start = Clock::now();
+    for (long i = 0, kept = 0; kept < lat_iters; ++i) {
       static const unsigned char record[24] = {};
       const uint64_t want = g_pongs.load() + 1;
       const auto t0 = Clock::now();
@@ -328,7 +342,7 @@ int run_ult(const UltOptions& o) {
                                tsu_cb_none()) == TSU_EAGAIN)
         tsu_progress();
       while (g_pongs.load(std::memory_order_acquire) < want) tsu_progress();
-      if (i >= lat_iters / 10) medium_ns.push_back(ns_since(t0));
+      if (!warming(i, medium_start)) medium_ns.push_back(ns_since(t0)), ++kept;
     }
     std::printf("\nAcross ranks (rank 0 -> rank 1, one node: shm), ns\n\n");
     std::printf("| operation | tsunagi-ult | short-AM round trip (limit) | medium-AM round trip "

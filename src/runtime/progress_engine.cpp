@@ -123,7 +123,6 @@ void ProgressEngine::stop() {
 std::size_t ProgressEngine::progress() noexcept {
   if (!try_lock()) return 0;
   t_in_consumer_pass = true;
-  passes_.store(passes_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   const std::size_t n = pass();
   t_in_consumer_pass = false;
   unlock();

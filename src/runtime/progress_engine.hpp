@@ -138,9 +138,20 @@ class ProgressEngine {
   // Any thread: one executor/poll/completer pass if the consumer role is free.
   // Returns the work done (commands started, messages, callbacks run).
   std::size_t progress() noexcept;
-  // Passes progress() has made (any thread), for a waiter that only needs to
-  // know whether some other pthread is driving progress right now.
-  uint64_t passes() const noexcept { return passes_.load(std::memory_order_relaxed); }
+  // Calls of tsu_progress() (manual progress: the application's pthreads, a
+  // user-level thread scheduler's workers), counted whether or not the call
+  // got the consumer role, for a waiter that only needs to know whether some
+  // other pthread is driving progress right now (Runtime::barrier's helper).
+  // Counting passes instead missed the calls that found the role taken by
+  // the helper itself: it went on polling beside them.  A racy increment:
+  // only a change is read, never the count.
+  void note_external_poll() noexcept {
+    external_polls_.store(external_polls_.load(std::memory_order_relaxed) + 1,
+                          std::memory_order_relaxed);
+  }
+  uint64_t external_polls() const noexcept {
+    return external_polls_.load(std::memory_order_relaxed);
+  }
   // A manual-progress waiter that found nothing to do for a while: sleeps as
   // the progress thread does when idle (on the doorbell, and in epoll on the
   // transports' descriptors), at most `max_ns`, so the next message or local
@@ -245,7 +256,9 @@ class ProgressEngine {
   int epoll_fd_ = -1;
   EngineStats stats_;
   alignas(kCacheLine) std::atomic<bool> consumer_busy_{false};
-  std::atomic<uint64_t> passes_{0};  // written under the consumer role only
+  // Its own line: written by the application's polling threads, read by
+  // the barrier's helper, never by the consumer's pass.
+  alignas(kCacheLine) std::atomic<uint64_t> external_polls_{0};
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

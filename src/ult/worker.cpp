@@ -395,7 +395,7 @@ int Worker::wait_hook(void*) {
   // progress thread, the peer rank) have the CPU once per round.
   if (w->rq_.size_hint() == 0 && ++w->hook_polls_ >= w->waiting_count_ + 1) {
     w->hook_polls_ = 0;
-    sched_yield();
+    if (w->cpu_watch_.shared(now_ns())) sched_yield();
   }
   w->switch_to(self, next, Action::kPark);
   // Parked threads are resumed only by their own worker: still on `w`.
@@ -490,13 +490,21 @@ void Worker::loop() {
       // As a polling waiter's backoff did: spin a few empty passes, then
       // give the CPU away once per pass, so that on a shared CPU the peer
       // rank runs (spinning without it cost 8-12 ms round trips).
-      if (++drive_idle > 32) sched_yield(); else cpu_relax();
+      // (Only where another thread wants this CPU: cpu_share_watch.hpp.)
+      if (++drive_idle > 32 && cpu_watch_.shared(now_ns())) sched_yield(); else cpu_relax();
       continue;
     }
     drive_idle = 0;
-    // Idle: poll for spin_ns (yielding the CPU now and then), then sleep.
-    if (idle++ == 0) idle_since = now_ns();
-    if (sent_batches_ != seen_sent) {
+    // Idle: poll for spin_ns (yielding the CPU now and then, where another
+    // thread wants it), then sleep.
+    const uint64_t now = now_ns();
+    if (idle++ == 0) idle_since = now;
+    const bool spinning = now - idle_since < sched_.settings().spin_ns;
+    if (spinning && !cpu_watch_.shared(now)) {
+      // This CPU is ours: spin without system calls (nothing to offer).
+      seen_sent = sent_batches_;
+      cpu_relax();
+    } else if (sent_batches_ != seen_sent) {
       // Idle right after sending a spawn or an exit value (the remote
       // create+join path: its joiner, or the rank that runs it, now waits
       // for the other side): offer the CPU at once.  Where the peer's worker
@@ -507,11 +515,12 @@ void Worker::loop() {
       sched_yield();
     } else if ((idle & 15) != 0) {
       cpu_relax();
-    } else if (now_ns() - idle_since < sched_.settings().spin_ns) {
+    } else if (spinning) {
       sched_yield();
     } else {
       // With other ranks, wake up now and then to poll (manual progress).
       sched_.idle_wait(*this, remote ? 1'000'000 : 50'000'000);
+      cpu_watch_.restart();
       idle = 0;
     }
   }

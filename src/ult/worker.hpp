@@ -31,6 +31,7 @@
 #include <thread>
 
 #include "context.hpp"
+#include "cpu_share_watch.hpp"
 #include "run_queue.hpp"
 #include "spinlock.hpp"
 #include "stack_pool.hpp"
@@ -324,6 +325,7 @@ class Worker {
   uint32_t waiting_count_ = 0;
   uint32_t tick_ = 0;
   uint32_t hook_polls_ = 0;
+  CpuShareWatch cpu_watch_;  // whether to offer the CPU while idle
   uint32_t poll_tick_ = 0;
   uint32_t sent_batches_ = 0;  // spawn/value batches sent on this pthread (note_sent)
   bool polling_ = false;  // inside the remote layer's pass (no parking)
