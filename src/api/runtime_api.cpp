@@ -109,8 +109,9 @@ tsu_status_t tsu_node_count(uint32_t* count) {
 tsu_status_t tsu_progress(void) {
   core::Runtime* rt = runtime();
   if (!rt) return api::not_initialized("tsu_progress");
-  // Seen by a barrier's helper thread, which then leaves progress to us.
-  if (rt->manual_progress()) rt->engine().note_external_poll();
+  // Seen by the progress thread and a barrier's helper thread, which then
+  // leave progress to us (ProgressEngine::thread_main, Runtime::barrier).
+  if (!core::in_progress_context()) rt->engine().note_external_poll();
   // Nothing to do: a rank sharing its CPU lets the peer it waits for run.
   // (Tested first, so the usual path stays a plain call of progress().)
   if (rt->yield_when_idle()) {

@@ -42,6 +42,8 @@ constexpr uint64_t kPreemptCheckNs = 5'000;
 constexpr uint64_t kCeilingGrowthNs = 1'000'000;
 // The spin budget of a rank whose threads issue requests (thread_main).
 constexpr uint64_t kIssuingSpinNs = 20'000;
+// The progress thread's naps while other pthreads drive progress.
+constexpr long kMinDriverNapNs = 50'000, kMaxDriverNapNs = 200'000;
 
 // Involuntary context switches of the calling thread so far.
 long involuntary_switches() noexcept {
@@ -353,6 +355,8 @@ void ProgressEngine::thread_main() {
   uint64_t idle_since = 0, next_check = 0, commands_seen = 0, next_growth = 0;
   long switches = 0;
   bool preempted = false;  // in this idle gap
+  uint64_t polls_seen = external_polls();
+  long nap_ns = kMinDriverNapNs;
   while (!stop_.load(std::memory_order_acquire)) {
     if (progress()) {
       if (idle_since) {
@@ -370,6 +374,24 @@ void ProgressEngine::thread_main() {
       }
       continue;
     }
+    // Other pthreads call tsu_progress (a user-level thread scheduler's
+    // workers polling while idle, an application's own polling loop): they
+    // drive the engine, and this thread polling beside them only takes the
+    // CPU they need (2-core machine: the remote create+join round trip took
+    // ~20 us with a progress thread and a worker per rank, four pollers on
+    // two CPUs).  So nap while their calls go on; the nap doubles, up to
+    // kMaxDriverNapNs, so that once they stop this thread takes over within
+    // a fraction of a millisecond.  A nap is not a sleep on the doorbell:
+    // senders do not ring for it (their drivers poll).
+    if (const uint64_t polls = external_polls(); polls != polls_seen) {
+      polls_seen = polls;
+      const timespec ts{0, nap_ns};
+      nanosleep(&ts, nullptr);
+      nap_ns = std::min(nap_ns * 2, kMaxDriverNapNs);
+      idle_since = 0;
+      continue;
+    }
+    nap_ns = kMinDriverNapNs;
     const uint64_t now = util::now_ns();
     if (!idle_since) {
       idle_since = now;

@@ -138,7 +138,7 @@ class ProgressEngine {
   // Any thread: one executor/poll/completer pass if the consumer role is free.
   // Returns the work done (commands started, messages, callbacks run).
   std::size_t progress() noexcept;
-  // Calls of tsu_progress() (manual progress: the application's pthreads, a
+  // Calls of tsu_progress() outside progress context (the application's pthreads, a
   // user-level thread scheduler's workers), counted whether or not the call
   // got the consumer role, for a waiter that only needs to know whether some
   // other pthread is driving progress right now (Runtime::barrier's helper).
