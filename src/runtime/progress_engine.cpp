@@ -42,7 +42,7 @@ constexpr uint64_t kPreemptCheckNs = 5'000;
 constexpr uint64_t kCeilingGrowthNs = 1'000'000;
 // The spin budget of a rank whose threads issue requests (thread_main).
 constexpr uint64_t kIssuingSpinNs = 20'000;
-// The progress thread's naps while other pthreads drive progress.
+// Naps while other pthreads drive progress (nap_while_driven).
 constexpr long kMinDriverNapNs = 50'000, kMaxDriverNapNs = 200'000;
 
 // Involuntary context switches of the calling thread so far.
@@ -329,6 +329,16 @@ void ProgressEngine::idle_sleep(IdleWake wake, uint64_t max_ns) noexcept {
   end_sleep_all();
 }
 
+void ProgressEngine::nap_while_driven(DriverLook& look,
+                                      const std::atomic<bool>& until) const noexcept {
+  for (long nap_ns = kMinDriverNapNs; !until.load(std::memory_order_acquire);
+       nap_ns = std::min(nap_ns * 2, kMaxDriverNapNs)) {
+    const timespec ts{0, nap_ns};
+    nanosleep(&ts, nullptr);
+    if (!driven_by_others(look, util::now_ns())) return;
+  }
+}
+
 void ProgressEngine::thread_main() {
   t_in_progress_context = true;
   // Adaptive spin.  Spinning pays when work returns within the budget: a
@@ -355,8 +365,7 @@ void ProgressEngine::thread_main() {
   uint64_t idle_since = 0, next_check = 0, commands_seen = 0, next_growth = 0;
   long switches = 0;
   bool preempted = false;  // in this idle gap
-  uint64_t polls_seen = external_polls();
-  long nap_ns = kMinDriverNapNs;
+  DriverLook drivers;
   while (!stop_.load(std::memory_order_acquire)) {
     if (progress()) {
       if (idle_since) {
@@ -374,25 +383,14 @@ void ProgressEngine::thread_main() {
       }
       continue;
     }
-    // Other pthreads call tsu_progress (a user-level thread scheduler's
-    // workers polling while idle, an application's own polling loop): they
-    // drive the engine, and this thread polling beside them only takes the
-    // CPU they need (2-core machine: the remote create+join round trip took
-    // ~20 us with a progress thread and a worker per rank, four pollers on
-    // two CPUs).  So nap while their calls go on; the nap doubles, up to
-    // kMaxDriverNapNs, so that once they stop this thread takes over within
-    // a fraction of a millisecond.  A nap is not a sleep on the doorbell:
-    // senders do not ring for it (their drivers poll).
-    if (const uint64_t polls = external_polls(); polls != polls_seen) {
-      polls_seen = polls;
-      const timespec ts{0, nap_ns};
-      nanosleep(&ts, nullptr);
-      nap_ns = std::min(nap_ns * 2, kMaxDriverNapNs);
+    const uint64_t now = util::now_ns();
+    // Other pthreads call tsu_progress often enough to drive the engine:
+    // leave it to them (driven_by_others).
+    if (driven_by_others(drivers, now)) {
+      nap_while_driven(drivers, stop_);
       idle_since = 0;
       continue;
     }
-    nap_ns = kMinDriverNapNs;
-    const uint64_t now = util::now_ns();
     if (!idle_since) {
       idle_since = now;
       // (Set once at init, after the engine started: set_spin_us.)

@@ -138,20 +138,47 @@ class ProgressEngine {
   // Any thread: one executor/poll/completer pass if the consumer role is free.
   // Returns the work done (commands started, messages, callbacks run).
   std::size_t progress() noexcept;
-  // Calls of tsu_progress() outside progress context (the application's pthreads, a
-  // user-level thread scheduler's workers), counted whether or not the call
-  // got the consumer role, for a waiter that only needs to know whether some
-  // other pthread is driving progress right now (Runtime::barrier's helper).
-  // Counting passes instead missed the calls that found the role taken by
-  // the helper itself: it went on polling beside them.  A racy increment:
-  // only a change is read, never the count.
+  // Calls of tsu_progress() outside progress context (the application's
+  // pthreads, a user-level thread scheduler's workers), counted whether or
+  // not the call got the consumer role.  A racy increment: only the change
+  // is read, and a lost count only makes the callers look slower.
   void note_external_poll() noexcept {
     external_polls_.store(external_polls_.load(std::memory_order_relaxed) + 1,
                           std::memory_order_relaxed);
   }
-  uint64_t external_polls() const noexcept {
-    return external_polls_.load(std::memory_order_relaxed);
+  // Whether other pthreads drive progress right now: they called
+  // tsu_progress at least once per kDriverMaxGapNs (100 us) on average over the last
+  // window (at least kDriverWindowNs) of the caller's looks.  For the
+  // progress thread and a barrier's helper: polling beside such callers
+  // only takes the CPU they need (2-core machine: the remote create+join
+  // round trip took ~20 us in thread mode, the progress threads and the
+  // ULT workers of two ranks polling on two CPUs; a barrier helper polling
+  // beside rank 1's worker, 5-8 us in manual progress).  A caller polling
+  // more rarely (a runtime calling tsu_progress between tasks longer than
+  // that) does not count: the progress thread goes on serving requests at
+  // once.  (At one call per 10 us, a ULT worker sharing its CPU with a
+  // progress thread looked idle whenever the progress thread had the CPU,
+  // and both went on polling: 1-14 us instead of 0.6-1.4.)
+  struct DriverLook {
+    uint64_t polls = 0, at_ns = 0;
+    bool driven = false;
+  };
+  static constexpr uint64_t kDriverMaxGapNs = 100'000, kDriverWindowNs = 20'000;
+  bool driven_by_others(DriverLook& look, uint64_t now_ns) const noexcept {
+    if (look.at_ns != 0 && now_ns - look.at_ns < kDriverWindowNs) return look.driven;
+    const uint64_t polls = external_polls_.load(std::memory_order_relaxed);
+    look.driven = look.at_ns != 0 && (polls - look.polls) * kDriverMaxGapNs >= now_ns - look.at_ns;
+    look.polls = polls;
+    look.at_ns = now_ns;
+    return look.driven;
   }
+  // Naps while other pthreads drive progress (driven_by_others), or until
+  // `until` is set.  The nap doubles from 50 to 200 us: each wake-up of the
+  // napper preempts one of the drivers where the CPUs are all busy, and
+  // once they stop the napper takes over within a fraction of a
+  // millisecond.  A nap is not a sleep on the doorbell: senders do not ring
+  // for it (the drivers poll).
+  void nap_while_driven(DriverLook& look, const std::atomic<bool>& until) const noexcept;
   // A manual-progress waiter that found nothing to do for a while: sleeps as
   // the progress thread does when idle (on the doorbell, and in epoll on the
   // transports' descriptors), at most `max_ns`, so the next message or local

@@ -493,52 +493,31 @@ tsu_status_t Runtime::barrier() noexcept {
   // reply before it enters the barrier never gets there.  The bootstrap's
   // barrier blocks in a socket read, so a helper thread drives the engine.
   if (size() == 1 || !manual_progress()) return boot_->barrier();
-  // The helper's naps while other pthreads drive progress.
-  static constexpr long kMinNapNs = 50'000, kMaxNapNs = 400'000;
   std::atomic<bool> done{false};
   std::thread helper;
   try {
     helper = std::thread([&] {
       util::Backoff backoff;
-      uint64_t seen = engine_->external_polls();
-      long nap_ns = kMinNapNs;
+      ProgressEngine::DriverLook drivers;
       while (!done.load(std::memory_order_acquire)) {
         // Another pthread drives progress meanwhile (a user-level thread
         // scheduler's workers polling in manual progress): leave it to them.
         // Polling beside them took their messages (a spawn handled here
         // waits for a worker to notice it) and their CPU (2-core machine:
-        // remote create+join 5-8 us instead of ~1.5 us, the two workers
-        // crowded on one CPU while this thread kept the other).  When they
-        // stop (they sleep), their calls stop and this thread polls again.
-        // The nap doubles while they go on polling: each wake-up of this
-        // thread preempts one of them (2 CPUs, both busy), and at 50 us naps
-        // that cost the workers 5-15% of their time.  It stays well under
-        // the 1 ms a sleeping worker polls at, so that once they sleep this
-        // thread sees their calls stop and serves requests itself.
-        if (const uint64_t now = engine_->external_polls(); now != seen) {
-          seen = now;
-          timespec ts{0, nap_ns};
-          nanosleep(&ts, nullptr);
-          nap_ns = std::min(nap_ns * 2, kMaxNapNs);
+        // remote create+join 5-8 us instead of ~1.5 us).
+        if (engine_->driven_by_others(drivers, util::now_ns())) {
+          engine_->nap_while_driven(drivers, done);
           continue;
         }
-        nap_ns = kMinNapNs;
         // Idle past the spin and yield rounds: sleep as a progress thread
         // does, woken by the next request aimed at this rank (a timed nap
         // of 20 us, stretched by the kernel's timer slack to ~70 us, made
         // every such request wait for it: a passive target's put or get
         // over ofi took ~115 us instead of ~50).  The end of the barrier
         // rings the doorbell.
-        if (engine_->progress()) {
-          backoff.reset();
-        } else if (!backoff.sleeping()) {
+        if (engine_->progress()) backoff.reset();
+        else if (!backoff.sleeping() || !engine_->idle_wait(flag_set, &done, UINT64_MAX))
           backoff.pause();
-        } else {
-          if (!engine_->idle_wait(flag_set, &done, UINT64_MAX)) backoff.pause();
-          // Woken (most likely by a request): serve it before looking at
-          // whether others polled while this thread slept.
-          seen = engine_->external_polls();
-        }
       }
     });
   } catch (...) {
