@@ -111,7 +111,7 @@ tsu_status_t tsu_progress(void) {
   if (!rt) return api::not_initialized("tsu_progress");
   // Seen by the progress thread and a barrier's helper thread, which then
   // leave progress to us (ProgressEngine::thread_main, Runtime::barrier).
-  if (!core::in_progress_context()) rt->engine().note_external_poll();
+  if (!core::in_progress_context()) rt->engine().note_external_poll(core::wait_hook_set());
   // Nothing to do: a rank sharing its CPU lets the peer it waits for run.
   // (Tested first, so the usual path stays a plain call of progress().)
   if (rt->yield_when_idle()) {

@@ -366,6 +366,7 @@ void ProgressEngine::thread_main() {
   long switches = 0;
   bool preempted = false;  // in this idle gap
   DriverLook drivers;
+  drivers.schedulers_only = true;
   while (!stop_.load(std::memory_order_acquire)) {
     if (progress()) {
       if (idle_since) {
@@ -384,8 +385,8 @@ void ProgressEngine::thread_main() {
       continue;
     }
     const uint64_t now = util::now_ns();
-    // Other pthreads call tsu_progress often enough to drive the engine:
-    // leave it to them (driven_by_others).
+    // A user-level thread scheduler's idle workers call tsu_progress often
+    // enough to drive the engine: leave it to them (driven_by_others).
     if (driven_by_others(drivers, now)) {
       nap_while_driven(drivers, stop_);
       idle_since = 0;

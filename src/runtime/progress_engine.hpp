@@ -138,15 +138,27 @@ class ProgressEngine {
   // Any thread: one executor/poll/completer pass if the consumer role is free.
   // Returns the work done (commands started, messages, callbacks run).
   std::size_t progress() noexcept;
-  // Calls of tsu_progress() outside progress context (the application's
-  // pthreads, a user-level thread scheduler's workers), counted whether or
+  // Calls of tsu_progress() outside progress context (a user-level thread
+  // scheduler's workers, the application's pthreads), counted whether or
   // not the call got the consumer role.  A racy increment: only the change
   // is read, and a lost count only makes the callers look slower.
-  void note_external_poll() noexcept {
-    external_polls_.store(external_polls_.load(std::memory_order_relaxed) + 1,
-                          std::memory_order_relaxed);
+  // `scheduler_worker`: the caller is a user-level thread scheduler's
+  // worker (its pthread has a wait hook, tsu_set_wait_hook).
+  // Other callers are counted only while a barrier's helper looks (no
+  // store on an application's polling loop otherwise).
+  void note_external_poll(bool scheduler_worker) noexcept {
+    std::atomic<uint64_t>* c = scheduler_worker ? &scheduler_polls_
+                               : helpers_looking_.load(std::memory_order_relaxed) != 0
+                                   ? &other_polls_
+                                   : nullptr;
+    if (c) c->store(c->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
-  // Whether other pthreads drive progress right now: they called
+  // A barrier's helper starts / stops looking at every caller.
+  void helper_looks(int delta) noexcept {
+    helpers_looking_.fetch_add(delta, std::memory_order_relaxed);
+  }
+  // Whether other pthreads drive progress right now: they (all of them, or
+  // with `schedulers_only` user-level thread schedulers' workers) called
   // tsu_progress at least once per kDriverMaxGapNs (100 us) on average over the last
   // window (at least kDriverWindowNs) of the caller's looks.  For the
   // progress thread and a barrier's helper: polling beside such callers
@@ -159,14 +171,23 @@ class ProgressEngine {
   // once.  (At one call per 10 us, a ULT worker sharing its CPU with a
   // progress thread looked idle whenever the progress thread had the CPU,
   // and both went on polling: 1-14 us instead of 0.6-1.4.)
+  //
+  // The progress thread counts only schedulers' workers: it steps back for
+  // a scheduler whose idle workers poll anyway, not for an application's
+  // own polling loop (tsu-bench am across two namespaces, thread mode: its
+  // round trip over ofi was 1.3-1.5x longer with the progress thread napping
+  // beside the polling main threads, 4 interleaved rounds,
+  // docs/benchmarks-ult.md).  A barrier's helper counts every caller.
   struct DriverLook {
+    bool schedulers_only = false;
     uint64_t polls = 0, at_ns = 0;
     bool driven = false;
   };
   static constexpr uint64_t kDriverMaxGapNs = 100'000, kDriverWindowNs = 20'000;
   bool driven_by_others(DriverLook& look, uint64_t now_ns) const noexcept {
     if (look.at_ns != 0 && now_ns - look.at_ns < kDriverWindowNs) return look.driven;
-    const uint64_t polls = external_polls_.load(std::memory_order_relaxed);
+    const uint64_t polls = scheduler_polls_.load(std::memory_order_relaxed) +
+                           (look.schedulers_only ? 0 : other_polls_.load(std::memory_order_relaxed));
     look.driven = look.at_ns != 0 && (polls - look.polls) * kDriverMaxGapNs >= now_ns - look.at_ns;
     look.polls = polls;
     look.at_ns = now_ns;
@@ -283,9 +304,11 @@ class ProgressEngine {
   int epoll_fd_ = -1;
   EngineStats stats_;
   alignas(kCacheLine) std::atomic<bool> consumer_busy_{false};
-  // Its own line: written by the application's polling threads, read by
-  // the barrier's helper, never by the consumer's pass.
-  alignas(kCacheLine) std::atomic<uint64_t> external_polls_{0};
+  // Their own line: written by the polling threads (note_external_poll),
+  // read by the progress thread and a barrier's helper, never by a pass.
+  alignas(kCacheLine) std::atomic<uint64_t> scheduler_polls_{0};
+  std::atomic<uint64_t> other_polls_{0};
+  std::atomic<int> helpers_looking_{0};
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

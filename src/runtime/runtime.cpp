@@ -495,6 +495,7 @@ tsu_status_t Runtime::barrier() noexcept {
   if (size() == 1 || !manual_progress()) return boot_->barrier();
   std::atomic<bool> done{false};
   std::thread helper;
+  engine_->helper_looks(+1);  // every tsu_progress caller counts now
   try {
     helper = std::thread([&] {
       util::Backoff backoff;
@@ -521,12 +522,14 @@ tsu_status_t Runtime::barrier() noexcept {
       }
     });
   } catch (...) {
+    engine_->helper_looks(-1);
     return boot_->barrier();
   }
   const tsu_status_t st = boot_->barrier();
   done.store(true, std::memory_order_seq_cst);
   engine_->doorbell().ring();
   helper.join();
+  engine_->helper_looks(-1);
   return st;
 }
 
