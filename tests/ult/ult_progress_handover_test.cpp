@@ -13,6 +13,8 @@
 #include <tsunagi/tsunagi.h>
 #include <tsunagi/ult.h>
 
+#include "rank_check.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -21,17 +23,8 @@
 
 namespace {
 
-uint32_t g_rank = 0;
-int g_failed = 0;
-
-#define CHECK(cond)                                                                          \
-  do {                                                                                       \
-    if (!(cond)) {                                                                           \
-      std::fprintf(stderr, "rank %u: %s:%d: %s failed (%s)\n", g_rank, __FILE__, __LINE__, \
-                   #cond, tsu_last_error());                                                 \
-      ++g_failed;                                                                            \
-    }                                                                                        \
-  } while (0)
+using ult_test::g_failed;
+using ult_test::g_rank;
 
 enum : uint32_t { kEcho = 1, kSpinUntilReleased = 2 };
 constexpr uint32_t kAmRelease = 40;

@@ -4,6 +4,8 @@
 #include <tsunagi/tsunagi.h>
 #include <tsunagi/ult.h>
 
+#include "rank_check.hpp"
+
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -12,17 +14,9 @@
 
 namespace {
 
-uint32_t g_rank = 0, g_size = 1;
-int g_failed = 0;
-
-#define CHECK(cond)                                                                          \
-  do {                                                                                       \
-    if (!(cond)) {                                                                           \
-      std::fprintf(stderr, "rank %u: %s:%d: %s failed (%s)\n", g_rank, __FILE__, __LINE__, \
-                   #cond, tsu_last_error());                                                 \
-      ++g_failed;                                                                            \
-    }                                                                                        \
-  } while (0)
+using ult_test::g_failed;
+using ult_test::g_rank;
+uint32_t g_size = 1;
 
 struct SquareOut {
   uint64_t square;
