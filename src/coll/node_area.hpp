@@ -42,7 +42,9 @@
 // readers copy out behind it (a pipeline across cores).  Reductions combine
 // straight out of the peers' stages (no copy) and leave each slice's result
 // in its owner's stage.  Before the owner stages for s, every peer's done
-// has reached the previous staged collective's s+1.
+// has reached the previous staged collective's s+1.  The owner writes its
+// stage with plain or non-temporal stores (sfence before the count), chosen
+// by the costs in `stage_cost` (coll/stage_store_choice.hpp).
 #pragma once
 
 #include <atomic>
@@ -70,6 +72,7 @@ inline constexpr std::size_t kStageBytes = 1u << 20;
 inline constexpr std::size_t kStageChunk = 64u << 10;
 inline constexpr uint64_t kStagedPerOp = 32;  // > kStageBytes / kStageChunk
 static_assert(kStageBytes / kStageChunk < kStagedPerOp);
+inline constexpr unsigned kStagedKinds = 8;  // NodeColl::Kind values
 
 struct alignas(64) TinyLine {
   std::atomic<uint64_t> seq;
@@ -81,6 +84,9 @@ struct SlotArea {
   alignas(64) std::atomic<uint64_t> ready;
   alignas(64) std::atomic<uint64_t> done;
   alignas(64) std::atomic<uint64_t> staged;
+  // Per collective kind, plain (0) and streaming (1) stores: this member's
+  // average copying time in probed staged collectives, ns per MiB (0: none).
+  alignas(64) std::atomic<uint32_t> stage_cost[kStagedKinds][2];
   alignas(64) Published pub[kDepth];
   TinyLine tiny[kTinyDepth];
   alignas(64) std::byte data[kRingBytes];

@@ -223,6 +223,11 @@ const SettingsTable<Config>& config_settings() {
                                 "shared memory (two copies, pipelined); above it, read from the "
                                 "peers' buffers by Cross Memory Attach (one copy, a system call)",
                                 &C::coll_stage_max, 0, 1u << 20, "0..1M"));
+    r.push_back(u32_setting<C>("TSU_COLL_STAGE_STREAM", "2",
+                               "node teams write the stages with 0: plain stores, 1: non-temporal "
+                               "stores (a stage line crosses between cores once per use, not "
+                               "twice), 2: whichever the team's probes measure cheaper",
+                               &C::coll_stage_stream, 0, 2, false, "0, 1 or 2"));
     r.push_back(size_setting<C>("TSU_COLL_DIRECT_MIN", "64K",
                                 "smallest allreduce (bytes) that takes the direct path",
                                 &C::coll_direct_min, 0, SIZE_MAX, "a size"));

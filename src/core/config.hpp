@@ -41,6 +41,7 @@ struct Config {
   std::size_t coll_large_min = 64u << 10;   // allreduce: reduce-scatter + allgather from here (measured)
   std::size_t coll_direct_min = 64u << 10;  // allreduce on one node: CMA from here when enabled
   std::size_t coll_stage_max = 1u << 20;    // node teams: staged up to here, CMA above
+  uint32_t coll_stage_stream = 2;  // node teams' stage stores: 0 plain, 1 non-temporal, 2 measured
   bool coll_node = true;                    // node teams: collectives through shared memory
   bool coll_direct = false;                 // allreduce on one node: CMA shortcut (slower here)
   // Last, so the fields above keep their offsets (hot copies of Config sit
