@@ -73,6 +73,7 @@ inline constexpr std::size_t kStageChunk = 64u << 10;
 inline constexpr uint64_t kStagedPerOp = 32;  // > kStageBytes / kStageChunk
 static_assert(kStageBytes / kStageChunk < kStagedPerOp);
 inline constexpr unsigned kStagedKinds = 8;  // NodeColl::Kind values
+inline constexpr unsigned kStagedSizes = 3;  // stage_store_choice.hpp: stage_size_class
 
 struct alignas(64) TinyLine {
   std::atomic<uint64_t> seq;
@@ -84,9 +85,10 @@ struct SlotArea {
   alignas(64) std::atomic<uint64_t> ready;
   alignas(64) std::atomic<uint64_t> done;
   alignas(64) std::atomic<uint64_t> staged;
-  // Per collective kind, plain (0) and streaming (1) stores: this member's
-  // average copying time in probed staged collectives, ns per MiB (0: none).
-  alignas(64) std::atomic<uint32_t> stage_cost[kStagedKinds][2];
+  // Per size class, collective kind, plain (0) and streaming (1) stores:
+  // this member's average copying time in probed staged collectives, ns per
+  // MiB (0: none).
+  alignas(64) std::atomic<uint32_t> stage_cost[kStagedSizes][kStagedKinds][2];
   alignas(64) Published pub[kDepth];
   TinyLine tiny[kTinyDepth];
   alignas(64) std::byte data[kRingBytes];

@@ -382,7 +382,7 @@ bool NodeColl::advance_staged(Team& t, Op& op) noexcept {
         break;
       default:  // this member reads no stage of s any more
         if (probing && len)
-          record_stage_cost(mine.stage_cost[static_cast<unsigned>(r.kind)][op.probe],
+          record_stage_cost(mine.stage_cost[stage_size_class(len)][static_cast<unsigned>(r.kind)][op.probe],
                             op.busy_ns * (uint64_t{1} << 20) / len);
         publish(t, false, s + 1);
         return true;
@@ -689,7 +689,8 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
         default:
           op->probe = static_cast<int8_t>(stage_probe(t.staged_ops++));
           op->stream = op->probe >= 0 ? op->probe == 1
-                                      : stage_stream_cheaper(t.slot, static_cast<unsigned>(req.kind));
+                                      : stage_stream_cheaper(t.slot, stage_size_class(published),
+                                                             static_cast<unsigned>(req.kind));
       }
     }
     if (!op->small && !op->staged) {  // scratch for large reductions

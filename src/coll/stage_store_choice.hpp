@@ -15,7 +15,8 @@
 // a probe every member uses the probed stores (all count the same staged
 // ops, so they agree) and times its own copying (not its waits).  Each
 // member keeps, per collective kind and store kind, a running average of
-// that time per MiB in its slot (SlotArea::stage_cost), where the team's
+// that time per MiB in its slot (SlotArea::stage_cost; per size class too:
+// a 32 KiB probe is not compared with a 1 MiB one), where the team's
 // writers read it: between probes a writer uses the stores whose summed
 // cost over all members is lower (a broadcast's root counts its readers'
 // copying too).  A probe every 32 staged collectives costs ~1% where the
@@ -25,6 +26,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -45,6 +47,12 @@ inline int stage_probe(uint64_t k) noexcept {
   return -1;
 }
 
+// The size class of a staged collective moving `len` bytes per member.
+inline unsigned stage_size_class(std::size_t len) noexcept {
+  return len <= (64u << 10) ? 0 : len <= (256u << 10) ? 1 : 2;
+}
+static_assert(node::kStagedSizes == 3);
+
 // Folds one probe's copying time (ns per MiB) into this member's average
 // (weight 1/2: the placement changes within seconds).
 inline void record_stage_cost(std::atomic<uint32_t>& avg, uint64_t ns_per_mib) noexcept {
@@ -54,12 +62,13 @@ inline void record_stage_cost(std::atomic<uint32_t>& avg, uint64_t ns_per_mib) n
 }
 
 // Whether streaming stores cost the team less for collectives of `kind`
-// (plain until every member has timed both).
-inline bool stage_stream_cheaper(const std::vector<node::SlotArea*>& slots, unsigned kind) noexcept {
+// and size class `size` (plain until every member has timed both).
+inline bool stage_stream_cheaper(const std::vector<node::SlotArea*>& slots, unsigned size,
+                                 unsigned kind) noexcept {
   uint64_t plain = 0, stream = 0;
   for (const node::SlotArea* s : slots) {
-    const uint32_t p = s->stage_cost[kind][0].load(std::memory_order_relaxed);
-    const uint32_t q = s->stage_cost[kind][1].load(std::memory_order_relaxed);
+    const uint32_t p = s->stage_cost[size][kind][0].load(std::memory_order_relaxed);
+    const uint32_t q = s->stage_cost[size][kind][1].load(std::memory_order_relaxed);
     if (!p || !q) return false;
     plain += p;
     stream += q;

@@ -52,9 +52,17 @@ TEST(StageStoreChoice, ProbesPlainThenStreamingOncePerPeriod) {
   EXPECT_EQ(tsu::coll::stage_probe(kProbePeriod / 2), 1);
 }
 
+TEST(StageStoreChoice, SizeClassesSplitAt64And256KiB) {
+  EXPECT_EQ(tsu::coll::stage_size_class(9000), 0u);
+  EXPECT_EQ(tsu::coll::stage_size_class(64u << 10), 0u);
+  EXPECT_EQ(tsu::coll::stage_size_class((64u << 10) + 1), 1u);
+  EXPECT_EQ(tsu::coll::stage_size_class(256u << 10), 1u);
+  EXPECT_EQ(tsu::coll::stage_size_class(1u << 20), 2u);
+}
+
 TEST(StageStoreChoice, AveragesHalveTheOldValueAndClamp) {
   auto slot = std::make_unique<SlotArea>();
-  std::atomic<uint32_t>& avg = slot->stage_cost[3][1];
+  std::atomic<uint32_t>& avg = slot->stage_cost[2][3][1];
   avg.store(0);
   tsu::coll::record_stage_cost(avg, 1000);
   EXPECT_EQ(avg.load(), 1000u);  // first sample taken as is
@@ -74,22 +82,25 @@ TEST(StageStoreChoice, PicksTheStoresWhoseCostSummedOverMembersIsLower) {
   std::vector<SlotArea*> slots;
   for (int i = 0; i < 2; ++i) {
     own.push_back(std::make_unique<SlotArea>());
-    for (auto& kind : own.back()->stage_cost)
-      for (auto& c : kind) c.store(0);
+    for (auto& size : own.back()->stage_cost)
+      for (auto& kind : size)
+        for (auto& c : kind) c.store(0);
     slots.push_back(own.back().get());
   }
   constexpr unsigned kBroadcast = 1;
-  EXPECT_FALSE(tsu::coll::stage_stream_cheaper(slots, kBroadcast));  // nothing measured: plain
+  const unsigned kBig = tsu::coll::stage_size_class(1u << 20);
+  EXPECT_FALSE(tsu::coll::stage_stream_cheaper(slots, kBig, kBroadcast));  // nothing measured: plain
   // The root's streaming stores cost it more, its reader much less: the sum decides.
-  slots[0]->stage_cost[kBroadcast][0].store(100);
-  slots[0]->stage_cost[kBroadcast][1].store(300);
-  EXPECT_FALSE(tsu::coll::stage_stream_cheaper(slots, kBroadcast));  // member 1 not measured yet
-  slots[1]->stage_cost[kBroadcast][0].store(500);
-  slots[1]->stage_cost[kBroadcast][1].store(100);
-  EXPECT_TRUE(tsu::coll::stage_stream_cheaper(slots, kBroadcast));  // 400 < 600
-  slots[1]->stage_cost[kBroadcast][1].store(400);
-  EXPECT_FALSE(tsu::coll::stage_stream_cheaper(slots, kBroadcast));  // 700 > 600
-  EXPECT_FALSE(tsu::coll::stage_stream_cheaper(slots, kBroadcast + 1));  // per kind
+  slots[0]->stage_cost[kBig][kBroadcast][0].store(100);
+  slots[0]->stage_cost[kBig][kBroadcast][1].store(300);
+  EXPECT_FALSE(tsu::coll::stage_stream_cheaper(slots, kBig, kBroadcast));  // member 1 not measured yet
+  slots[1]->stage_cost[kBig][kBroadcast][0].store(500);
+  slots[1]->stage_cost[kBig][kBroadcast][1].store(100);
+  EXPECT_TRUE(tsu::coll::stage_stream_cheaper(slots, kBig, kBroadcast));  // 400 < 600
+  slots[1]->stage_cost[kBig][kBroadcast][1].store(400);
+  EXPECT_FALSE(tsu::coll::stage_stream_cheaper(slots, kBig, kBroadcast));  // 700 > 600
+  EXPECT_FALSE(tsu::coll::stage_stream_cheaper(slots, kBig, kBroadcast + 1));  // per kind
+  EXPECT_FALSE(tsu::coll::stage_stream_cheaper(slots, 0, kBroadcast));         // per size class
 }
 
 }  // namespace
