@@ -53,6 +53,9 @@ struct NodeColl::Team {
   std::vector<uint64_t> seen_ready;    // last ready count seen per member
   uint64_t stage_free = 0;             // done count that frees the stages (last staged s+1)
   uint64_t staged_ops = 0;             // staged collectives started (probes: stage_store_choice.hpp)
+  // The stores the last staged collective per size class and kind used
+  // (true: streaming).
+  std::array<std::array<bool, node::kStagedKinds>, node::kStagedSizes> streaming{};
   uint32_t me = 0, n = 0, tag = 0;
   uint64_t next_seq = 0;
   // The small-data ring (node_area.hpp): where the next op's bytes go, and
@@ -79,8 +82,8 @@ struct OpState {
   uint32_t peer = 0;        // staged reading: the member being copied
   std::size_t copied = 0;   // staged reading: bytes of it copied
   bool stream = false;      // staged: this member writes its stage with non-temporal stores
-  int8_t probe = -1;        // staged: the stores probed (0 plain, 1 streaming), -1 none
-  uint64_t busy_ns = 0;     // staged probe: time spent copying (not waiting)
+  bool timed = false;       // staged: this member times its copying (stage_store_choice.hpp)
+  uint64_t busy_ns = 0;     // staged, timed: time spent copying (not waiting)
   bool exposes = false;  // peers read this rank's buffers: complete after their done
   bool done_read = false;  // peers wait for this rank's done flag (large data)
   tsu_status_t status = TSU_OK;
@@ -249,7 +252,7 @@ bool NodeColl::advance_staged(Team& t, Op& op) noexcept {
   const bool is_root = all || r.root == me;
   const std::size_t es = reduction ? dtype_size(r.type) : 1;
   const std::size_t len = r.kind == K::kAlltoall ? r.bytes * n : r.bytes;
-  const bool probing = op.probe >= 0;
+  const bool timed = op.timed;
   auto chunks_for = [](std::size_t bytes) { return (bytes + node::kStageChunk - 1) / node::kStageChunk; };
   // Waits until member j staged its first `bytes` bytes of s.
   auto wait_staged = [&](uint32_t j, std::size_t bytes) {
@@ -261,9 +264,9 @@ bool NodeColl::advance_staged(Team& t, Op& op) noexcept {
     while (op.copied < m) {
       const std::size_t piece = std::min(node::kStageChunk, m - op.copied);
       if (!wait_staged(j, from + op.copied + piece)) return false;
-      const uint64_t t0 = probing ? util::now_ns() : 0;
+      const uint64_t t0 = timed ? util::now_ns() : 0;
       std::memcpy(to + op.copied, t.slot[j]->stage + from + op.copied, piece);
-      if (probing) op.busy_ns += util::now_ns() - t0;
+      if (timed) op.busy_ns += util::now_ns() - t0;
       op.copied += piece;
     }
     op.copied = 0;
@@ -296,7 +299,7 @@ bool NodeColl::advance_staged(Team& t, Op& op) noexcept {
               std::memcpy(to, src, m);
             }
           };
-          const uint64_t t0 = probing ? util::now_ns() : 0;
+          const uint64_t t0 = timed ? util::now_ns() : 0;
           for (std::size_t off = 0; off < staged_len; off += node::kStageChunk) {
             const std::size_t end = std::min(off + node::kStageChunk, staged_len);
             // [off, end): below own_lo from src as is, above it shifted by gap.
@@ -308,7 +311,7 @@ bool NodeColl::advance_staged(Team& t, Op& op) noexcept {
             if (stream) stream_fence();  // the chunk before its count
             store_flag(mine.staged, node::flag_value(t.tag, s * node::kStagedPerOp + ++k));
           }
-          if (probing) op.busy_ns += util::now_ns() - t0;
+          if (timed) op.busy_ns += util::now_ns() - t0;
         }
         publish(t, true, 2 * s + 1);
         op.stage = 1;
@@ -350,14 +353,14 @@ bool NodeColl::advance_staged(Team& t, Op& op) noexcept {
             std::size_t lo = 0, cnt = 0;
             slice_of(me, n, r.count, lo, cnt);
             std::byte* acc = mine.stage + lo * es;
-            const uint64_t t0 = probing ? util::now_ns() : 0;
+            const uint64_t t0 = timed ? util::now_ns() : 0;
             // (In place with plain stores whichever stores staged the data:
             // combining in scratch and streaming the slice out measured no
             // faster, 2 ranks 1 MiB allreduce 217-302 us vs ~200.)
             for (uint32_t j = 0; j < n; ++j)
               if (j != me && cnt) combine(r.type, r.rop, acc, t.slot[j]->stage + lo * es, cnt);
             if (is_root && cnt) std::memcpy(r.dst + lo * es, acc, cnt * es);
-            if (probing) op.busy_ns += util::now_ns() - t0;
+            if (timed) op.busy_ns += util::now_ns() - t0;
             publish(t, true, 2 * s + 2);
             op.stage = 2;
             continue;
@@ -374,15 +377,15 @@ bool NodeColl::advance_staged(Team& t, Op& op) noexcept {
             if (!wait_for(t, op, j, true, 2 * s + 2)) return false;
             std::size_t lo = 0, cnt = 0;
             slice_of(j, n, r.count, lo, cnt);
-            const uint64_t t0 = probing ? util::now_ns() : 0;
+            const uint64_t t0 = timed ? util::now_ns() : 0;
             if (cnt) std::memcpy(r.dst + lo * es, t.slot[j]->stage + lo * es, cnt * es);
-            if (probing) op.busy_ns += util::now_ns() - t0;
+            if (timed) op.busy_ns += util::now_ns() - t0;
           }
         op.stage = 3;
         break;
       default:  // this member reads no stage of s any more
-        if (probing && len)
-          record_stage_cost(mine.stage_cost[stage_size_class(len)][static_cast<unsigned>(r.kind)][op.probe],
+        if (timed && len)
+          record_stage_cost(mine.stage_cost[stage_size_class(len)][static_cast<unsigned>(r.kind)][op.stream],
                             op.busy_ns * (uint64_t{1} << 20) / len);
         publish(t, false, s + 1);
         return true;
@@ -686,11 +689,15 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
       switch (rt_.config().coll_stage_stream) {
         case kStagePlain: break;
         case kStageStream: op->stream = true; break;
-        default:
-          op->probe = static_cast<int8_t>(stage_probe(t.staged_ops++));
-          op->stream = op->probe >= 0 ? op->probe == 1
-                                      : stage_stream_cheaper(t.slot, stage_size_class(published),
-                                                             static_cast<unsigned>(req.kind));
+        default: {
+          const uint64_t k = t.staged_ops++;
+          const int probe = stage_probe(k);
+          bool& last = t.streaming[stage_size_class(published)][static_cast<unsigned>(req.kind)];
+          if (probe < 0) last = stage_stream_next(t.slot, stage_size_class(published),
+                                                  static_cast<unsigned>(req.kind), last);
+          op->stream = probe < 0 ? last : probe == 1;
+          op->timed = probe >= 0 || stage_timed(k);
+        }
       }
     }
     if (!op->small && !op->staged) {  // scratch for large reductions

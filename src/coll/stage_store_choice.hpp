@@ -10,19 +10,22 @@
 // stores stay at ~200 us in both placements (docs/benchmarks-coll.md).
 // Neither is right all the time, and the placement cannot be asked for.
 //
-// How: the team's k-th staged collective probes plain stores where
-// k % kProbePeriod == 0 and streaming ones where it is kProbePeriod / 2; on
-// a probe every member uses the probed stores (all count the same staged
-// ops, so they agree) and times its own copying (not its waits).  Each
-// member keeps, per collective kind and store kind, a running average of
-// that time per MiB in its slot (SlotArea::stage_cost; per size class too:
-// a 32 KiB probe is not compared with a 1 MiB one), where the team's
-// writers read it: between probes a writer uses the stores whose summed
-// cost over all members is lower (a broadcast's root counts its readers'
-// copying too).  A probe every 32 staged collectives costs ~1% where the
-// probed stores are 1.7x slower.  The averages are racy relaxed loads and
-// stores of 32-bit values: a stale or torn-free old value only delays a
-// switch by a probe.
+// How: every member counts the team's staged collectives alike.  Number
+// k probes plain stores where k % kProbePeriod == 0 and streaming ones
+// where it is kProbePeriod / 2: every member uses the probed stores, so
+// they agree.  On probes, and on every kTimedPeriod-th collective in the
+// stores it chose, a member times its own copying (not its waits) and
+// folds the time per MiB into a running average in its slot, per size
+// class, collective kind and store kind (SlotArea::stage_cost), where the
+// team's writers read it.  A writer switches stores when the other's
+// average, summed over all members (a broadcast's readers count for its
+// root), is below 4/5 of the current one's.  The averages drop to a lower
+// sample at once and rise by a quarter of the difference: timing noise
+// (preemption) only adds, so one slow sample does not switch, while a
+// probe that finds the other stores cheap again switches back at once.
+// A probe pair per 64 staged collectives costs ~1% where the probed
+// stores are 1.7x slower.  The averages are racy relaxed 32-bit loads and
+// stores: a stale value only delays a switch.
 #pragma once
 
 #include <atomic>
@@ -35,6 +38,7 @@
 namespace tsu::coll {
 
 inline constexpr uint64_t kProbePeriod = 64;
+inline constexpr uint64_t kTimedPeriod = 8;
 
 // The setting TSU_COLL_STAGE_STREAM.
 enum StageStoreSetting : uint32_t { kStagePlain = 0, kStageStream = 1, kStageMeasured = 2 };
@@ -46,6 +50,8 @@ inline int stage_probe(uint64_t k) noexcept {
   if (k % kProbePeriod == kProbePeriod / 2) return 1;
   return -1;
 }
+// Whether a member times its copying in the k-th staged collective.
+inline bool stage_timed(uint64_t k) noexcept { return k % kTimedPeriod == 0; }
 
 // The size class of a staged collective moving `len` bytes per member.
 inline unsigned stage_size_class(std::size_t len) noexcept {
@@ -53,27 +59,28 @@ inline unsigned stage_size_class(std::size_t len) noexcept {
 }
 static_assert(node::kStagedSizes == 3);
 
-// Folds one probe's copying time (ns per MiB) into this member's average
-// (weight 1/2: the placement changes within seconds).
+// Folds one timed collective's copying time (ns per MiB) into this
+// member's average: down to a lower sample at once, up by a quarter.
 inline void record_stage_cost(std::atomic<uint32_t>& avg, uint64_t ns_per_mib) noexcept {
   const uint64_t x = ns_per_mib > UINT32_MAX ? UINT32_MAX : (ns_per_mib ? ns_per_mib : 1);
   const uint64_t old = avg.load(std::memory_order_relaxed);
-  avg.store(static_cast<uint32_t>(old ? (old + x) / 2 : x), std::memory_order_relaxed);
+  avg.store(static_cast<uint32_t>(!old || x < old ? x : (3 * old + x) / 4), std::memory_order_relaxed);
 }
 
-// Whether streaming stores cost the team less for collectives of `kind`
-// and size class `size` (plain until every member has timed both).
-inline bool stage_stream_cheaper(const std::vector<node::SlotArea*>& slots, unsigned size,
-                                 unsigned kind) noexcept {
+// The stores for the team's next collective of `kind` and size class
+// `size`: true for streaming.  `now`: the stores used last (plain until
+// every member has timed both).
+inline bool stage_stream_next(const std::vector<node::SlotArea*>& slots, unsigned size, unsigned kind,
+                              bool now) noexcept {
   uint64_t plain = 0, stream = 0;
   for (const node::SlotArea* s : slots) {
     const uint32_t p = s->stage_cost[size][kind][0].load(std::memory_order_relaxed);
     const uint32_t q = s->stage_cost[size][kind][1].load(std::memory_order_relaxed);
-    if (!p || !q) return false;
+    if (!p || !q) return now;
     plain += p;
     stream += q;
   }
-  return stream < plain;
+  return now ? !(plain * 5 < stream * 4) : stream * 5 < plain * 4;
 }
 
 }  // namespace tsu::coll

@@ -60,24 +60,34 @@ TEST(StageStoreChoice, SizeClassesSplitAt64And256KiB) {
   EXPECT_EQ(tsu::coll::stage_size_class(1u << 20), 2u);
 }
 
-TEST(StageStoreChoice, AveragesHalveTheOldValueAndClamp) {
+TEST(StageStoreChoice, AveragesDropAtOnceAndRiseByAQuarter) {
   auto slot = std::make_unique<SlotArea>();
   std::atomic<uint32_t>& avg = slot->stage_cost[2][3][1];
   avg.store(0);
   tsu::coll::record_stage_cost(avg, 1000);
   EXPECT_EQ(avg.load(), 1000u);  // first sample taken as is
-  tsu::coll::record_stage_cost(avg, 3000);
-  EXPECT_EQ(avg.load(), 2000u);
+  tsu::coll::record_stage_cost(avg, 5000);
+  EXPECT_EQ(avg.load(), 2000u);  // one slow sample: a quarter of the way
+  tsu::coll::record_stage_cost(avg, 5000);
+  EXPECT_EQ(avg.load(), 2750u);
+  tsu::coll::record_stage_cost(avg, 900);
+  EXPECT_EQ(avg.load(), 900u);  // a faster one: at once
   tsu::coll::record_stage_cost(avg, 0);  // a zero reads as "no sample": kept at least 1
-  EXPECT_EQ(avg.load(), 1000u);
-  avg.store(0);
-  tsu::coll::record_stage_cost(avg, 0);
   EXPECT_EQ(avg.load(), 1u);
   tsu::coll::record_stage_cost(avg, uint64_t{1} << 40);
-  EXPECT_GE(avg.load(), UINT32_MAX / 2);
+  EXPECT_GE(avg.load(), UINT32_MAX / 4);
 }
 
-TEST(StageStoreChoice, PicksTheStoresWhoseCostSummedOverMembersIsLower) {
+TEST(StageStoreChoice, TimesEveryEighthAndEveryProbe) {
+  for (uint64_t k = 0; k < 2 * kProbePeriod; ++k) {
+    EXPECT_EQ(tsu::coll::stage_timed(k), k % 8 == 0) << k;
+    if (tsu::coll::stage_probe(k) >= 0) {
+      EXPECT_TRUE(tsu::coll::stage_timed(k)) << k;
+    }
+  }
+}
+
+TEST(StageStoreChoice, SwitchesWhenTheOtherStoresCostUnderFourFifthsSummedOverMembers) {
   std::vector<std::unique_ptr<SlotArea>> own;
   std::vector<SlotArea*> slots;
   for (int i = 0; i < 2; ++i) {
@@ -89,18 +99,25 @@ TEST(StageStoreChoice, PicksTheStoresWhoseCostSummedOverMembersIsLower) {
   }
   constexpr unsigned kBroadcast = 1;
   const unsigned kBig = tsu::coll::stage_size_class(1u << 20);
-  EXPECT_FALSE(tsu::coll::stage_stream_cheaper(slots, kBig, kBroadcast));  // nothing measured: plain
+  auto next = [&](bool now) { return tsu::coll::stage_stream_next(slots, kBig, kBroadcast, now); };
+  auto set = [&](int member, uint32_t plain, uint32_t stream) {
+    slots[member]->stage_cost[kBig][kBroadcast][0].store(plain);
+    slots[member]->stage_cost[kBig][kBroadcast][1].store(stream);
+  };
+  EXPECT_FALSE(next(false));  // nothing measured: as before
+  EXPECT_TRUE(next(true));
   // The root's streaming stores cost it more, its reader much less: the sum decides.
-  slots[0]->stage_cost[kBig][kBroadcast][0].store(100);
-  slots[0]->stage_cost[kBig][kBroadcast][1].store(300);
-  EXPECT_FALSE(tsu::coll::stage_stream_cheaper(slots, kBig, kBroadcast));  // member 1 not measured yet
-  slots[1]->stage_cost[kBig][kBroadcast][0].store(500);
-  slots[1]->stage_cost[kBig][kBroadcast][1].store(100);
-  EXPECT_TRUE(tsu::coll::stage_stream_cheaper(slots, kBig, kBroadcast));  // 400 < 600
-  slots[1]->stage_cost[kBig][kBroadcast][1].store(400);
-  EXPECT_FALSE(tsu::coll::stage_stream_cheaper(slots, kBig, kBroadcast));  // 700 > 600
-  EXPECT_FALSE(tsu::coll::stage_stream_cheaper(slots, kBig, kBroadcast + 1));  // per kind
-  EXPECT_FALSE(tsu::coll::stage_stream_cheaper(slots, 0, kBroadcast));         // per size class
+  set(0, 100, 300);
+  EXPECT_FALSE(next(false));  // member 1 not measured yet
+  set(1, 500, 100);
+  EXPECT_TRUE(next(false));  // 400 < 4/5 of 600
+  set(1, 500, 190);
+  EXPECT_FALSE(next(false));  // 490: not under 480, plain stays
+  EXPECT_TRUE(next(true));    // and streaming stays (600 is not under 4/5 of 490)
+  set(1, 200, 190);
+  EXPECT_FALSE(next(true));  // 300 < 4/5 of 490: back to plain
+  EXPECT_FALSE(tsu::coll::stage_stream_next(slots, kBig, kBroadcast + 1, false));  // per kind
+  EXPECT_FALSE(tsu::coll::stage_stream_next(slots, 0, kBroadcast, false));         // per size class
 }
 
 }  // namespace
