@@ -20,14 +20,16 @@
 // team's writers read it.  A writer switches stores when the other's
 // average, summed over all members (a broadcast's readers count for its
 // root), is below 4/5 of the current one's.  The averages drop to a lower
-// sample at once and rise by a quarter of the difference: timing noise
-// (preemption) only adds, so one slow sample does not switch, while a
+// sample at once and rise by a quarter of the difference, at most 25% a
+// sample: timing noise (preemption) only adds, so a slow sample does not
+// switch, a real 3x slowdown does in 4 timed collectives, while a
 // probe that finds the other stores cheap again switches back at once.
 // A probe pair per 64 staged collectives costs ~1% where the probed
 // stores are 1.7x slower.  The averages are racy relaxed 32-bit loads and
 // stores: a stale value only delays a switch.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -60,11 +62,14 @@ inline unsigned stage_size_class(std::size_t len) noexcept {
 static_assert(node::kStagedSizes == 3);
 
 // Folds one timed collective's copying time (ns per MiB) into this
-// member's average: down to a lower sample at once, up by a quarter.
+// member's average: down to a lower sample at once, up by a quarter of the
+// difference but at most 25% (a preempted copy can take 30x as long).
 inline void record_stage_cost(std::atomic<uint32_t>& avg, uint64_t ns_per_mib) noexcept {
   const uint64_t x = ns_per_mib > UINT32_MAX ? UINT32_MAX : (ns_per_mib ? ns_per_mib : 1);
   const uint64_t old = avg.load(std::memory_order_relaxed);
-  avg.store(static_cast<uint32_t>(!old || x < old ? x : (3 * old + x) / 4), std::memory_order_relaxed);
+  const uint64_t up = x > old ? std::min(x - old, old) / 4 : 0;  // at most +25% a sample
+  avg.store(static_cast<uint32_t>(!old || x < old ? x : std::min<uint64_t>(old + up, UINT32_MAX)),
+            std::memory_order_relaxed);
 }
 
 // The stores for the team's next collective of `kind` and size class
