@@ -34,6 +34,8 @@ OfiRma::Op* OfiRma::alloc() noexcept {
 }
 
 void OfiRma::release(Op* op) noexcept {
+  if (op->watched) t_.unwatch_peer(op->rank);
+  op->watched = false;
   op->used = false;
   free_.push_back(op);  // capacity reserved: ops_ never shrinks
 }
@@ -113,6 +115,13 @@ tsu_status_t OfiRma::start_atomic(const core::Command& cmd, uint32_t completion_
 }
 
 tsu_status_t OfiRma::dispatch_when_keyed(Op* op) noexcept {
+  // Watched from here until released: waiting for the key, in the backlog
+  // or held by the provider.  A peer that stops answering without its
+  // connection failing (a frozen or crashed node: no RST) would otherwise
+  // leave a fi_read or a fetching atomic pending until tcp gives up; the
+  // watch's keep-alives declare it lost and on_peer_lost fails the request.
+  t_.watch_peer(op->rank);
+  op->watched = true;
   KeyState* ks;
   try {
     ks = &keys_[key_of(op->remote.rank, op->remote.seg)];

@@ -71,6 +71,7 @@ class OfiRma final : public RmaProtocol {
     bool used = false;
     bool put = true;
     bool abandoned = false;  // failed by peer loss while the provider held it
+    bool watched = false;    // counts in the transport's watch of `rank` until released
     bool atomic = false;     // a NIC atomic (cmd holds op, type, result pointer)
     // A NIC atomic's operand, compare value and result, one value of the
     // type each (the low bytes: x86 is little-endian), alive until done.

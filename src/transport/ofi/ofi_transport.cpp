@@ -752,7 +752,10 @@ RmaContext* OfiTransport::handle_error_entry(tsu_status_t& rma_status) noexcept 
       case FI_EKEYREJECTED:
       case FI_EACCES:
       case FI_EINVAL: rma_status = TSU_ERR_BAD_SEGMENT; break;
-      case FI_ECANCELED: rma_status = TSU_ERR_SYSTEM; break;
+      // Cancelled by the provider: its connection to the peer went away
+      // (tcp;ofi_rxm cancels what it holds for a peer whose socket was
+      // reset), or this endpoint is closing (nobody waits then).
+      case FI_ECANCELED: rma_status = TSU_ERR_PEER_LOST; break;
       default: rma_status = status_of(-err.err); break;
     }
     TSU_LOG_DEBUG("ofi: RMA failed: %s", fi_text(err.err).c_str());
