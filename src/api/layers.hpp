@@ -30,6 +30,7 @@ struct Layers final : core::Extension {
   }
   // Also waits for off-node long AMs still waiting for their target's answer.
   bool quiescent() const noexcept override { return idle() && am.no_long_in_flight(); }
+  void print_stats(uint32_t rank) const noexcept override { coll.print_stats(rank); }
   void note_peer_lost(uint32_t rank) noexcept override {
     std::lock_guard lock(lost_mu_);
     lost_.push_back(rank);

@@ -97,6 +97,7 @@ class CollLayer {
   // The node teams' collectives (progress context or any thread).
   std::size_t poll() noexcept { return node_.poll(); }
   bool idle() const noexcept { return node_.idle(); }
+  void print_stats(uint32_t rank) const noexcept { node_.print_stats(rank); }
 
  private:
   struct Team {

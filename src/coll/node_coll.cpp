@@ -1,6 +1,7 @@
 #include "coll/node_coll.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "coll/reduce_ops.hpp"
@@ -618,6 +619,17 @@ std::size_t NodeColl::drive(Team& t, Completed& done) noexcept {
   return work;
 }
 
+void NodeColl::print_stats(uint32_t rank) const noexcept {
+  std::lock_guard lock(mu_);
+  std::fprintf(stderr,
+               "tsunagi[%u] coll: node_staged=%llu node_staged_streamed=%llu node_stage_probes=%llu "
+               "node_stage_switches=%llu\n",
+               rank, static_cast<unsigned long long>(stage_stats_.staged),
+               static_cast<unsigned long long>(stage_stats_.streamed),
+               static_cast<unsigned long long>(stage_stats_.probes),
+               static_cast<unsigned long long>(stage_stats_.switches));
+}
+
 void NodeColl::finish(const Completed& done) noexcept {
   for (std::size_t i = 0; i < done.count; ++i) core::run_callback(done.items[i].cb, done.items[i].status);
 }
@@ -693,12 +705,19 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
           const uint64_t k = t.staged_ops++;
           const int probe = stage_probe(k);
           bool& last = t.streaming[stage_size_class(published)][static_cast<unsigned>(req.kind)];
-          if (probe < 0) last = stage_stream_next(t.slot, stage_size_class(published),
-                                                  static_cast<unsigned>(req.kind), last);
+          if (probe < 0) {
+            const bool next = stage_stream_next(t.slot, stage_size_class(published),
+                                                static_cast<unsigned>(req.kind), last);
+            stage_stats_.switches += next != last;
+            last = next;
+          }
           op->stream = probe < 0 ? last : probe == 1;
           op->timed = probe >= 0 || stage_timed(k);
+          stage_stats_.probes += probe >= 0;
         }
       }
+      ++stage_stats_.staged;
+      stage_stats_.streamed += op->stream;
     }
     if (!op->small && !op->staged) {  // scratch for large reductions
       op->chunk = pool_.take();

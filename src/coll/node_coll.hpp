@@ -80,6 +80,8 @@ class NodeColl {
   void start(int32_t handle, const Request& req) noexcept;
   std::size_t poll() noexcept;
   bool idle() const noexcept;
+  // TSU_STATS: staged collectives, and how their stores were chosen.
+  void print_stats(uint32_t rank) const noexcept;
 
  private:
   struct Team;
@@ -129,6 +131,9 @@ class NodeColl {
   uint32_t used_ = 0;                         // slots taken (never given back)
   std::atomic<uint32_t> pending_{0};          // ops started, not complete (written with mu_ held)
   ScratchPool pool_;                          // mu_
+  struct StageStats {  // mu_
+    uint64_t staged = 0, streamed = 0, probes = 0, switches = 0;
+  } stage_stats_;
   static constexpr std::size_t kKeptOps = 64;
   std::vector<std::unique_ptr<Op>> free_ops_;  // mu_: finished ops, reused
 };

@@ -610,6 +610,7 @@ tsu_status_t Runtime::finalize(std::string& error) {
 }
 
 void Runtime::print_transport_stats() const {
+  if (extension_) extension_->print_stats(rank_);
   if (net_) net_->print_stats(stderr);
 }
 

@@ -45,6 +45,8 @@ class Extension : public Poller {
   // poll while it holds its own lock: only record it; the requests waiting on
   // that rank are failed from poll() (the layers take their locks there).
   virtual void note_peer_lost(uint32_t rank) noexcept { (void)rank; }
+  // TSU_STATS: the layers' own counters, one line each (after the engine stopped).
+  virtual void print_stats(uint32_t rank) const noexcept { (void)rank; }
 };
 using ExtensionFactory = std::unique_ptr<Extension> (*)(Runtime& rt, std::string& error);
 
