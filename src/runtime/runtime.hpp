@@ -158,7 +158,8 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   tsu_status_t quiet(ThreadContext& tc) noexcept;
 
   void print_stats() const;
-  // The network transport's counters (TSU_STATS at finalize, tsu_stats_print).
+  // The layers' counters (Extension::print_stats) and the network transport's
+  // (TSU_STATS at finalize, tsu_stats_print).
   void print_transport_stats() const;
 
   const Config& config() const noexcept { return cfg_; }
