@@ -10,11 +10,18 @@
 // stores stay at ~200 us in both placements (docs/benchmarks-coll.md).
 // Neither is right all the time, and the placement cannot be asked for.
 //
-// How: every member counts the team's staged collectives alike.  Number
-// k probes plain stores where k % kProbePeriod == 0 and streaming ones
-// where it is kProbePeriod / 2: every member uses the probed stores, so
-// they agree.  On probes, and on every kTimedPeriod-th collective in the
-// stores it chose, a member times its own copying (not its waits) and
+// How: every member counts the team's staged collectives alike.  Numbers
+// k with k % kProbePeriod in {0, 1} probe plain stores, those in
+// {kProbePeriod / 2, kProbePeriod / 2 + 1} streaming ones: every member uses
+// the probed stores, so they agree.  A probe is two collectives and only
+// the second is timed, because the first pays for the switch: plain stores
+// after streaming ones find the stage cold in memory, streaming stores
+// after plain ones must evict it from both caches.  (Timing single probes,
+// a team that streamed once found plain stores "slow" on every probe and
+// stayed with streaming in the near placement: 2 of 3 runs at 1.7-2x.)
+// On every collective with k % kTimedPeriod == 1 (the probes' second ones
+// and, well clear of them, ones in the stores the writers chose), a
+// member times its own copying (not its waits) and
 // folds the time per MiB into a running average in its slot, per size
 // class, collective kind and store kind (SlotArea::stage_cost), where the
 // team's writers read it.  A writer switches stores when the other's
@@ -24,8 +31,8 @@
 // sample: timing noise (preemption) only adds, so a slow sample does not
 // switch, a real 3x slowdown does in 4 timed collectives, while a
 // probe that finds the other stores cheap again switches back at once.
-// A probe pair per 64 staged collectives costs ~1% where the probed
-// stores are 1.7x slower.  The averages are racy relaxed 32-bit loads and
+// Two probes of two collectives per 64 cost ~2% where the probed stores
+// are 1.7x slower.  The averages are racy relaxed 32-bit loads and
 // stores: a stale value only delays a switch.
 #pragma once
 
@@ -48,12 +55,15 @@ enum StageStoreSetting : uint32_t { kStagePlain = 0, kStageStream = 1, kStageMea
 // For the team's k-th staged collective: 0 or 1 (plain or streaming) where
 // it probes, else -1.
 inline int stage_probe(uint64_t k) noexcept {
-  if (k % kProbePeriod == 0) return 0;
-  if (k % kProbePeriod == kProbePeriod / 2) return 1;
+  const uint64_t i = k % kProbePeriod;
+  if (i <= 1) return 0;
+  if (i - kProbePeriod / 2 <= 1) return 1;
   return -1;
 }
 // Whether a member times its copying in the k-th staged collective.
-inline bool stage_timed(uint64_t k) noexcept { return k % kTimedPeriod == 0; }
+inline bool stage_timed(uint64_t k) noexcept { return k % kTimedPeriod == 1; }
+static_assert(kProbePeriod % kTimedPeriod == 0 && kProbePeriod / 2 % kTimedPeriod == 0,
+              "the timed collectives include each probe's second");
 
 // The size class of a staged collective moving `len` bytes per member.
 inline unsigned stage_size_class(std::size_t len) noexcept {

@@ -37,7 +37,7 @@ TEST(StreamCopy, MatchesMemcpyAtEveryAlignmentAndLength) {
       }
 }
 
-TEST(StageStoreChoice, ProbesPlainThenStreamingOncePerPeriod) {
+TEST(StageStoreChoice, ProbesPlainThenStreamingTwiceInARowPerPeriod) {
   int plain = 0, stream = 0, none = 0;
   for (uint64_t k = 0; k < 4 * kProbePeriod; ++k) {
     const int p = tsu::coll::stage_probe(k);
@@ -45,11 +45,17 @@ TEST(StageStoreChoice, ProbesPlainThenStreamingOncePerPeriod) {
     stream += p == 1;
     none += p < 0;
   }
-  EXPECT_EQ(plain, 4);
-  EXPECT_EQ(stream, 4);
-  EXPECT_EQ(none, static_cast<int>(4 * kProbePeriod - 8));
+  EXPECT_EQ(plain, 8);
+  EXPECT_EQ(stream, 8);
+  EXPECT_EQ(none, static_cast<int>(4 * kProbePeriod - 16));
   EXPECT_EQ(tsu::coll::stage_probe(0), 0);  // plain first: the choice before any probe
+  EXPECT_EQ(tsu::coll::stage_probe(1), 0);
+  EXPECT_EQ(tsu::coll::stage_probe(2), -1);
+  EXPECT_EQ(tsu::coll::stage_probe(kProbePeriod / 2 - 1), -1);
   EXPECT_EQ(tsu::coll::stage_probe(kProbePeriod / 2), 1);
+  EXPECT_EQ(tsu::coll::stage_probe(kProbePeriod / 2 + 1), 1);
+  EXPECT_EQ(tsu::coll::stage_probe(kProbePeriod / 2 + 2), -1);
+  EXPECT_EQ(tsu::coll::stage_probe(kProbePeriod + 1), 0);
 }
 
 TEST(StageStoreChoice, SizeClassesSplitAt64And256KiB) {
@@ -79,13 +85,23 @@ TEST(StageStoreChoice, AveragesDropAtOnceAndRiseByAQuarterAtMost25Percent) {
   EXPECT_GE(avg.load(), UINT32_MAX - 1);  // clamped, not wrapped
 }
 
-TEST(StageStoreChoice, TimesEveryEighthAndEveryProbe) {
+TEST(StageStoreChoice, TimesEachProbesSecondAndNeverTheFirstOrTheOneAfter) {
   for (uint64_t k = 0; k < 2 * kProbePeriod; ++k) {
-    EXPECT_EQ(tsu::coll::stage_timed(k), k % 8 == 0) << k;
-    if (tsu::coll::stage_probe(k) >= 0) {
-      EXPECT_TRUE(tsu::coll::stage_timed(k)) << k;
+    const int p = tsu::coll::stage_probe(k);
+    const int before = k ? tsu::coll::stage_probe(k - 1) : -1;
+    if (p >= 0 && before == p) {
+      EXPECT_TRUE(tsu::coll::stage_timed(k)) << k;  // a probe's second
+    }
+    if (p >= 0 && before != p) {
+      EXPECT_FALSE(tsu::coll::stage_timed(k)) << k;  // a probe's first pays the switch
+    }
+    if (p < 0 && before >= 0) {
+      EXPECT_FALSE(tsu::coll::stage_timed(k)) << k;  // the switch back
     }
   }
+  int timed = 0;
+  for (uint64_t k = 0; k < kProbePeriod; ++k) timed += tsu::coll::stage_timed(k);
+  EXPECT_EQ(timed, 8);
 }
 
 TEST(StageStoreChoice, SwitchesWhenTheOtherStoresCostUnderFourFifthsSummedOverMembers) {
