@@ -15,6 +15,27 @@
 
 namespace loss {
 
+// Prints "rank R: FAIL: what (last error)"; returns 1, main's exit status.
+inline int fail(uint32_t me, const char* what) {
+  std::printf("rank %u: FAIL: %s (%s)\n", me, what, tsu_last_error());
+  std::fflush(stdout);
+  return 1;
+}
+
+// tsu_init, this rank and the job's size.  0, or 1 after printing FAIL where
+// init fails or the job has fewer than `min_ranks` ranks.
+inline int start(uint32_t& me, uint32_t& n, uint32_t min_ranks) {
+  if (tsu_init(nullptr) != TSU_OK) return fail(0, "tsu_init");
+  tsu_rank(&me);
+  tsu_size(&n);
+  if (n < min_ranks) {
+    std::printf("rank %u: FAIL: needs at least %u ranks\n", me, min_ranks);
+    std::fflush(stdout);
+    return 1;
+  }
+  return 0;
+}
+
 // One request: how many times its callback ran and with what status.
 struct Request {
   const char* what = "";

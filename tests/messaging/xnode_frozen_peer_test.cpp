@@ -26,27 +26,19 @@
 namespace {
 
 using loss::cb_for;
+using loss::fail;
 using loss::Request;
 using loss::wait_for;
 
 constexpr std::size_t kBytes = 64u << 10;
-
-int fail(uint32_t me, const char* what) {
-  std::printf("rank %u: FAIL: %s (%s)\n", me, what, tsu_last_error());
-  std::fflush(stdout);
-  return 1;
-}
 
 unsigned char byte_at(uint32_t rank, std::size_t i) { return static_cast<unsigned char>(rank * 37 + i * 11 + 5); }
 
 }  // namespace
 
 int main() {
-  if (tsu_init(nullptr) != TSU_OK) return fail(0, "tsu_init");
   uint32_t me = 0, n = 0;
-  tsu_rank(&me);
-  tsu_size(&n);
-  if (n < 2) return fail(me, "needs at least 2 ranks");
+  if (const int rc = loss::start(me, n, 2)) return rc;
   const uint32_t victim = n - 1;
   void* base = nullptr;
   size_t seg_size = 0;

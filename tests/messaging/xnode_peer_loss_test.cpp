@@ -26,13 +26,8 @@
 namespace {
 
 using loss::cb_for;
+using loss::fail;
 using loss::Request;
-
-int fail(uint32_t me, const char* what) {
-  std::printf("rank %u: FAIL: %s (%s)\n", me, what, tsu_last_error());
-  std::fflush(stdout);
-  return 1;
-}
 
 using loss::wait_for;
 
@@ -53,11 +48,8 @@ void on_long(tsu_am_token_t*, const uint64_t*, uint32_t, void*, size_t, void*) {
 }  // namespace
 
 int main() {
-  if (tsu_init(nullptr) != TSU_OK) return fail(0, "tsu_init");
   uint32_t me = 0, n = 0;
-  tsu_rank(&me);
-  tsu_size(&n);
-  if (n < 2) return fail(me, "needs at least 2 ranks");
+  if (const int rc = loss::start(me, n, 2)) return rc;
   const uint32_t victim = n - 1;
   const size_t kRndv = 1u << 20, kLong = 3u << 20;
   std::vector<unsigned char> out(kLong, 0x3C), in(kRndv, 0);

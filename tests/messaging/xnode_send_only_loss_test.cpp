@@ -32,15 +32,10 @@
 namespace {
 
 using loss::cb_for;
+using loss::fail;
 using loss::Request;
 using loss::wait_for;
 using Clock = std::chrono::steady_clock;
-
-int fail(uint32_t me, const char* what) {
-  std::printf("rank %u: FAIL: %s (%s)\n", me, what, tsu_last_error());
-  std::fflush(stdout);
-  return 1;
-}
 
 // A request to the victim: refused at the call with `st`, or accepted and
 // completed once through its callback.  Either way the final status, as
@@ -56,11 +51,8 @@ const char* outcome(tsu_status_t st, Request& r, double limit) {
 }  // namespace
 
 int main() {
-  if (tsu_init(nullptr) != TSU_OK) return fail(0, "tsu_init");
   uint32_t me = 0, n = 0;
-  tsu_rank(&me);
-  tsu_size(&n);
-  if (n < 2) return fail(me, "needs at least 2 ranks");
+  if (const int rc = loss::start(me, n, 2)) return rc;
   const uint32_t victim = n - 1;
   // The bootstrap barrier (no transport traffic): the victim dies right after
   // it, so no survivor ever reached it through its transport.
