@@ -16,9 +16,11 @@
 // the probed stores, so they agree.  A probe is two collectives and only
 // the second is timed, because the first pays for the switch: plain stores
 // after streaming ones find the stage cold in memory, streaming stores
-// after plain ones must evict it from both caches.  (Timing single probes,
-// a team that streamed once found plain stores "slow" on every probe and
-// stayed with streaming in the near placement: 2 of 3 runs at 1.7-2x.)
+// after plain ones must evict it from both caches.  (With single timed
+// probes, runs split into "mostly plain" and "mostly streaming" and a
+// switched-from probe may have read the switch, not the stores; with
+// two-collective probes the split remains, and those runs' plain probes
+// read 2-5x the plain cost of plain runs: the far placement, it seems.)
 // On every collective with k % kTimedPeriod == 1 (the probes' second ones
 // and, well clear of them, ones in the stores the writers chose), a
 // member times its own copying (not its waits) and
