@@ -3,7 +3,8 @@
 # Starts PROG (startup_rank) on N1, N2, ... ranks posing as nodes of K ranks
 # (tsurun --ranks-per-node K), manual progress, and prints one line per job
 # size: ranks started, bootstrap requests and bytes per rank (TSU_STATS=1),
-# udp address lookups, per-rank memory.  Fails unless every rank of every
+# udp address lookups, per-rank memory, and the whole job's wall time
+# (tsurun start to exit).  Fails unless every rank of every
 # job started and the most bootstrap requests any rank made stays the same
 # as the job grows (no all-to-all exchange at start-up).  docs/scaling.md.
 set -u
@@ -12,14 +13,16 @@ shift 3
 limit=${TSU_SCALING_LIMIT:-120}
 first_max=
 status=0
-printf "%6s %6s %8s %14s %16s %12s %12s %12s %12s\n" ranks nodes started "requests/rank" \
-  "bytes/rank" addr_lookups rss_init_kib hwm_kib init_ms_p50
+printf "%6s %6s %8s %14s %16s %12s %12s %12s %12s %10s\n" ranks nodes started "requests/rank" \
+  "bytes/rank" addr_lookups rss_init_kib hwm_kib init_ms_p50 job_ms
 for n in "$@"; do
   out=$(mktemp)
+  t0=$(date +%s%N)
   TSU_STATS=1 TSU_PROGRESS=manual TSU_SEGMENT_SIZE=${TSU_SEGMENT_SIZE:-256K} \
     timeout -k 10 $((limit + 10)) "$tsurun" -n "$n" --ranks-per-node "$k" --timeout "$limit" \
     "$prog" >"$out" 2>&1
   rc=$?
+  job_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   line=$(awk -v n="$n" '
     /startup rank=/ {
       started++
@@ -45,8 +48,8 @@ for n in "$@"; do
              b ? bytes / b : 0, lk, started ? rss / started : 0, started ? hwm / started : 0, p50
     }' "$out")
   read -r _ nodes started rmin rmax bytes lookups rss hwm p50 <<<"$line"
-  printf "%6s %6s %8s %14s %16s %12s %12s %12s %12s\n" "$n" "$nodes" "$started" "$rmin..$rmax" \
-    "$bytes" "$lookups" "$rss" "$hwm" "$p50"
+  printf "%6s %6s %8s %14s %16s %12s %12s %12s %12s %10s\n" "$n" "$nodes" "$started" "$rmin..$rmax" \
+    "$bytes" "$lookups" "$rss" "$hwm" "$p50" "$job_ms"
   if [ "$rc" -ne 0 ] || [ "$started" != "$n" ]; then
     echo "FAIL: $n ranks: tsurun exited $rc, $started of $n ranks reported"
     tail -20 "$out"
