@@ -86,7 +86,7 @@ TSU_API tsu_status_t tsu_am_source(const tsu_am_token_t *token, uint32_t *rank);
  * @retval TSU_ERR_INVALID_ARG  id > TSU_AM_MAX_HANDLER or nargs > TSU_AM_MAX_ARGS.
  * @retval TSU_ERR_NULL_POINTER args is NULL with nargs > 0.
  * @retval TSU_ERR_UNREACHABLE  no transport carries messages to dst.
- * @retval TSU_ERR_PEER_LOST    dst (on another node) is lost. */
+ * @retval TSU_ERR_PEER_LOST    dst is lost. */
 TSU_API tsu_status_t tsu_try_am_short(uint32_t dst, uint32_t id, const uint64_t *args,
                                       uint32_t nargs, tsu_cb_t cb);
 /** Sends a medium message: arguments and payload[0, len) (len <=
@@ -100,7 +100,7 @@ TSU_API tsu_status_t tsu_try_am_short(uint32_t dst, uint32_t id, const uint64_t 
  *                              or len > tsu_am_medium_max().
  * @retval TSU_ERR_NULL_POINTER args or payload is NULL with nargs or len > 0.
  * @retval TSU_ERR_UNREACHABLE  no transport carries messages to dst.
- * @retval TSU_ERR_PEER_LOST    dst (on another node) is lost. */
+ * @retval TSU_ERR_PEER_LOST    dst is lost. */
 TSU_API tsu_status_t tsu_try_am_medium(uint32_t dst, uint32_t id, const uint64_t *args,
                                        uint32_t nargs, const void *payload, size_t len,
                                        tsu_cb_t cb);
@@ -127,7 +127,7 @@ TSU_API tsu_status_t tsu_try_am_medium(uint32_t dst, uint32_t id, const uint64_t
  *                              not reachable from this process.
  * @retval TSU_ERR_UNSUPPORTED  the node peer's segment cannot be written from here.
  * @retval TSU_ERR_NO_MEMORY    no memory to track the request (another node).
- * @retval TSU_ERR_PEER_LOST    dst (on another node) is lost. */
+ * @retval TSU_ERR_PEER_LOST    dst is lost. */
 TSU_API tsu_status_t tsu_try_am_long(uint32_t dst, uint32_t id, const uint64_t *args,
                                      uint32_t nargs, const void *payload, size_t len,
                                      tsu_gaddr_t dst_addr, tsu_cb_t cb);
@@ -143,7 +143,7 @@ TSU_API tsu_status_t tsu_try_am_long(uint32_t dst, uint32_t id, const uint64_t *
  * @retval TSU_ERR_INVALID_ARG  id > TSU_AM_MAX_HANDLER, nargs > TSU_AM_MAX_ARGS or
  *                              len > tsu_am_medium_max().
  * @retval TSU_ERR_UNREACHABLE  no transport carries messages to the requester.
- * @retval TSU_ERR_PEER_LOST    the requester (on another node) is lost. */
+ * @retval TSU_ERR_PEER_LOST    the requester is lost. */
 TSU_API tsu_status_t tsu_am_reply(tsu_am_token_t *token, uint32_t id, const uint64_t *args,
                                   uint32_t nargs, const void *payload, size_t len);
 

@@ -17,7 +17,8 @@
  * hierarchically (node, leaders, node).  A callback's status is TSU_OK, or the error of a failed local
  * step (e.g. cross-memory access refused on the optional direct path).
  * A team of one completes inside the call.
- * When a member of the team is lost (another node, peer-loss detection),
+ * When a member of the team is lost (a node gone silent, or a node peer whose
+ * process exited: peer-loss detection),
  * its collectives in flight and later ones complete with TSU_ERR_PEER_LOST
  * instead of waiting forever.
  */

@@ -65,7 +65,7 @@ typedef uint64_t tsu_recv_t;
  * @retval TSU_ERR_NULL_POINTER buf is NULL with len > 0.
  * @retval TSU_ERR_UNREACHABLE  no transport carries messages to dst.
  * @retval TSU_ERR_NO_MEMORY    no memory for a rendezvous record.
- * @retval TSU_ERR_PEER_LOST    dst (on another node) is already lost. */
+ * @retval TSU_ERR_PEER_LOST    dst is already lost. */
 TSU_API tsu_status_t tsu_try_send(uint32_t dst, uint64_t tag, const void *buf, size_t len,
                                   tsu_cb_t cb);
 

@@ -243,6 +243,7 @@ void CollLayer::on_peer_lost(uint32_t rank) noexcept {
   if (!failed.empty())
     TSU_LOG_WARN("rank %u lost: %zu collectives fail", rank, failed.size());
   for (const tsu_cb_t& cb : failed) core::run_callback(cb, TSU_ERR_PEER_LOST);
+  node_.on_peer_lost(rank);  // a node peer: its teams' shared-memory collectives
 }
 
 tsu_status_t CollLayer::start(std::unique_ptr<Op> op) noexcept {

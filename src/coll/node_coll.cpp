@@ -65,6 +65,7 @@ struct NodeColl::Team {
   std::size_t ring_head = 0;
   std::array<uint64_t, node::kRingBytes / node::kRingUnit> ring_last{};
   std::deque<std::unique_ptr<Op>> queue;  // started, not complete, in order
+  bool lost = false;  // a member died: every collective of the team fails (on_peer_lost)
 };
 
 namespace {
@@ -639,6 +640,10 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
   {
     std::lock_guard lock(mu_);
     Team& t = *teams_[handle];
+    if (t.lost) {  // a member is gone: it can never complete
+      done.items[done.count++] = {req.cb, TSU_ERR_PEER_LOST};
+      goto finished;  // (after the lock is released)
+    }
     std::unique_ptr<Op> op;
     if (free_ops_.empty()) {
       op = std::make_unique<Op>();
@@ -732,7 +737,30 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
       pending_.store(pending_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if (t.queue.size() == 1) drive(t, done);
   }
+finished:
   finish(done);
+}
+
+void NodeColl::on_peer_lost(uint32_t rank) noexcept {
+  // Fails every queued collective of each team the rank belongs to, a batch
+  // of callbacks at a time (run without mu_, like drive()'s).
+  for (;;) {
+    Completed done;
+    {
+      std::lock_guard lock(mu_);
+      for (auto& t : teams_) {
+        if (!t || std::find(t->ranks.begin(), t->ranks.end(), rank) == t->ranks.end()) continue;
+        t->lost = true;
+        while (!t->queue.empty() && done.count < done.items.size()) {
+          done.items[done.count++] = {t->queue.front()->r.cb, TSU_ERR_PEER_LOST};
+          pending_.store(pending_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+          t->queue.pop_front();  // its scratch goes with it (not back to the pool)
+        }
+      }
+    }
+    finish(done);
+    if (done.count < done.items.size()) return;
+  }
 }
 
 std::size_t NodeColl::poll() noexcept {

@@ -80,6 +80,9 @@ class NodeColl {
   void start(int32_t handle, const Request& req) noexcept;
   std::size_t poll() noexcept;
   bool idle() const noexcept;
+  // Fails the queued collectives of every team with `rank` in it, and the
+  // teams' later ones, with TSU_ERR_PEER_LOST (progress context).
+  void on_peer_lost(uint32_t rank) noexcept;
   // TSU_STATS: staged collectives, and how their stores were chosen.
   void print_stats(uint32_t rank) const noexcept;
 

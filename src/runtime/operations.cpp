@@ -28,6 +28,8 @@ tsu_status_t cross_memory(bool write, pid_t pid, std::byte* local, uint64_t remo
                             : process_vm_readv(pid, &l, 1, &r, 1, 0);
     if (n < 0) {
       if (errno == EINTR) continue;
+      // The process is gone: its rank is lost, whichever check notices first.
+      if (errno == ESRCH) return TSU_ERR_PEER_LOST;
       TSU_LOG_WARN("process_vm_%sv(pid %d, %zu B) failed: %s", write ? "write" : "read",
                    static_cast<int>(pid), len, std::strerror(errno));
       return TSU_ERR_SYSTEM;
@@ -71,11 +73,13 @@ tsu_status_t Runtime::execute_copy(const tsu_gaddr_t& dst, const tsu_gaddr_t& sr
   if (dst.seg == TSU_SEG_MAIN && src.seg == TSU_SEG_MAIN) [[likely]] {
     const DirectMain& d = direct_main_[dst.rank];
     const DirectMain& s = direct_main_[src.rank];
-    if (d.base && s.base) [[likely]] {
+    std::byte* d_base = d.mapped();
+    const std::byte* s_base = s.mapped();
+    if (d_base && s_base) [[likely]] {
       if (dst.offset > d.size || len > d.size - dst.offset || src.offset > s.size ||
           len > s.size - src.offset)
         return TSU_ERR_OUT_OF_BOUNDS;
-      std::memmove(d.base + dst.offset, s.base + src.offset, len);
+      std::memmove(d_base + dst.offset, s_base + src.offset, len);
       return TSU_OK;
     }
   }
@@ -105,9 +109,10 @@ tsu_status_t Runtime::execute_atomic(const tsu_gaddr_t& target, tsu_aop_t op, ts
   // A main segment mapped here is a CPU segment (never NIC atomics, never
   // registered memory): resolved inline, like the bypass put/get.
   const DirectMain& m = direct_main_[target.rank];
-  if (target.seg == TSU_SEG_MAIN && m.base) [[likely]] {
+  std::byte* base = m.mapped();
+  if (target.seg == TSU_SEG_MAIN && base) [[likely]] {
     if (target.offset > m.size || width > m.size - target.offset) return TSU_ERR_OUT_OF_BOUNDS;
-    a = Access{Access::kDirect, m.base + target.offset, 0, 0};
+    a = Access{Access::kDirect, base + target.offset, 0, 0};
   } else if (const tsu_status_t st = t->resolve(target, width, a); st != TSU_OK) {
     return st;
   }

@@ -104,12 +104,16 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
   st = rt->connect_peers(error);
   if (st != TSU_OK) return st;
   rt->mem_routes_.assign(rt->size_, 0);
-  rt->direct_main_.assign(rt->size_, DirectMain{});
+  rt->direct_main_ = std::make_unique<DirectMain[]>(rt->size_);
   for (uint32_t r = 0; r < rt->size_; ++r) {
     rt->mem_routes_[r] = rt->routes_[r] &&
                          (rt->routes_[r]->capabilities() & transport::kCapMemoryAccess);
-    DirectMain& m = rt->direct_main_[r];
-    if (rt->mem_routes_[r] && !rt->routes_[r]->direct_main(r, m.base, m.size)) m = DirectMain{};
+    std::byte* base = nullptr;
+    uint64_t size = 0;
+    if (rt->mem_routes_[r] && rt->routes_[r]->direct_main(r, base, size)) {
+      rt->direct_main_[r].base.store(base, std::memory_order_relaxed);
+      rt->direct_main_[r].size = size;
+    }
   }
 
   rt->engine_ = std::make_unique<ProgressEngine>(rt->cfg_, *rt,
@@ -122,6 +126,8 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
     rt->engine_->set_spin_us(rt->cpus_per_node_rank() >= 2 ? ProgressEngine::kAutoSpinUsOwnCores
                                                            : ProgressEngine::kAutoSpinUsShared);
   rt->engine_->set_handlers(&rt->handlers_);
+  // A node peer whose process exits is lost like a silent network peer.
+  if (rt->shm_) rt->shm_->set_peer_lost_handler(&Runtime::on_peer_lost, rt.get());
   // Message-capable transports are polled by the engine (self first).
   for (transport::Transport* t : {static_cast<transport::Transport*>(rt->self_.get()),
                                   static_cast<transport::Transport*>(rt->shm_.get())})
@@ -339,6 +345,9 @@ tsu_status_t Runtime::connect_network(const std::vector<bool>& remote, std::stri
 
 void Runtime::on_peer_lost(void* ctx, uint32_t rank) noexcept {
   auto* rt = static_cast<Runtime*>(ctx);
+  // Later puts, gets and atomics on its main segment go through the
+  // transport (which refuses them) instead of the mapping.
+  rt->direct_main_[rank].base.store(nullptr, std::memory_order_relaxed);
   if (rt->rma_) rt->rma_->on_peer_lost(rank);
   if (rt->extension_) rt->extension_->note_peer_lost(rank);
 }
@@ -594,6 +603,9 @@ tsu_status_t Runtime::finalize(std::string& error) {
   while (extension_ && !extension_->quiescent())
     if (!engine_->progress()) backoff.pause();
   // Peers may still be reading or writing our memory until they get here.
+  // Nothing of ours waits on a peer any more: one that exits from here on
+  // has finalized (not died), so node peers' exits are no longer losses.
+  if (shm_) shm_->finalizing();
   tsu_status_t st = barrier();
   if (st != TSU_OK) error = "bootstrap barrier at finalize failed";
   engine_->stop();

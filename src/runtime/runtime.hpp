@@ -102,9 +102,9 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   tsu_status_t write_direct(const tsu_gaddr_t& dst, const void* src, std::size_t len) noexcept {
     if (dst.seg == TSU_SEG_MAIN) [[likely]] {
       const DirectMain& m = direct_main_[dst.rank];
-      if (m.base) [[likely]] {
+      if (std::byte* base = m.mapped()) [[likely]] {
         if (dst.offset > m.size || len > m.size - dst.offset) return TSU_ERR_OUT_OF_BOUNDS;
-        std::memmove(m.base + dst.offset, src, len);  // may overlap when the rank is the caller
+        std::memmove(base + dst.offset, src, len);  // may overlap when the rank is the caller
         return TSU_OK;
       }
     }
@@ -113,9 +113,9 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   tsu_status_t read_direct(const tsu_gaddr_t& src, void* dst, std::size_t len) noexcept {
     if (src.seg == TSU_SEG_MAIN) [[likely]] {
       const DirectMain& m = direct_main_[src.rank];
-      if (m.base) [[likely]] {
+      if (const std::byte* base = m.mapped()) [[likely]] {
         if (src.offset > m.size || len > m.size - src.offset) return TSU_ERR_OUT_OF_BOUNDS;
-        std::memmove(dst, m.base + src.offset, len);
+        std::memmove(dst, base + src.offset, len);
         return TSU_OK;
       }
     }
@@ -219,12 +219,15 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   std::vector<transport::Transport*> routes_;
   std::vector<uint8_t> mem_routes_;  // per rank: routes_[r] has kCapMemoryAccess (hot path)
   // Per rank: its main segment as mapped here (Transport::direct_main), or
-  // a null base.  Written once at init, before any request.
+  // a null base.  Written at init, before any request; the base is nulled
+  // when the rank is lost (on_peer_lost), so that later requests take the
+  // transport's path and fail there with TSU_ERR_PEER_LOST.
   struct DirectMain {
-    std::byte* base = nullptr;
+    std::atomic<std::byte*> base{nullptr};
     uint64_t size = 0;
+    std::byte* mapped() const noexcept { return base.load(std::memory_order_relaxed); }
   };
-  std::vector<DirectMain> direct_main_;
+  std::unique_ptr<DirectMain[]> direct_main_;
   std::vector<transport::Transport*> msg_routes_;
   ThreadRegistry threads_;
   MessageHandlerTable handlers_;

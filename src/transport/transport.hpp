@@ -186,6 +186,10 @@ class Transport {
   virtual void watch_peer(uint32_t rank) noexcept { (void)rank; }
   // Ends one watch_peer(rank).  Same rules: any thread, any lock, no block.
   virtual void unwatch_peer(uint32_t rank) noexcept { (void)rank; }
+  // This rank has nothing in flight and enters finalize's barrier: a peer
+  // that goes away from now on has finalized, not died, and is not reported
+  // lost.  Any thread.
+  virtual void finalizing() noexcept {}
 
   // TSU_STATS=1: the transport's own counters, at finalize.
   virtual void print_stats(std::FILE* f) const noexcept { (void)f; }

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "core/log.hpp"
+#include "util/clock.hpp"
 
 namespace tsu::transport {
 
@@ -15,6 +16,9 @@ using core::SegmentSlot;
 
 namespace {
 constexpr std::size_t kPollBatch = 32;
+// A busy poller reads the clock for the liveness check once per this many
+// polls (a clock read per poll would tax every message).
+constexpr uint32_t kPollsPerLivenessLook = 64;
 
 // A mapping cache entry: the page number of the mapping above the generation
 // it maps.  Mappings are page aligned (4 KiB at least) and user addresses
@@ -170,6 +174,7 @@ tsu_status_t ShmTransport::add_peer(uint32_t rank, pid_t pid, int control_fd, st
   peer->area_size = peer->cb->layer_area_size;
   peer->eventfd = duplicate_peer_fd(pid, peer->cb->wake_eventfd);
   peer->doorbell = core::Doorbell(&peer->cb->doorbell, peer->eventfd);
+  liveness_.add(rank, pid);
   peers_[rank] = std::move(peer);
   return TSU_OK;
 }
@@ -235,6 +240,8 @@ tsu_status_t ShmTransport::resolve(const tsu_gaddr_t& addr, std::size_t len,
                                    Access& out) noexcept {
   if (!reaches(addr.rank)) return TSU_ERR_UNREACHABLE;
   Peer& peer = *peers_[addr.rank];
+  if (peer.lost.load(std::memory_order_relaxed)) [[unlikely]]
+    return TSU_ERR_PEER_LOST;
   // The target's own slot is the authority: freed segments and stale ids
   // (an older generation of the index) fail here.
   if (addr.seg == TSU_SEG_MAIN) [[likely]] {
@@ -282,6 +289,7 @@ tsu_status_t ShmTransport::resolve_process_memory(uint32_t rank, uint64_t addr, 
                                                   Access& out) noexcept {
   (void)len;
   if (!reaches(rank)) return TSU_ERR_UNREACHABLE;
+  if (peers_[rank]->lost.load(std::memory_order_relaxed)) return TSU_ERR_PEER_LOST;
   out = Access{Access::kCrossMemory, nullptr, peers_[rank]->pid, addr};
   return TSU_OK;
 }
@@ -304,6 +312,8 @@ tsu_status_t ShmTransport::send_message(uint32_t dst, const core::MessageHeader&
   if (!reaches(dst)) return TSU_ERR_UNREACHABLE;
   if (header.payload_len > max_payload_) return TSU_ERR_INVALID_ARG;
   Peer& peer = *peers_[dst];
+  if (peer.lost.load(std::memory_order_relaxed)) [[unlikely]]
+    return TSU_ERR_PEER_LOST;
   switch (peer.ring.try_push(my_rank_, header, payload)) {
     case MsgRing::Push::kFull:
       return TSU_EAGAIN;
@@ -318,14 +328,43 @@ tsu_status_t ShmTransport::send_message(uint32_t dst, const core::MessageHeader&
 
 std::size_t ShmTransport::poll(const core::MessageHandlerTable& handlers) noexcept {
   if (!my_ring_.valid()) return 0;
-  return my_ring_.drain(kPollBatch, [&](uint32_t src, const core::MessageHeader& h,
-                                        const std::byte* payload) {
+  std::size_t done = my_ring_.drain(kPollBatch, [&](uint32_t src, const core::MessageHeader& h,
+                                                   const std::byte* payload) {
     if (!handlers.dispatch(src, h, payload)) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       TSU_LOG_WARN("message with handler %u from rank %u dropped: no handler registered",
                    h.handler, src);
     }
   });
+  if ((++polls_ % kPollsPerLivenessLook == 0 || check_liveness_) && !liveness_.empty() &&
+      !finalizing_.load(std::memory_order_relaxed)) {
+    check_liveness_ = false;
+    done += liveness_.check(util::now_ns(), [&](uint32_t rank) {
+      TSU_LOG_WARN("node peer rank %u (pid %d) has exited; rank %u is lost", rank,
+                   static_cast<int>(peers_[rank]->pid), rank);
+      peers_[rank]->lost.store(true, std::memory_order_release);
+      if (lost_fn_) lost_fn_(lost_ctx_, rank);
+    });
+  }
+  return done;
+}
+
+void ShmTransport::watch_peer(uint32_t rank) noexcept {
+  if (!reaches(rank)) return;
+  peers_[rank]->watches.fetch_add(1, std::memory_order_relaxed);
+  watches_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void ShmTransport::unwatch_peer(uint32_t rank) noexcept {
+  if (!reaches(rank)) return;
+  // An unwatch without a watch is ignored (Transport::watch_peer): the
+  // peer's count never wraps, and the sum only drops with it.
+  std::atomic<uint32_t>& c = peers_[rank]->watches;
+  uint32_t v = c.load(std::memory_order_relaxed);
+  do {
+    if (v == 0) return;
+  } while (!c.compare_exchange_weak(v, v - 1, std::memory_order_relaxed));
+  watches_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 }  // namespace tsu::transport

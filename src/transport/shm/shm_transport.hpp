@@ -8,6 +8,10 @@
 // (msg_ring.hpp).  A sender that finds the receiver asleep rings the
 // receiver's doorbell, built from the receiver's control block and a duplicate
 // of its wake eventfd (pidfd_open + pidfd_getfd).
+//
+// Peer loss: a node peer whose process exits is declared lost like a silent
+// peer over the network (PeerLiveness; Transport's "Peer loss" contract):
+// its messages and memory then fail with TSU_ERR_PEER_LOST.
 #pragma once
 
 #include <sys/types.h>
@@ -23,6 +27,7 @@
 #include "core/shared_memory.hpp"
 #include "transport/msg_ring.hpp"
 #include "transport/node.hpp"
+#include "transport/shm/peer_liveness.hpp"
 
 namespace tsu::transport {
 
@@ -70,7 +75,26 @@ class ShmTransport final : public NodeTransport {
                             const void* payload) noexcept override;
   std::size_t poll(const core::MessageHandlerTable& handlers) noexcept override;
   bool prepare_sleep() noexcept override { return my_ring_.prepare_sleep(); }
-  void end_sleep() noexcept override { my_ring_.end_sleep(); }
+  void end_sleep() noexcept override {
+    my_ring_.end_sleep();
+    check_liveness_ = true;  // a wait on a node peer may have slept through its death
+  }
+  // While this rank waits on a node peer, sleep no longer than the liveness
+  // check's interval.
+  uint64_t max_sleep_ns() const noexcept override {
+    return watches_.load(std::memory_order_relaxed) ? PeerLiveness::kIntervalNs : UINT64_MAX;
+  }
+
+  void set_peer_lost_handler(PeerLostFn fn, void* ctx) noexcept override {
+    lost_fn_ = fn;
+    lost_ctx_ = ctx;
+  }
+  bool is_peer_lost(uint32_t rank) const noexcept override {
+    return reaches(rank) && peers_[rank]->lost.load(std::memory_order_acquire);
+  }
+  void watch_peer(uint32_t rank) noexcept override;
+  void unwatch_peer(uint32_t rank) noexcept override;
+  void finalizing() noexcept override { finalizing_.store(true, std::memory_order_relaxed); }
 
   // This rank's own layer area (the owner's view of what peers map).
   std::byte* local_layer_area(std::size_t& size) const noexcept override {
@@ -112,6 +136,8 @@ class ShmTransport final : public NodeTransport {
     std::size_t area_size = 0;
     int eventfd = -1;   // duplicate of the peer's wake eventfd (or -1)
     core::Doorbell doorbell;
+    std::atomic<bool> lost{false};        // set once, by the poller (PeerLiveness)
+    std::atomic<uint32_t> watches{0};     // open watch_peer calls on this rank
   };
   // The mapping of shared segment `seg`, whose slot read `word` with fd/size:
   // cached, or mapped now.  TSU_ERR_BAD_SEGMENT when the segment was freed
@@ -126,6 +152,16 @@ class ShmTransport final : public NodeTransport {
   core::SharedRegion area_region_;
   MsgRing my_ring_;
   std::atomic<uint64_t> dropped_{0};
+
+  // Peer loss.  liveness_, check_liveness_ and polls_ belong to the poller
+  // (the engine's consumer role); watches_ sums the peers' watch counts.
+  PeerLiveness liveness_;
+  bool check_liveness_ = false;
+  uint32_t polls_ = 0;
+  std::atomic<uint32_t> watches_{0};
+  std::atomic<bool> finalizing_{false};  // no more liveness checks (finalizing())
+  PeerLostFn lost_fn_ = nullptr;
+  void* lost_ctx_ = nullptr;
 };
 
 }  // namespace tsu::transport
