@@ -336,9 +336,9 @@ std::size_t ShmTransport::poll(const core::MessageHandlerTable& handlers) noexce
                    h.handler, src);
     }
   });
-  if ((++polls_ % kPollsPerLivenessLook == 0 || check_liveness_) && !liveness_.empty() &&
-      !finalizing_.load(std::memory_order_relaxed)) {
-    check_liveness_ = false;
+  if ((++polls_ % kPollsPerLivenessLook == 0 || check_liveness_.load(std::memory_order_relaxed)) &&
+      !liveness_.empty() && !finalizing_.load(std::memory_order_relaxed)) {
+    check_liveness_.store(false, std::memory_order_relaxed);
     done += liveness_.check(util::now_ns(), [&](uint32_t rank) {
       TSU_LOG_WARN("node peer rank %u (pid %d) has exited; rank %u is lost", rank,
                    static_cast<int>(peers_[rank]->pid), rank);

@@ -77,7 +77,10 @@ class ShmTransport final : public NodeTransport {
   bool prepare_sleep() noexcept override { return my_ring_.prepare_sleep(); }
   void end_sleep() noexcept override {
     my_ring_.end_sleep();
-    check_liveness_ = true;  // a wait on a node peer may have slept through its death
+    // A wait on a node peer may have slept through its death.  (end_sleep
+    // runs after the engine gave up the consumer role: another thread may
+    // be in poll.)
+    check_liveness_.store(true, std::memory_order_relaxed);
   }
   // While this rank waits on a node peer, sleep no longer than the liveness
   // check's interval.
@@ -153,10 +156,11 @@ class ShmTransport final : public NodeTransport {
   MsgRing my_ring_;
   std::atomic<uint64_t> dropped_{0};
 
-  // Peer loss.  liveness_, check_liveness_ and polls_ belong to the poller
-  // (the engine's consumer role); watches_ sums the peers' watch counts.
+  // Peer loss.  liveness_ and polls_ belong to the poller (the engine's
+  // consumer role); check_liveness_ is raised after any sleep; watches_ sums
+  // the peers' watch counts.
   PeerLiveness liveness_;
-  bool check_liveness_ = false;
+  std::atomic<bool> check_liveness_{false};
   uint32_t polls_ = 0;
   std::atomic<uint32_t> watches_{0};
   std::atomic<bool> finalizing_{false};  // no more liveness checks (finalizing())
