@@ -1,7 +1,6 @@
 #include "transport/shm/peer_liveness.hpp"
 
 #include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,13 +12,7 @@ PeerLiveness::~PeerLiveness() {
     if (p.fd >= 0) close(p.fd);
 }
 
-void PeerLiveness::add(uint32_t rank, pid_t pid) noexcept {
-  int fd = -1;
-#if defined(SYS_pidfd_open)
-  fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  // Failing (ENOSYS, or ESRCH for a peer already reaped): kill(pid, 0) at
-  // each check instead.
-#endif
+void PeerLiveness::add(uint32_t rank, pid_t pid, int fd) noexcept {
   try {
     fds_.push_back(pollfd{fd, POLLIN, 0});
     ranks_.push_back(rank);

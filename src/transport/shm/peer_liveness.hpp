@@ -30,8 +30,9 @@ class PeerLiveness {
   ~PeerLiveness();
 
   // At init (one thread, before the engine starts): watch node peer `rank`'s
-  // process.
-  void add(uint32_t rank, pid_t pid) noexcept;
+  // process `pid` through `pidfd` (which this object now owns and closes),
+  // or by kill(pid, 0) when pidfd is -1.
+  void add(uint32_t rank, pid_t pid, int pidfd) noexcept;
 
   // Poller only.  Calls fn(rank) once for each watched peer whose process has
   // exited since the last check, and stops watching it.  Checks at most once

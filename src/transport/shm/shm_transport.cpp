@@ -61,22 +61,27 @@ bool read_slot(const SegmentSlot& slot, tsu_seg_t seg, SlotView& v) noexcept {
   return slot.word.load(std::memory_order_relaxed) == v.word;
 }
 
-// A duplicate of descriptor `fd` of process `pid`, or -1 (then the peer is
-// woken through its futex only, which is all it needs unless it sleeps in epoll).
-int duplicate_peer_fd(pid_t pid, int fd) noexcept {
-#if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
-  if (fd < 0) return -1;
-  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  if (pidfd < 0) return -1;
+// A pidfd of process `pid`, or -1 where the kernel has none (before 5.3).
+int open_pidfd(pid_t pid) noexcept {
+#if defined(SYS_pidfd_open)
+  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+#else
+  (void)pid;
+  return -1;
+#endif
+}
+
+// A duplicate of descriptor `fd` of the process behind `pidfd`, or -1 (then
+// the peer is woken through its futex only, which is all it needs unless it
+// sleeps in epoll).
+int duplicate_peer_fd(int pidfd, int fd) noexcept {
+#if defined(SYS_pidfd_getfd)
+  if (pidfd < 0 || fd < 0) return -1;
   const int dup = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0));
-  const int saved = errno;
-  close(pidfd);
-  if (dup < 0)
-    TSU_LOG_DEBUG("pidfd_getfd(pid %d, fd %d): %s", static_cast<int>(pid), fd,
-                  std::strerror(saved));
+  if (dup < 0) TSU_LOG_DEBUG("pidfd_getfd(fd %d): %s", fd, std::strerror(errno));
   return dup;
 #else
-  (void)pid, (void)fd;
+  (void)pidfd, (void)fd;
   return -1;
 #endif
 }
@@ -172,9 +177,12 @@ tsu_status_t ShmTransport::add_peer(uint32_t rank, pid_t pid, int control_fd, st
     return fail("cannot map the layer area (" + why + ")");
   peer->area = static_cast<std::byte*>(area);
   peer->area_size = peer->cb->layer_area_size;
-  peer->eventfd = duplicate_peer_fd(pid, peer->cb->wake_eventfd);
+  // One pidfd serves both: the duplicate of the peer's wake eventfd, and
+  // the liveness watch, which keeps it.
+  const int pidfd = open_pidfd(pid);
+  peer->eventfd = duplicate_peer_fd(pidfd, peer->cb->wake_eventfd);
   peer->doorbell = core::Doorbell(&peer->cb->doorbell, peer->eventfd);
-  liveness_.add(rank, pid);
+  liveness_.add(rank, pid, pidfd);
   peers_[rank] = std::move(peer);
   return TSU_OK;
 }
