@@ -26,6 +26,15 @@ Loaded load() {
   Loaded l;
   // Keep infinipath's crash handler out of the program (see the header).
   setenv("IPATH_NO_BACKTRACE", "1", 0);
+  // ofi_rxd (libfabric 1.17) sends up to this many packets to a peer
+  // unacknowledged (default 128).  At 128, a peer streaming 64 KiB messages
+  // both ways outruns the receive buffers rxd keeps posted with its udp
+  // provider ("failed to repost", "could not find posted rx to release" at
+  // FI_LOG_LEVEL=warn); rxd's bookkeeping then loses track of segments and
+  // completes receives short (FI_ETRUNC) or never.  32 kept it clean in the
+  // stress runs of docs/ofi.md.  Only read by rxd, when the provider list is
+  // first made; a value set by the user stays.
+  setenv("FI_OFI_RXD_MAX_UNACKED", "32", 0);
   void* h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char* why = dlerror();

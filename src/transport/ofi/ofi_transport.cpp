@@ -102,6 +102,21 @@ const char* OfiTransport::provider_name() const noexcept {
              : "?";
 }
 
+// libfabric before 2.4: rxd's fi_send returns success and drops the message
+// when the endpoint's transmit entries are used up (upstream a0e431f, "fix
+// return of EAGAIN when not enough tx entries"), and its injects hold such
+// entries until the peer acknowledges them, beyond anything this transport
+// can count (an inject has no completion).  A stream of small replies then
+// used them all and a later send vanished: the pair's sequence stopped at
+// the gap and every request behind it hung.  Its FI_INJECT sends also lose
+// their context (the completion names none, so the buffer never came back).  So there every
+// message is a send with a completion, and what rxd holds is what
+// TSU_OFI_TX_BUFFERS lets be in flight (clamped below its transmit size).
+bool OfiTransport::messages_need_completions() const noexcept {
+  const char* prov = provider_name();
+  return std::strstr(prov, "ofi_rxd") != nullptr && lib_->version() < FI_VERSION(2, 4);
+}
+
 tsu_status_t OfiTransport::open(std::string& error) {
   lib_ = fabric_library(error);
   if (!lib_) return TSU_ERR_UNREACHABLE;
@@ -163,6 +178,14 @@ tsu_status_t OfiTransport::open(std::string& error) {
   if (cfg_.max_message + kPrefix > max_msg) cfg_.max_message = max_msg - kPrefix;
   buffer_size_ = (kPrefix + cfg_.max_message + 63) & ~std::size_t{63};
   inject_size_ = info_->tx_attr->inject_size;
+  msg_inject_size_ = inject_size_;
+  if (messages_need_completions()) {
+    msg_inject_size_ = 0;
+    if (info_->tx_attr->size && cfg_.tx_buffers > info_->tx_attr->size)
+      cfg_.tx_buffers = static_cast<uint32_t>(info_->tx_attr->size);
+    TSU_LOG_DEBUG("ofi: %s before libfabric 2.4: every message is a send with a completion, "
+                  "at most %u in flight", provider_name(), cfg_.tx_buffers);
+  }
   const uint64_t mr_mode = info_->domain_attr->mr_mode;
   // Native RMA needs no registration of the local side: a put's source may
   // be any memory of this process (FI_MR_LOCAL providers use messages).
@@ -348,7 +371,7 @@ tsu_status_t OfiTransport::send_message(uint32_t dst, const core::MessageHeader&
     return TSU_EAGAIN;
   }
   const WirePrefix prefix{rank_, job_tag_, send_seq_[dst], 0};
-  if (!batching_ && total <= inject_size_) {
+  if (!batching_ && total <= msg_inject_size_) {
     // Small: the provider copies it at once; no completion, no buffer held.
     alignas(8) std::byte small[512];
     if (total <= sizeof small) {
@@ -392,7 +415,7 @@ tsu_status_t OfiTransport::send_message(uint32_t dst, const core::MessageHeader&
     st.to = to;
     st.buf = b->data;
     st.len = total;
-    st.flags = FI_COMPLETION | (total <= inject_size_ ? FI_INJECT : 0);
+    st.flags = FI_COMPLETION | (total <= msg_inject_size_ ? FI_INJECT : 0);
     st.ctx = b;
     try {
       staged_.push_back(st);
@@ -453,7 +476,7 @@ void OfiTransport::bundle_sends(std::deque<Staged>& list) noexcept {
   }
   if (merged == 0) return;
   head.len = used;
-  head.flags = FI_COMPLETION | (used <= inject_size_ ? FI_INJECT : 0);
+  head.flags = FI_COMPLETION | (used <= msg_inject_size_ ? FI_INJECT : 0);
   bundled_.fetch_add(merged, std::memory_order_relaxed);
   // Erasing inside a deque invalidates every reference into it (`head`
   // included): the caller takes list.front() again.
@@ -645,7 +668,7 @@ void OfiTransport::release_backpressured() noexcept {
 bool OfiTransport::send_control(uint32_t dst, fi_addr_t to, uint32_t kind) noexcept {
   const WirePrefix prefix{rank_, job_tag_, 0, kind};
   ssize_t rc;
-  if (sizeof prefix <= inject_size_) {
+  if (sizeof prefix <= msg_inject_size_) {
     rc = fi_inject(ep_, &prefix, sizeof prefix, to);
   } else {
     if (free_tx_.empty()) return false;

@@ -266,12 +266,19 @@ class OfiTransport final : public Transport {
   // A ping or its answer (a bare prefix) to `dst` (mu_ held).  False: not
   // sent (no room now; the next interval tries again).
   bool send_control(uint32_t dst, fi_addr_t to, uint32_t kind) noexcept;
+  // The provider loses messages unless each is a send with a completion
+  // (ofi_rxd before libfabric 2.4: see the definition).
+  bool messages_need_completions() const noexcept;
 
   const uint32_t rank_, size_;
   const uint32_t job_tag_;
   OfiConfig cfg_;
   std::size_t buffer_size_ = 0;
   std::size_t inject_size_ = 0;
+  // The largest message sent as an inject (no completion, no buffer held):
+  // inject_size_, or 0 where the provider cannot take injects safely
+  // (messages_need_completions()).
+  std::size_t msg_inject_size_ = 0;
 
   const FabricLibrary* lib_ = nullptr;  // set by open()
   fi_info* info_ = nullptr;
