@@ -21,7 +21,8 @@ enum class RmaFault : uint8_t {
   kAtStagedCall,
   kAtomicAtCall,
   kAtomicInCompletion,
-  kAtomicLate
+  kAtomicLate,
+  kMessageLost  // not an RMA fault: one message "sent" and never delivered
 };
 
 struct OfiConfig {

@@ -198,9 +198,11 @@ const core::SettingsTable<OfiConfig>& ofi_settings() {
                  "messages.  atomic_enosys / atomic_cq_enosys: NIC atomics fail so, at the "
                  "call / in the completion (a new TSU_SEG_NIC_ATOMICS segment gets CPU "
                  "atomics); atomic_enosys_late: every NIC atomic after this rank's first "
-                 "fails at the call (the caller gets TSU_ERR_UNSUPPORTED)",
+                 "fails at the call (the caller gets TSU_ERR_UNSUPPORTED).  message_lost: this "
+                 "rank's 64th message is acknowledged and never sent, as a provider that "
+                 "loses one would (the receiver declares it lost)",
                  "none, rma_enosys, rma_enosys_staged, rma_cq_enosys, atomic_enosys, "
-                 "atomic_cq_enosys or atomic_enosys_late",
+                 "atomic_cq_enosys, atomic_enosys_late or message_lost",
                  [](const char* v, O& c) {
                    const std::string s(v);
                    if (s == "none") c.fault = RmaFault::kNone;
@@ -210,6 +212,7 @@ const core::SettingsTable<OfiConfig>& ofi_settings() {
                    else if (s == "atomic_enosys") c.fault = RmaFault::kAtomicAtCall;
                    else if (s == "atomic_cq_enosys") c.fault = RmaFault::kAtomicInCompletion;
                    else if (s == "atomic_enosys_late") c.fault = RmaFault::kAtomicLate;
+                   else if (s == "message_lost") c.fault = RmaFault::kMessageLost;
                    else return false;
                    return true;
                  },
@@ -221,7 +224,8 @@ const core::SettingsTable<OfiConfig>& ofi_settings() {
                                       : c.fault == RmaFault::kAtomicInCompletion
                                           ? "atomic_cq_enosys"
                                       : c.fault == RmaFault::kAtomicLate ? "atomic_enosys_late"
-                                                                         : "none");
+                                      : c.fault == RmaFault::kMessageLost ? "message_lost"
+                                                                          : "none");
                  }});
     r.push_back(core::duration_setting<O>("TSU_OFI_KEEPALIVE", "500ms",
                                           "ofi: ping a watched peer (one this rank waits on) "

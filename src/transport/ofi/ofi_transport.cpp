@@ -371,6 +371,11 @@ tsu_status_t OfiTransport::send_message(uint32_t dst, const core::MessageHeader&
     return TSU_EAGAIN;
   }
   const WirePrefix prefix{rank_, job_tag_, send_seq_[dst], 0};
+  if (cfg_.fault == RmaFault::kMessageLost && ++fault_sends_ == 64) {
+    ++send_seq_[dst];  // "sent": the sequence moves on, nothing leaves
+    TSU_LOG_DEBUG("ofi: test fault: message %u to rank %u lost", prefix.seq, dst);
+    return TSU_OK;
+  }
   if (!batching_ && total <= msg_inject_size_) {
     // Small: the provider copies it at once; no completion, no buffer held.
     alignas(8) std::byte small[512];
@@ -666,7 +671,11 @@ void OfiTransport::release_backpressured() noexcept {
 }
 
 bool OfiTransport::send_control(uint32_t dst, fi_addr_t to, uint32_t kind) noexcept {
-  const WirePrefix prefix{rank_, job_tag_, 0, kind};
+  // The sequence field says how many messages this rank has handed the
+  // provider for dst, plus one (0: no count, while some wait to be posted),
+  // so that the receiver can tell one went missing (note_gap).
+  const bool counted = staged_.empty() && retry_.empty();
+  const WirePrefix prefix{rank_, job_tag_, counted ? send_seq_[dst] + 1 : 0, kind};
   ssize_t rc;
   if (sizeof prefix <= msg_inject_size_) {
     rc = fi_inject(ep_, &prefix, sizeof prefix, to);
@@ -790,7 +799,21 @@ RmaContext* OfiTransport::handle_error_entry(tsu_status_t& rma_status) noexcept 
     // A receive that failed (truncated: a message larger than ours): drop it
     // and give the buffer back.
     dropped_.fetch_add(1, std::memory_order_relaxed);
-    TSU_LOG_WARN("ofi: receive failed: %s", fi_text(err.err).c_str());
+    TSU_LOG_WARN("ofi: receive failed: %s (%zu bytes arrived; %zu more did not fit the "
+                 "%zu-byte buffer)",
+                 fi_text(err.err).c_str(), err.len, err.olen, buffer_size_);
+    // Whose message it was, if its prefix arrived: the messages after it
+    // cannot be delivered in order, so that peer is lost now (a message too
+    // large for this buffer means the ranks disagree on TSU_OFI_MAX_MESSAGE).
+    WirePrefix prefix;
+    if (err.len >= sizeof prefix) {
+      std::memcpy(&prefix, b->data, sizeof prefix);
+      if (prefix.job_tag == job_tag_ && prefix.src_rank < size_ && prefix.reserved == 0)
+        declare_lost(prefix.src_rank,
+                     err.olen ? "its message did not fit this rank's receive buffer: is "
+                                "TSU_OFI_MAX_MESSAGE the same on every rank?"
+                              : "the provider delivered a message from it incomplete");
+    }
     post_recv(*b);
     return nullptr;
   }
@@ -896,7 +919,12 @@ std::size_t OfiTransport::poll(const core::MessageHandlerTable& handlers) noexce
         const uint32_t src = prefix.src_rank;
         const bool ok = prefix.job_tag == job_tag_ && src < size_ &&
                         (prefix.reserved == kPing || prefix.reserved == kPong);
-        if (ok) heard_ns_[src] = now;
+        if (ok) {
+          heard_ns_[src] = now;
+          // Everything it sent before this keep-alive has arrived (messages
+          // keep their order): anything short of its count is missing.
+          if (prefix.seq != 0 && prefix.seq - 1 != recv_seq_[src]) note_gap(src, prefix.seq - 1);
+        }
         const bool answer = ok && prefix.reserved == kPing &&
                             !lost_[src].load(std::memory_order_acquire);
         const fi_addr_t to = answer ? peer_address(src) : FI_ADDR_UNSPEC;  // outside mu_
@@ -933,12 +961,57 @@ std::size_t OfiTransport::poll(const core::MessageHandlerTable& handlers) noexce
     if (n < kCqBatch) break;
   }
   if (cfg_.bundle) batch_end();
+  if (!gaps_.empty()) check_gaps();
   last_poll_worked_ = work != 0;
   if (input_before && work == 0 && !descriptor_readable(wait_fd_)) {
     ++work;
     served_unseen_.fetch_add(1, std::memory_order_relaxed);
   }
   return work;
+}
+
+void OfiTransport::note_gap(uint32_t src, uint32_t need_seq) noexcept {
+  if (lost_[src].load(std::memory_order_relaxed)) return;
+  try {
+    auto [it, fresh] = gaps_.try_emplace(src, Gap{util::now_ns(), need_seq, recv_seq_[src]});
+    // A later look may see more missing; the wait counts from the first.
+    if (!fresh && static_cast<int32_t>(need_seq - it->second.need_seq) > 0)
+      it->second.need_seq = need_seq;
+  } catch (...) {
+    TSU_LOG_ERROR("ofi: out of memory noting a gap in rank %u's messages", src);
+  }
+}
+
+void OfiTransport::check_gaps() noexcept {
+  const uint64_t now = util::now_ns();
+  for (auto it = gaps_.begin(); it != gaps_.end();) {
+    const uint32_t src = it->first;
+    if (static_cast<int32_t>(recv_seq_[src] - it->second.need_seq) >= 0 ||
+        lost_[src].load(std::memory_order_relaxed)) {
+      it = gaps_.erase(it);  // closed: what was missing arrived (or the peer is gone)
+      continue;
+    }
+    if (recv_seq_[src] != it->second.at_seq) {
+      // Still short, but moving: a large message in flight (tcp;ofi_rxm
+      // completes a rendezvous receive after later small ones) is slow, not
+      // lost.  Loss is one message missing for the whole timeout.
+      it->second.at_seq = recv_seq_[src];
+      it->second.since_ns = now;
+    }
+    if (now - it->second.since_ns < cfg_.peer_timeout_ns) {
+      ++it;
+      continue;
+    }
+    TSU_LOG_ERROR("ofi: message %u from rank %u never arrived though the provider took it "
+                  "(%u sent): the provider lost it",
+                  recv_seq_[src], src, it->second.need_seq);
+    it = gaps_.erase(it);
+    // What is held behind the hole can never run in order.
+    held_.erase(held_.lower_bound(uint64_t{src} << 32),
+                held_.lower_bound(uint64_t{src + 1} << 32));
+    std::lock_guard lock(mu_);
+    declare_lost(src, "a message from it was lost by the provider");
+  }
 }
 
 void OfiTransport::deliver(const core::MessageHandlerTable& handlers, const WirePrefix& prefix,
@@ -954,6 +1027,7 @@ void OfiTransport::deliver(const core::MessageHandlerTable& handlers, const Wire
     try {
       held_.emplace((uint64_t{src} << 32) | prefix.seq, std::vector<std::byte>(msg, msg + len));
       held_count_.fetch_add(1, std::memory_order_relaxed);
+      note_gap(src, prefix.seq);
     } catch (...) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       TSU_LOG_ERROR("ofi: out of memory holding an early message from rank %u", src);

@@ -93,7 +93,9 @@ struct WireKey {
 struct WirePrefix {
   uint32_t src_rank;
   uint32_t job_tag;  // from the job secret: traffic of other jobs is dropped
-  uint32_t seq;      // per (sender, receiver) pair, from 0
+  uint32_t seq;      // per (sender, receiver) pair, from 0; in a keep-alive:
+                     // the sender's next sequence number to the receiver + 1
+                     // (0: not known)
   uint32_t reserved;  // 0: a message; kPing / kPong: a keep-alive (prefix only)
 };
 inline constexpr uint32_t kPing = 0x50494e47;  // "PING"
@@ -320,6 +322,21 @@ class OfiTransport final : public Transport {
   // poller only.
   std::map<uint64_t, std::vector<std::byte>> held_;
   std::vector<std::byte> held_tmp_;  // the held message being run
+  // Gaps in a peer's sequence: a message held behind a missing one, or a
+  // keep-alive saying more was sent than arrived.  A gap still open after
+  // TSU_OFI_PEER_TIMEOUT means the provider lost a message (it acknowledged
+  // the send): the peer is declared lost rather than every later request
+  // waiting for ever.  Poller only; empty unless a provider misbehaves.
+  struct Gap {
+    uint64_t since_ns;  // when recv_seq_ last moved while the gap was open
+    uint32_t need_seq;  // closed once recv_seq_ reaches it
+    uint32_t at_seq;    // recv_seq_ at since_ns
+  };
+  std::map<uint32_t, Gap> gaps_;
+  void note_gap(uint32_t src, uint32_t need_seq) noexcept;
+  void check_gaps() noexcept;
+  // TSU_OFI_TEST_FAULT=message_lost: messages sent so far (under mu_).
+  uint64_t fault_sends_ = 0;
   std::unique_ptr<std::atomic<bool>[]> lost_;
   PeerLostFn lost_fn_ = nullptr;
   void* lost_ctx_ = nullptr;
