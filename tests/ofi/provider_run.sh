@@ -20,7 +20,7 @@ while (($#)); do
     --skip-reason) reason=$2; shift 2 ;;
     --full-matrix-only)
       [[ ${TSU_TEST_OFI_MATRIX:-0} == 1 ]] ||
-        reason="part of the full provider matrix (~10 min here): run with TSU_TEST_OFI_MATRIX=1"
+        reason="part of the full provider matrix (~3 min here when quiet): run with TSU_TEST_OFI_MATRIX=1"
       shift ;;
     --) shift; break ;;
     *) echo "provider_run.sh: unknown option $1" >&2; exit 2 ;;
