@@ -109,9 +109,10 @@ const char* OfiTransport::provider_name() const noexcept {
 // can count (an inject has no completion).  A stream of small replies then
 // used them all and a later send vanished: the pair's sequence stopped at
 // the gap and every request behind it hung.  Its FI_INJECT sends also lose
-// their context (the completion names none, so the buffer never came back).  So there every
-// message is a send with a completion, and what rxd holds is what
-// TSU_OFI_TX_BUFFERS lets be in flight (clamped below its transmit size).
+// their context (the completion names none, so the buffer never came
+// back).  So there every message is a send with a completion, and what rxd
+// holds is what TSU_OFI_TX_BUFFERS lets be in flight (clamped to its
+// transmit size).
 bool OfiTransport::messages_need_completions() const noexcept {
   const char* prov = provider_name();
   return std::strstr(prov, "ofi_rxd") != nullptr && lib_->version() < FI_VERSION(2, 4);
