@@ -83,7 +83,8 @@ int main() {
   // Later requests fail at once, the same way.
   for (int k = 0; k < 5; ++k) {
     st = put_and_wait(peer, 4096, 5.0);
-    if (g_timed_out || st != TSU_ERR_PEER_LOST) return fail(me, "a request after the loss did not fail so", i + k);
+    if (g_timed_out || st != TSU_ERR_PEER_LOST)
+      return fail(me, "a request after the loss did not fail so", i + k);
   }
   std::printf("rank %u: PASS (%d requests OK, then TSU_ERR_PEER_LOST)\n", me, ok);
   std::fflush(stdout);
