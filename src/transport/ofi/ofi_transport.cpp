@@ -985,7 +985,14 @@ void OfiTransport::note_gap(uint32_t src, uint32_t need_seq) noexcept {
 
 void OfiTransport::check_gaps() noexcept {
   const uint64_t now = util::now_ns();
+  // Time nobody polled does not count (manual progress, a long computation):
+  // what was missing may be in the completion queue, unread.
+  const uint64_t pause = last_gap_check_ns_ ? now - last_gap_check_ns_ : 0;
+  last_gap_check_ns_ = now;
+  const bool paused = pause > cfg_.peer_timeout_ns / 8;
   for (auto it = gaps_.begin(); it != gaps_.end();) {
+    // (Only for gaps open before the pause began.)
+    if (paused && it->second.since_ns <= now - pause) it->second.since_ns += pause;
     const uint32_t src = it->first;
     if (static_cast<int32_t>(recv_seq_[src] - it->second.need_seq) >= 0 ||
         lost_[src].load(std::memory_order_relaxed)) {
@@ -999,7 +1006,7 @@ void OfiTransport::check_gaps() noexcept {
       it->second.at_seq = recv_seq_[src];
       it->second.since_ns = now;
     }
-    if (now - it->second.since_ns < cfg_.peer_timeout_ns) {
+    if (now <= it->second.since_ns || now - it->second.since_ns < cfg_.peer_timeout_ns) {
       ++it;
       continue;
     }

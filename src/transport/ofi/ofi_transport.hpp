@@ -333,6 +333,7 @@ class OfiTransport final : public Transport {
     uint32_t at_seq;    // recv_seq_ at since_ns
   };
   std::map<uint32_t, Gap> gaps_;
+  uint64_t last_gap_check_ns_ = 0;
   void note_gap(uint32_t src, uint32_t need_seq) noexcept;
   void check_gaps() noexcept;
   // TSU_OFI_TEST_FAULT=message_lost: messages sent so far (under mu_).
