@@ -704,6 +704,15 @@ bool OfiTransport::send_control(uint32_t dst, fi_addr_t to, uint32_t kind) noexc
 }
 
 void OfiTransport::keepalive(uint64_t now) noexcept {
+  // Time this rank did not poll (manual progress and a long computation, or
+  // a progress thread that got no CPU) is not the peers' silence: what they
+  // sent meanwhile waited unread in our queue.  Watches that were running
+  // before such a pause count their silence without it.
+  const uint64_t pause = last_keepalive_ns_ ? now - last_keepalive_ns_ : 0;
+  last_keepalive_ns_ = now;
+  if (pause > cfg_.keepalive_ns)
+    for (uint32_t r : watching_)
+      watch_since_ns_[r] = std::min(now, std::max(watch_since_ns_[r], heard_ns_[r]) + pause);
   if (watches_.changed()) {
     // Watches that started or ended since the last look.  A new one counts
     // silence from now: what was heard, or not, while nothing watched the
@@ -843,7 +852,8 @@ std::size_t OfiTransport::poll(const core::MessageHandlerTable& handlers) noexce
   const bool watching =
       watched_now_.load(std::memory_order_relaxed) != 0 || watches_.changed();
   const uint64_t now = watching ? util::now_ns() : 0;
-  if (watching) keepalive(now);
+  // (keepalive() runs after the queue is read: a peer's message waiting in
+  // it is heard before any silence is judged.)
   // Replies the handlers send while this poll dispatches are staged and
   // leave together at its end (bundled per peer when TSU_OFI_BUNDLE=1).
   // Native RMA aimed at this rank leaves no completion here (tcp;ofi_rxm
@@ -962,6 +972,7 @@ std::size_t OfiTransport::poll(const core::MessageHandlerTable& handlers) noexce
     if (n < kCqBatch) break;
   }
   if (cfg_.bundle) batch_end();
+  if (watching) keepalive(util::now_ns());
   if (!gaps_.empty()) check_gaps();
   last_poll_worked_ = work != 0;
   if (input_before && work == 0 && !descriptor_readable(wait_fd_)) {

@@ -356,6 +356,7 @@ class OfiTransport final : public Transport {
   std::vector<uint64_t> watch_since_ns_;
   std::vector<uint64_t> pinged_ns_;  // poller only: last ping to each peer
   uint64_t next_tick_ns_ = 0;        // poller only
+  uint64_t last_keepalive_ns_ = 0;   // poller only: the last keepalive() call
   // Send-side watches (watch_backpressured), under mu_: which ranks hold one,
   // since when, and the list of them.
   std::vector<uint8_t> backpressured_;
