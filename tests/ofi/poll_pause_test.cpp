@@ -36,6 +36,32 @@ int fail(uint32_t me, const char* what, tsu_status_t st) {
   return 1;
 }
 
+// Sends a short message to the other rank and receives its own (tag),
+// bounded by 20 s; false (and a FAIL line) on any failure.
+bool exchange(uint32_t me, uint64_t tag, const char* what) {
+  char in[8] = {};
+  const char out[8] = "ping";
+  tsu_status_t st;
+  g_done.store(0);
+  while ((st = tsu_try_send(1 - me, tag, out, sizeof out, tsu_cb_none())) == TSU_EAGAIN)
+    tsu_progress();
+  if (st != TSU_OK) return fail(me, what, st), false;
+  st = tsu_try_recv(1 - me, tag, ~uint64_t{0}, in, sizeof in, nullptr, tsu_cb(cb, nullptr),
+                    nullptr);
+  if (st != TSU_OK) return fail(me, what, st), false;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (g_done.load() == 0) {
+    tsu_progress();
+    if (std::chrono::steady_clock::now() > end) {
+      std::printf("FAIL: rank %u: %s: no message in 20 s\n", me, what);
+      return false;
+    }
+  }
+  if (g_status.load() != TSU_OK) return fail(me, what, g_status.load()), false;
+  g_done.store(0);
+  return true;
+}
+
 }  // namespace
 
 int main() {
@@ -49,25 +75,7 @@ int main() {
   if (n != 2) return fail(me, "needs 2 ranks", TSU_OK);
   // One message each way first: the provider's connection between the two
   // is up before the pause (setting one up needs both sides to poll).
-  constexpr uint64_t kHello = 1;
-  {
-    char in[8] = {};
-    const char out[8] = "hello";
-    tsu_status_t st;
-    while ((st = tsu_try_send(1 - me, kHello, out, sizeof out, tsu_cb_none())) == TSU_EAGAIN)
-      tsu_progress();
-    if (st != TSU_OK) return fail(me, "hello send", st);
-    st = tsu_try_recv(1 - me, kHello, ~uint64_t{0}, in, sizeof in, nullptr, tsu_cb(cb, nullptr),
-                      nullptr);
-    if (st != TSU_OK) return fail(me, "hello receive", st);
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (g_done.load() == 0) {
-      tsu_progress();
-      if (std::chrono::steady_clock::now() > end) return fail(me, "hello not received", TSU_OK);
-    }
-    if (g_status.load() != TSU_OK) return fail(me, "hello receive failed", g_status.load());
-    g_done.store(0);
-  }
+  if (!exchange(me, 1, "hello")) return 1;
   tsu_status_t st = tsu_barrier();
   if (st != TSU_OK) return fail(me, "first barrier", st);
   constexpr uint64_t kTag = 7;
@@ -97,24 +105,7 @@ int main() {
   st = tsu_barrier();
   if (st != TSU_OK) return fail(me, "last barrier", st);
   // Neither rank may have been declared lost: one more message each way.
-  {
-    constexpr uint64_t kAfter = 9;
-    char in[8] = {};
-    const char out[8] = "after";
-    g_done.store(0);
-    while ((st = tsu_try_send(1 - me, kAfter, out, sizeof out, tsu_cb_none())) == TSU_EAGAIN)
-      tsu_progress();
-    if (st != TSU_OK) return fail(me, "send after the pause", st);
-    st = tsu_try_recv(1 - me, kAfter, ~uint64_t{0}, in, sizeof in, nullptr, tsu_cb(cb, nullptr),
-                      nullptr);
-    if (st != TSU_OK) return fail(me, "receive after the pause", st);
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (g_done.load() == 0) {
-      tsu_progress();
-      if (std::chrono::steady_clock::now() > end) return fail(me, "no message after the pause", TSU_OK);
-    }
-    if (g_status.load() != TSU_OK) return fail(me, "receive after the pause", g_status.load());
-  }
+  if (!exchange(me, 9, "after the pause")) return 1;
   std::printf("rank %u: PASS\n", me);
   std::fflush(stdout);
   return tsu_finalize() == TSU_OK ? 0 : fail(me, "finalize", TSU_OK);
