@@ -3,12 +3,15 @@
 // sits unread in its queue.  Run with TSU_PROGRESS=manual, a 2 s peer
 // timeout (TSU_OFI_PEER_TIMEOUT / TSU_UDP_PEER_TIMEOUT), two ranks as nodes.
 //
-// Rank 0 posts a receive from rank 1 (it now waits on rank 1), makes one
-// progress call, then sleeps 3 s without a tsunagi call.  Rank 1 sends at once, then sleeps 4 s itself
-// (waiting on nobody), then both meet in a barrier.  When rank 0 polls
-// again the message is there: the receive must complete TSU_OK with the
-// data, and a message each way afterwards must too (no peer lost).  Before, the ofi transport checked for silence before reading its
-// queue and declared rank 1 lost ("silent past TSU_OFI_PEER_TIMEOUT").
+// After one message each way (the provider's connection is up), rank 0
+// posts a receive from rank 1 (it now waits on rank 1), makes one progress
+// call, then sleeps 3 s without a tsunagi call.  Rank 1 sends 1 s in, then
+// sleeps 3 s itself (waiting on nobody); both meet in a barrier.  When rank
+// 0 polls again the message is there: the receive must complete TSU_OK with
+// the data, and a message each way afterwards must too (no peer lost).
+// Before, the ofi transport judged silence before reading its queue and
+// counted time it did not poll, and the ranks declared each other lost
+// ("silent past TSU_OFI_PEER_TIMEOUT").
 // Prints "rank R: PASS" or "FAIL: ...".
 #include <sched.h>
 #include <unistd.h>
@@ -91,7 +94,8 @@ int main() {
     while (g_done.load() == 0) {
       tsu_progress();
       sched_yield();
-      if (std::chrono::steady_clock::now() > end) return fail(me, "receive not done in 10 s", TSU_OK);
+      if (std::chrono::steady_clock::now() > end)
+        return fail(me, "receive not done in 10 s", TSU_OK);
     }
     if (g_status.load() != TSU_OK) return fail(me, "the receive failed", g_status.load());
     if (std::strcmp(buf, text) != 0) return fail(me, "wrong data", TSU_OK);
