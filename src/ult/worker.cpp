@@ -25,6 +25,12 @@ uint64_t now_ns() {
 }
 constexpr uint32_t kMaxFreeRecords = 1024;
 constexpr uint64_t kBusyPollNs = 20'000;
+// How long a thread must wait in its creator's nursery before another worker
+// may take it (Worker::nursery_watch_), and how often an idle worker looks
+// (every kNurseryScanEvery-th steal attempt: a look reads a line the creator
+// writes on every create, so looking on every idle turn would slow it down).
+constexpr uint64_t kNurseryGraceNs = 2'000;
+constexpr uint32_t kNurseryScanEvery = 8;
 }  // namespace
 
 __attribute__((noinline)) Worker* current_worker() noexcept {
@@ -38,7 +44,8 @@ Worker::Worker(Scheduler& s, uint32_t index)
       index_(index),
       stacks_(s.stack_pool()),
       fault_queue_oom_(s.settings().faults.queue_oom),
-      solo_(s.settings().workers == 1) {}
+      solo_(s.settings().workers == 1),
+      nursery_watch_(s.settings().workers) {}
 
 Worker::~Worker() {
   while (free_records_) {
@@ -253,8 +260,10 @@ void Worker::spill_yielded() noexcept {
 
 void Worker::put_in_nursery(Ult* u) noexcept {
   // The previous newest goes to the queue (it was made ready first).
-  if (nursery_.load(std::memory_order_relaxed)) flush_nursery();
-  nursery_.store(u, std::memory_order_release);
+  if (nursery_line_.thread.load(std::memory_order_relaxed)) flush_nursery();
+  std::atomic<uint64_t>& puts = nursery_line_.puts;
+  puts.store(puts.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  nursery_line_.thread.store(u, std::memory_order_release);
   Scheduler& s = sched_;
   if (s.worker_count() > 1) s.help_wanted();
 }
@@ -263,10 +272,10 @@ void Worker::flush_nursery() noexcept {
   // (Owner only.  The only worker has no thief to race: no exchange.)
   Ult* u = nullptr;
   if (solo_) {
-    u = nursery_.load(std::memory_order_relaxed);
-    nursery_.store(nullptr, std::memory_order_relaxed);
+    u = nursery_line_.thread.load(std::memory_order_relaxed);
+    nursery_line_.thread.store(nullptr, std::memory_order_relaxed);
   } else {
-    u = nursery_.exchange(nullptr, std::memory_order_acquire);
+    u = nursery_line_.thread.exchange(nullptr, std::memory_order_acquire);
   }
   if (u) {
     u->home->live_add(u);
@@ -306,7 +315,7 @@ void Worker::take_woken() noexcept {
 }
 
 Ult* Worker::next_local() noexcept {
-  if (nursery_.load(std::memory_order_relaxed)) flush_nursery();
+  if (nursery_line_.thread.load(std::memory_order_relaxed)) flush_nursery();
   const uint32_t tick = ++tick_;
   // Threads their completion woke go first: their wait is over.
   if (woken_.load(std::memory_order_relaxed)) take_woken();
@@ -359,19 +368,38 @@ void Worker::maybe_poll() noexcept {
 
 Ult* Worker::steal() noexcept {
   const uint32_t n = sched_.worker_count();
+  const bool look_in_nurseries = ++steal_calls_ % kNurseryScanEvery == 0;
+  uint64_t now = 0;  // read once, when a nursery is found occupied
   for (uint32_t i = 1; i < n; ++i) {
     Worker& v = sched_.worker((index_ + i) % n);
     Ult* u = v.rq_.steal();
-    if (!u && v.nursery_.load(std::memory_order_relaxed)) {
-      u = v.nursery_.exchange(nullptr, std::memory_order_acquire);
-      if (u) u->home->live_add(u);
-    }
+    if (!u && look_in_nurseries && v.nursery_line_.thread.load(std::memory_order_relaxed))
+      u = take_aged_nursery(v, now);
     if (u) {
       WorkerCounters::bump(counters.stolen);
       return u;
     }
   }
   return nullptr;
+}
+
+Ult* Worker::take_aged_nursery(Worker& v, uint64_t& now) noexcept {
+  // Only v puts threads in its nursery, and counts each put before it; so an
+  // unchanged count and an occupied nursery mean the thread seen there last
+  // time is still there (or was taken and none put since: the exchange
+  // below then finds nothing).
+  NurseryWatch& seen = nursery_watch_[v.index_];
+  const uint64_t puts = v.nursery_line_.puts.load(std::memory_order_relaxed);
+  if (!now) now = now_ns();
+  if (seen.puts != puts) {
+    seen.puts = puts;
+    seen.since_ns = now;
+    return nullptr;
+  }
+  if (now - seen.since_ns < kNurseryGraceNs) return nullptr;
+  Ult* u = v.nursery_line_.thread.exchange(nullptr, std::memory_order_acquire);
+  if (u) u->home->live_add(u);
+  return u;
 }
 
 void Worker::finish(Ult* u) noexcept {

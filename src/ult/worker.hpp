@@ -29,6 +29,7 @@
 #include <atomic>
 #include <cstdint>
 #include <thread>
+#include <vector>
 
 #include "context.hpp"
 #include "cpu_share_watch.hpp"
@@ -89,7 +90,7 @@ class Worker {
     // list: the slow path does it, so this path makes no call and needs no
     // stack frame.)
     if ((poll_tick & 63) == 0 || (tick & 63) == 0 || !yielded_head_ ||
-        nursery_.load(std::memory_order_relaxed) || rq_.size_hint() != 0 || resumable_head_ ||
+        nursery_line_.thread.load(std::memory_order_relaxed) || rq_.size_hint() != 0 || resumable_head_ ||
         woken_.load(std::memory_order_relaxed) ||
         (waiting_head_ && (tick & 7) == 0) || (self->inline_exit && !self->listed))
       return nullptr;
@@ -191,7 +192,7 @@ class Worker {
   static void list_if_inline(Ult* from) noexcept {
     if (from->inline_exit && !from->listed) from->home->live_add(from);
   }
-  bool has_nursery() const noexcept { return nursery_.load(std::memory_order_relaxed) != nullptr; }
+  bool has_nursery() const noexcept { return nursery_line_.thread.load(std::memory_order_relaxed) != nullptr; }
   // Whether next_local() would find a thread (owner only; the shared queue
   // and the woken stack are hints).
   // The remote layer sent a spawn or exit-value batch on this pthread (the
@@ -266,6 +267,8 @@ class Worker {
   }
   void spill_yielded() noexcept;
   Ult* steal() noexcept;
+  // Takes v's nursery thread if it has sat there kNurseryGraceNs (thief only).
+  Ult* take_aged_nursery(Worker& v, uint64_t& now) noexcept;
 
   Scheduler& sched_;
   const uint32_t index_;
@@ -329,7 +332,15 @@ class Worker {
   uint32_t poll_tick_ = 0;
   uint32_t sent_batches_ = 0;  // spawn/value batches sent on this pthread (note_sent)
   bool polling_ = false;  // inside the remote layer's pass (no parking)
-  std::atomic<Ult*> nursery_{nullptr};
+  // The nursery (see put_in_nursery) and how many threads the owner has put
+  // there: on a line of their own, the one line an idle thief reads while
+  // the owner creates (beside the owner's other fields, each look would cost
+  // the owner a miss on them).
+  struct alignas(64) Nursery {
+    std::atomic<Ult*> thread{nullptr};
+    std::atomic<uint64_t> puts{0};  // written by the owner only
+  };
+  Nursery nursery_line_;
   uint64_t id_seq_ = 0;
   uint64_t last_busy_poll_ns_ = 0;
   void flush_nursery() noexcept;
@@ -337,6 +348,19 @@ class Worker {
   uint32_t free_count_ = 0;
   Spinlock live_lock_;
   Ult* live_head_ = nullptr;  // guarded by live_lock_
+  // This worker as a thief: what it last saw of each worker's nursery (the
+  // victim's count of puts, and since when), so that it takes a nursery
+  // thread only once that thread has waited there kNurseryGraceNs.  A thread
+  // its creator joins at once (create + join, fork/join's last child) is run
+  // by its creator, inline, and never handed between workers (a steal then
+  // made the joiner block and be woken across cores: 3-6x the create + join
+  // of one worker).  Owner-private (steal() runs on this worker's pthread).
+  struct NurseryWatch {
+    uint64_t puts = ~uint64_t{0};
+    uint64_t since_ns = 0;
+  };
+  std::vector<NurseryWatch> nursery_watch_;
+  uint32_t steal_calls_ = 0;
 };
 
 // The worker running on the calling pthread (nullptr elsewhere).  Not
@@ -354,13 +378,13 @@ extern constinit thread_local Worker* t_worker __attribute__((tls_model("initial
 __attribute__((always_inline)) inline Worker* current_worker_once() noexcept { return t_worker; }
 
 inline bool Worker::take_from_nursery(Ult* u) noexcept {
-  if (nursery_.load(std::memory_order_relaxed) != u) return false;
+  if (nursery_line_.thread.load(std::memory_order_relaxed) != u) return false;
   if (solo_ && current_worker_once() == this) {
-    nursery_.store(nullptr, std::memory_order_relaxed);
+    nursery_line_.thread.store(nullptr, std::memory_order_relaxed);
     return true;
   }
   Ult* expected = u;
-  return nursery_.compare_exchange_strong(expected, nullptr, std::memory_order_acquire,
+  return nursery_line_.thread.compare_exchange_strong(expected, nullptr, std::memory_order_acquire,
                                           std::memory_order_relaxed);
 }
 

@@ -2,6 +2,7 @@
 // contention, keys, detach, a million live threads, pthread-side use, and a
 // stack overflow reported in a child process.
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <tsunagi/ult.h>
@@ -722,6 +723,51 @@ TEST_F(Ult, JoinBeforeStartRunsTheThreadInlineOnTheJoinersStack) {
   run_in_ult(Body::run, &p);
   EXPECT_EQ(tsu_ult_key_delete(p.key), TSU_OK);
   expect_all_finished();
+}
+
+// A new thread waits in its creator's nursery, where other workers leave it
+// for a moment (its creator may join it at once and run it inline); a
+// creator that computes instead must not keep it from running: an idle
+// worker takes it.  The creator here never yields or joins until the child
+// has run, so with two workers only a steal from the nursery runs it.
+TEST_F(Ult, AThreadLeftInItsCreatorsNurseryIsTakenByAnIdleWorker) {
+  start(2);
+  struct Probe {
+    std::atomic<int> ran{0};
+    std::atomic<int> same_pthread{0};
+    pthread_t creator{};
+  };
+  struct Body {
+    static void* child(void* a) {
+      auto* p = static_cast<Probe*>(a);
+      p->same_pthread.store(pthread_equal(pthread_self(), p->creator) ? 1 : 0);
+      p->ran.store(1);
+      return nullptr;
+    }
+    static void* run(void* a) {
+      auto* p = static_cast<Probe*>(a);
+      p->creator = pthread_self();
+      tsu_ult_t c;
+      EXPECT_EQ(tsu_ult_create(&c, nullptr, child, p), TSU_OK);
+      // Busy, no tsunagi call, for at most 20 s.
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (!p->ran.load() && std::chrono::steady_clock::now() < give_up) {
+      }
+      const bool ran = p->ran.load() != 0;
+      EXPECT_EQ(tsu_ult_join(c, nullptr), TSU_OK);
+      return reinterpret_cast<void*>(static_cast<uintptr_t>(ran));
+    }
+  };
+  for (int round = 0; round < 3; ++round) {
+    Probe p;
+    tsu_ult_counters_t before{}, after{};
+    ASSERT_EQ(tsu_ult_counters(&before), TSU_OK);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(run_in_ult(Body::run, &p)), 1u)
+        << "round " << round << ": the child did not run while its creator computed";
+    EXPECT_EQ(p.same_pthread.load(), 0) << "round " << round;
+    ASSERT_EQ(tsu_ult_counters(&after), TSU_OK);
+    EXPECT_GE(after.stolen - before.stolen, 1u) << "round " << round;
+  }
 }
 
 // The joiner stays itself after the inline thread ran (tsu_ult_self, keys).
