@@ -609,7 +609,7 @@ void OfiTransport::flush_staged() noexcept {
   staged_.clear();
 }
 
-void OfiTransport::declare_lost(uint32_t rank, const char* why) noexcept {
+void OfiTransport::declare_lost(uint32_t rank, const char* why, bool tell_it) noexcept {
   if (rank >= size_ || lost_[rank].exchange(true, std::memory_order_acq_rel)) return;
   TSU_LOG_WARN("ofi: rank %u is lost (%s)", rank, why);
   try {
@@ -617,6 +617,11 @@ void OfiTransport::declare_lost(uint32_t rank, const char* why) noexcept {
   } catch (...) {
     TSU_LOG_ERROR("ofi: out of memory reporting rank %u lost", rank);
   }
+  // Best effort, with an address already known (no bootstrap lookup under
+  // mu_): should the notice not arrive, the rank's next ping gets one.
+  if (const fi_addr_t to = peers_[rank].load(std::memory_order_acquire);
+      tell_it && to != FI_ADDR_UNSPEC)
+    send_control(rank, to, kLost);
 }
 
 void OfiTransport::watch_peer(uint32_t rank) noexcept {
@@ -689,7 +694,8 @@ bool OfiTransport::send_control(uint32_t dst, fi_addr_t to, uint32_t kind) noexc
     if (rc == 0) free_tx_.pop_back();  // a failure completes with an error: lost
   }
   if (rc == 0) {
-    (kind == kPing ? pings_ : pongs_).fetch_add(1, std::memory_order_relaxed);
+    (kind == kPing ? pings_ : kind == kPong ? pongs_ : lost_notices_)
+        .fetch_add(1, std::memory_order_relaxed);
     return true;
   }
   if (rc == -FI_EAGAIN) {
@@ -822,7 +828,8 @@ RmaContext* OfiTransport::handle_error_entry(tsu_status_t& rma_status) noexcept 
         declare_lost(prefix.src_rank,
                      err.olen ? "its message did not fit this rank's receive buffer: is "
                                 "TSU_OFI_MAX_MESSAGE the same on every rank?"
-                              : "the provider delivered a message from it incomplete");
+                              : "the provider delivered a message from it incomplete",
+                     /*tell_it=*/true);
     }
     post_recv(*b);
     return nullptr;
@@ -929,19 +936,30 @@ std::size_t OfiTransport::poll(const core::MessageHandlerTable& handlers) noexce
         std::memcpy(&prefix, b->data, sizeof prefix);
         const uint32_t src = prefix.src_rank;
         const bool ok = prefix.job_tag == job_tag_ && src < size_ &&
-                        (prefix.reserved == kPing || prefix.reserved == kPong);
-        if (ok) {
+                        (prefix.reserved == kPing || prefix.reserved == kPong ||
+                         prefix.reserved == kLost);
+        const bool notice = ok && prefix.reserved == kLost;
+        if (ok && !notice) {
           heard_ns_[src] = now;
           // Everything it sent before this keep-alive has arrived (messages
           // keep their order): anything short of its count is missing.
           if (prefix.seq != 0 && prefix.seq - 1 != recv_seq_[src]) note_gap(src, prefix.seq - 1);
         }
-        const bool answer = ok && prefix.reserved == kPing &&
-                            !lost_[src].load(std::memory_order_acquire);
+        // A ping from a rank declared lost here is answered "lost": it may be
+        // alive and waiting on us, and its provider may still acknowledge
+        // its sends, which it takes as a sign of life (tcp;ofi_rxm's pings
+        // have no completion, udp;ofi_rxd's do).
+        const bool answer = ok && prefix.reserved == kPing;
+        const uint32_t reply = lost_[src].load(std::memory_order_acquire) ? kLost : kPong;
         const fi_addr_t to = answer ? peer_address(src) : FI_ADDR_UNSPEC;  // outside mu_
         if (!ok) dropped_.fetch_add(1, std::memory_order_relaxed);
         std::lock_guard lock(mu_);
-        if (to != FI_ADDR_UNSPEC) send_control(src, to, kPong);
+        if (notice && !lost_[src].load(std::memory_order_acquire)) {
+          lost_by_notice_.fetch_add(1, std::memory_order_relaxed);
+          declare_lost(src, "it declared this rank lost: its provider lost or garbled a "
+                            "message from this rank");
+        }
+        if (to != FI_ADDR_UNSPEC) send_control(src, to, reply);
         post_recv(*b);
         continue;
       }
@@ -1029,7 +1047,7 @@ void OfiTransport::check_gaps() noexcept {
     held_.erase(held_.lower_bound(uint64_t{src} << 32),
                 held_.lower_bound(uint64_t{src + 1} << 32));
     std::lock_guard lock(mu_);
-    declare_lost(src, "a message from it was lost by the provider");
+    declare_lost(src, "a message from it was lost by the provider", /*tell_it=*/true);
   }
 }
 
@@ -1280,7 +1298,7 @@ void OfiTransport::print_stats(std::FILE* f) const noexcept {
                "rma_fallbacks=%llu rma_injected=%llu posted_with_more=%llu batch_flushes=%llu "
                "av_inserts=%llu staged_rma_refused=%llu pings=%llu pongs=%llu silent_lost=%llu "
                "watched=%u watch_ends=%llu bundled=%llu nic_atomics=%llu nic_atomics_refused=%llu "
-               "served_unseen=%llu\n",
+               "served_unseen=%llu lost_notices=%llu lost_by_notice=%llu\n",
                rank_, provider_name(), static_cast<unsigned long long>(sent_.load()),
                static_cast<unsigned long long>(injected_.load()),
                static_cast<unsigned long long>(received_.load()),
@@ -1302,7 +1320,9 @@ void OfiTransport::print_stats(std::FILE* f) const noexcept {
                static_cast<unsigned long long>(bundled_.load()),
                static_cast<unsigned long long>(atomics_.load()),
                static_cast<unsigned long long>(atomic_refused_.load()),
-               static_cast<unsigned long long>(served_unseen_.load()));
+               static_cast<unsigned long long>(served_unseen_.load()),
+               static_cast<unsigned long long>(lost_notices_.load()),
+               static_cast<unsigned long long>(lost_by_notice_.load()));
 }
 
 }  // namespace tsu::transport::ofi

@@ -96,10 +96,14 @@ struct WirePrefix {
   uint32_t seq;      // per (sender, receiver) pair, from 0; in a keep-alive:
                      // the sender's next sequence number to the receiver + 1
                      // (0: not known)
-  uint32_t reserved;  // 0: a message; kPing / kPong: a keep-alive (prefix only)
+  uint32_t reserved;  // 0: a message; kPing / kPong / kLost: control (prefix only)
 };
 inline constexpr uint32_t kPing = 0x50494e47;  // "PING"
 inline constexpr uint32_t kPong = 0x504f4e47;  // "PONG"
+// "You are lost to me": the sender has declared the receiver lost while the
+// receiver may be alive (a message of the receiver's went missing or arrived
+// garbled).  Sent when it declares it, and in answer to every later ping.
+inline constexpr uint32_t kLost = 0x4c4f5354;  // "LOST"
 
 static_assert(sizeof(WirePrefix) == 16);
 
@@ -254,7 +258,11 @@ class OfiTransport final : public Transport {
   // Reads one error completion (mu_ held); an RMA one is returned to run
   // its callback once the lock is released.
   RmaContext* handle_error_entry(tsu_status_t& rma_status) noexcept;
-  void declare_lost(uint32_t rank, const char* why = "a send to it failed") noexcept;
+  // (mu_ held.)  tell_it: the rank may be alive (a message of its went
+  // missing or arrived garbled): it gets a kLost notice, so that it fails
+  // what waits on this rank rather than wait for ever (see kLost).
+  void declare_lost(uint32_t rank, const char* why = "a send to it failed",
+                    bool tell_it = false) noexcept;
   // Watches a rank the provider answered -FI_EAGAIN for (mu_ held), once
   // until release_backpressured ends it.
   void watch_backpressured(uint32_t rank) noexcept;
@@ -377,7 +385,8 @@ class OfiTransport final : public Transport {
       errors_{0}, held_count_{0}, rma_ops_{0}, rma_fallbacks_{0}, rma_injected_{0},
       posted_more_{0}, flushes_{0}, av_inserts_{0}, staged_refused_{0}, pings_{0},
       pongs_{0}, silent_lost_{0}, watch_ends_{0}, bundled_{0}, atomics_{0}, atomic_refused_{0},
-      served_unseen_{0};  // polls that served peers' native RMA (poll says how it knows)
+      served_unseen_{0},  // polls that served peers' native RMA (poll says how it knows)
+      lost_notices_{0}, lost_by_notice_{0};  // kLost sent; ranks declared lost on one
   std::atomic<bool> rma_target_{false};  // a region is registered: peers may fi_write here
   bool last_poll_worked_ = false;        // poll's own (the consumer role: one thread at a time)
 };
