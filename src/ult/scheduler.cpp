@@ -115,6 +115,14 @@ bool load_settings(const tsu_ult_config_t* config, Settings& out, const char*& e
     }
     out.spin_ns = uint64_t{us} * 1000;
   }
+  if (const char* v = std::getenv("TSU_ULT_REMOTE_SPIN_US")) {
+    std::size_t us = 0;
+    if (!parse_size(v, us) || us > 60'000'000) {
+      error = "TSU_ULT_REMOTE_SPIN_US: expected microseconds (0 to 60000000)";
+      return false;
+    }
+    out.remote_spin_ns = uint64_t{us} * 1000;
+  }
   if (const char* v = std::getenv("TSU_ULT_GUARD")) {
     if (std::strcmp(v, "0") && std::strcmp(v, "1")) {
       error = "TSU_ULT_GUARD: expected 0 or 1";

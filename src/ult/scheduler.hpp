@@ -36,6 +36,11 @@ struct Settings {
   std::size_t stack_size = 128 * 1024;
   bool guard = false;
   uint64_t spin_ns = 50'000;  // TSU_ULT_SPIN_US: an idle worker polls this long, then sleeps
+  // TSU_ULT_REMOTE_SPIN_US: how long, instead, after it sent a spawn or an
+  // exit value to another rank (the answer comes a network round trip
+  // later: 20-60 us between namespaces here, past spin_ns, and waking a
+  // sleeping worker costs as much again on an idle core).
+  uint64_t remote_spin_ns = 200'000;
   TestFaults faults;          // TSU_ULT_TEST_FAULTS (tests only)
 };
 // Defaults, then TSU_ULT_* variables, then `config`.  False and `error` set

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <time.h>
 
+#include <algorithm>
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
@@ -485,6 +486,8 @@ void Worker::loop() {
   uint32_t drive_idle = 0;  // empty passes while driving progress for parked threads
   uint64_t idle_since = 0;
   uint32_t seen_sent = 0;  // sent_batches_ at the last idle turn
+  uint32_t sent_at_idle = 0;  // sent_batches_ when the last idle spell began
+  uint64_t spin_ns = sched_.settings().spin_ns;  // this idle spell's
   Remote* remote = sched_.remote();  // set before the workers start
   for (;;) {
     Ult* u = next_local();
@@ -526,9 +529,23 @@ void Worker::loop() {
     // Idle: poll for spin_ns (yielding the CPU now and then, where another
     // thread wants it), then sleep.
     const uint64_t now = now_ns();
-    if (idle++ == 0) idle_since = now;
-    const bool spinning = now - idle_since < sched_.settings().spin_ns;
-    if (spinning && !cpu_watch_.shared(now)) {
+    if (idle++ == 0) {
+      idle_since = now;
+      // Sent a spawn or an exit value since the last spell: its answer (or
+      // the next spawn of a create + join loop) is a network round trip
+      // away, often past spin_ns; sleeping through it costs a wake-up.
+      const Settings& st = sched_.settings();
+      spin_ns = sent_batches_ != sent_at_idle ? std::max(st.spin_ns, st.remote_spin_ns)
+                                              : st.spin_ns;
+      sent_at_idle = sent_batches_;
+    }
+    // The longer spin only while this CPU is ours: where another thread
+    // wants it (ranks sharing cores), polling for the answer would take the
+    // CPU from whoever computes it (the remote spawn rate fell 25% so).
+    const bool cpu_shared = cpu_watch_.shared(now);
+    const bool spinning =
+        now - idle_since < (cpu_shared ? sched_.settings().spin_ns : spin_ns);
+    if (spinning && !cpu_shared) {
       // This CPU is ours: spin without system calls (nothing to offer).
       seen_sent = sent_batches_;
       cpu_relax();
