@@ -471,6 +471,29 @@ TEST_F(Ult, BadArguments) {
   EXPECT_EQ(tsu_ult_join(nullptr, nullptr), TSU_ERR_NULL_POINTER);
 }
 
+// Settings from the environment: a bad value is refused (TSU_ERR_CONFIG, the
+// variable named on stderr) and nothing starts; a good one is taken.
+TEST_F(Ult, BadSpinSettingsAreRefused) {
+  for (const char* var : {"TSU_ULT_SPIN_US", "TSU_ULT_REMOTE_SPIN_US"}) {
+    for (const char* bad : {"abc", "-5", "60000001", ""}) {
+      ASSERT_EQ(setenv(var, bad, 1), 0);
+      testing::internal::CaptureStderr();
+      const tsu_status_t st = tsu_ult_init(nullptr);
+      const std::string err = testing::internal::GetCapturedStderr();
+      unsetenv(var);
+      EXPECT_EQ(st, TSU_ERR_CONFIG) << var << "=" << bad;
+      EXPECT_NE(err.find(var), std::string::npos) << err;
+      EXPECT_EQ(tsu_ult_workers(), 0u) << var << "=" << bad;
+      if (st == TSU_OK) tsu_ult_finalize();
+    }
+    ASSERT_EQ(setenv(var, "0", 1), 0);
+    EXPECT_EQ(tsu_ult_init(nullptr), TSU_OK) << var << "=0";
+    unsetenv(var);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(run_in_ult(twice, reinterpret_cast<void*>(21))), 42u);
+    EXPECT_EQ(tsu_ult_finalize(), TSU_OK);
+  }
+}
+
 // A plain pthread joins a ULT and waits for a mutex a ULT holds.
 struct Handoff {
   tsu_ult_mutex_t mu = TSU_ULT_MUTEX_INITIALIZER;
