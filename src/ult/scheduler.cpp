@@ -64,6 +64,21 @@ bool parse_size(const char* s, std::size_t& out) noexcept {
   return true;
 }
 
+// A spin time in microseconds from `var`, if set (0 to 60 s), into `ns`.
+bool spin_from_env(const char* var, uint64_t& ns, const char*& error) noexcept {
+  const char* v = std::getenv(var);
+  if (!v) return true;
+  std::size_t us = 0;
+  if (!parse_size(v, us) || us > 60'000'000) {
+    static thread_local char text[96];
+    std::snprintf(text, sizeof text, "%s: expected microseconds (0 to 60000000)", var);
+    error = text;
+    return false;
+  }
+  ns = uint64_t{us} * 1000;
+  return true;
+}
+
 uint32_t default_workers() noexcept {
   cpu_set_t set;
   uint32_t cpus = 1;
@@ -107,22 +122,9 @@ bool load_settings(const tsu_ult_config_t* config, Settings& out, const char*& e
     }
     out.stack_size = n;
   }
-  if (const char* v = std::getenv("TSU_ULT_SPIN_US")) {
-    std::size_t us = 0;
-    if (!parse_size(v, us) || us > 60'000'000) {
-      error = "TSU_ULT_SPIN_US: expected microseconds (0 to 60000000)";
-      return false;
-    }
-    out.spin_ns = uint64_t{us} * 1000;
-  }
-  if (const char* v = std::getenv("TSU_ULT_REMOTE_SPIN_US")) {
-    std::size_t us = 0;
-    if (!parse_size(v, us) || us > 60'000'000) {
-      error = "TSU_ULT_REMOTE_SPIN_US: expected microseconds (0 to 60000000)";
-      return false;
-    }
-    out.remote_spin_ns = uint64_t{us} * 1000;
-  }
+  if (!spin_from_env("TSU_ULT_SPIN_US", out.spin_ns, error) ||
+      !spin_from_env("TSU_ULT_REMOTE_SPIN_US", out.remote_spin_ns, error))
+    return false;
   if (const char* v = std::getenv("TSU_ULT_GUARD")) {
     if (std::strcmp(v, "0") && std::strcmp(v, "1")) {
       error = "TSU_ULT_GUARD: expected 0 or 1";
