@@ -19,7 +19,10 @@ using transport::Access;
 //   eager   args[0] tag; payload = data
 //   rts     args[0] tag, [1] length, [2] sender address, [3] sender cookie;
 //           flags bit 0: the address is an offset in the sender's shared
-//           segment flags>>8 (else a pointer in the sender's process)
+//           segment flags>>8 (else a pointer in the sender's process);
+//           bit 1: the payload comes as a bulk payload keyed by the cookie's
+//           low 32 bits (Transport::bulk_send), no CTS/DATA and no FIN
+//           unless the receiver cannot take it
 //   fin     args[0] cookie, [1] status (receiver -> sender, rendezvous done)
 //   scpoke  no arguments (sender -> receiver: a single-copy record waits in
 //           your posted queue; only where the route cannot wake the engine)
@@ -30,6 +33,7 @@ using transport::Access;
 //           sender's buffer (sender -> receiver, after a cts)
 namespace {
 constexpr uint16_t kRtsShared = 1;
+constexpr uint16_t kRtsBulk = 2;
 
 // True when this process reaches `rank`'s memory (self or a node peer);
 // false for ranks on other nodes, reached by messages only.
@@ -307,6 +311,11 @@ tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::si
   h.args[1] = len;
   h.args[2] = reinterpret_cast<uint64_t>(buf);
   h.args[3] = cookie;
+  // Another node whose route moves payloads itself: the payload is posted
+  // now, the RTS follows (queued, never refused once the payload is out).
+  transport::Transport* route = rt_.message_route(dst);
+  if (!memory_reachable(rt_, dst) && len <= route->bulk_max(dst))
+    return send_bulk(dst, h, cookie, route);
   tsu_seg_t seg;
   uint64_t offset;
   std::byte* p;
@@ -329,6 +338,45 @@ tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::si
   }
   counters_.rndv.fetch_add(1, std::memory_order_relaxed);
   return TSU_OK;
+}
+
+tsu_status_t MsgLayer::send_bulk(uint32_t dst, MessageHeader& h, uint64_t cookie,
+                                 transport::Transport* route) noexcept {
+  h.flags = kRtsBulk;
+  const std::size_t len = h.args[1];
+  tsu_status_t st = route->bulk_send(dst, static_cast<uint32_t>(cookie),
+                                     reinterpret_cast<const void*>(h.args[2]), len, on_bulk_done,
+                                     this, cookie);
+  if (st == TSU_OK) {
+    sent_[dst].fetch_add(1, std::memory_order_seq_cst);
+    st = am_.send_or_queue(dst, h, nullptr);
+    if (st == TSU_OK) {
+      counters_.rndv.fetch_add(1, std::memory_order_relaxed);
+      return TSU_OK;
+    }
+    sent_[dst].fetch_sub(1, std::memory_order_relaxed);
+    // The payload posted stays unclaimed; its completion finds no request.
+  }
+  // Refused, no callback: unless peer loss took the request and ran it.
+  if (!take_send(cookie, dst)) return TSU_OK;
+  return am::AmLayer::transport_error("tsu_try_send", dst, st);
+}
+
+// A bulk payload finished: the sender's request (the buffer is free again)
+// or the receiver's pull.  Cookies name them: whatever peer loss, a FIN or a
+// CTS completed first is found no more.
+void MsgLayer::on_bulk_done(void* ctx, uint32_t peer, uint64_t cookie,
+                            tsu_status_t st) noexcept {
+  auto* self = static_cast<MsgLayer*>(ctx);
+  if (std::unique_ptr<SendReq> req = self->take_send(cookie, peer)) {
+    // A receiver with less room truncated it: the send itself succeeded.
+    core::run_callback(req->cb, st == TSU_ERR_TRUNCATED ? TSU_OK : st);
+    return;
+  }
+  std::unique_ptr<NetPull> np = self->take_pull(cookie, peer);
+  if (!np) return;
+  if (st == TSU_OK && np->len > np->l->cap) st = TSU_ERR_TRUNCATED;
+  self->complete(*np->l, np->src, np->tag, np->len, st);
 }
 
 void MsgLayer::on_fin(void* ctx, uint32_t src, const MessageHeader& h, const std::byte*) noexcept {
@@ -471,6 +519,34 @@ void MsgLayer::pull(std::unique_ptr<Local> lp, uint32_t src, uint64_t tag, std::
                     uint16_t flags, uint64_t addr, uint64_t cookie) noexcept {
   Local& l = *lp;
   const std::size_t n = std::min(len, l.cap);
+  if (flags & kRtsBulk) {
+    // The payload waits in the route (Transport::bulk_send): receive the
+    // first n bytes of it into the buffer; on_bulk_done completes.
+    transport::Transport* route = rt_.message_route(src);
+    auto np = std::unique_ptr<NetPull>(new (std::nothrow) NetPull{nullptr, src, tag, len, n, 0});
+    tsu_status_t st = TSU_ERR_NO_MEMORY;
+    if (np) {
+      np->l = std::move(lp);
+      const uint64_t pull_cookie = add_pull(np);
+      if (!pull_cookie) {
+        lp = std::move(np->l);
+      } else {
+        st = route ? route->bulk_recv(src, static_cast<uint32_t>(cookie), l.buf, n, on_bulk_done,
+                                      this, pull_cookie)
+                   : TSU_ERR_UNREACHABLE;
+        if (st == TSU_OK) return;
+        np = take_pull(pull_cookie, src);
+        if (!np) return;
+        lp = std::move(np->l);
+      }
+    }
+    // The sender learns it by a FIN; its payload stays unclaimed.
+    if (st != TSU_ERR_PEER_LOST)
+      TSU_LOG_ERROR("bulk receive from rank %u failed: %s", src, tsu_strerror(st));
+    send_fin(src, cookie, st);
+    complete(*lp, src, tag, len, st);
+    return;
+  }
   if (n && !memory_reachable(rt_, src)) {
     // Another node: ask the sender for the bytes (CTS); DATA completes it.
     auto np = std::unique_ptr<NetPull>(new (std::nothrow) NetPull{nullptr, src, tag, len, n, 0});

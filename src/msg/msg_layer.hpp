@@ -26,6 +26,9 @@ class Runtime;
 namespace tsu::am {
 class AmLayer;
 }
+namespace tsu::transport {
+class Transport;
+}
 
 namespace tsu::msg {
 
@@ -100,6 +103,13 @@ class MsgLayer {
                      const std::byte* payload) noexcept;
   static void on_data(void* ctx, uint32_t src, const core::MessageHeader& h,
                       const std::byte* payload) noexcept;
+  // Bulk payloads (Transport::bulk_send): the sender's side of a rendezvous
+  // to a route that moves the payload itself, and the completion of either
+  // side.
+  tsu_status_t send_bulk(uint32_t dst, core::MessageHeader& rts, uint64_t cookie,
+                         transport::Transport* route) noexcept;
+  static void on_bulk_done(void* ctx, uint32_t peer, uint64_t cookie,
+                           tsu_status_t status) noexcept;
 
   // A receive a sender filled (single-copy eager), completed after unlock.
   struct Filled {

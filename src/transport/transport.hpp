@@ -139,6 +139,39 @@ class Transport {
     return TSU_ERR_UNSUPPORTED;
   }
 
+  // ---- Bulk payloads (optional; network transports) --------------------------
+  // A large tagged message's payload moved by the transport itself, from the
+  // sender's buffer straight into the receiver's (ofi: the provider's tagged
+  // send and receive, whose own rendezvous reads the data in place; a NIC
+  // with tag matching does it without a CPU copy).  The layer above matches
+  // the message itself (its RTS) and only then posts the receive, so a
+  // payload is paired by nothing but (sender rank, `key`): no wildcard, no
+  // order between payloads.  `done(ctx, peer, cookie, status)` runs once, in
+  // progress context, for every call that returned TSU_OK: TSU_OK when the
+  // payload left (send: the buffer is free again) or arrived whole (receive);
+  // TSU_ERR_TRUNCATED when more was sent than the receive's `len` (the first
+  // `len` bytes are in place); TSU_ERR_PEER_LOST or another error otherwise.
+  // A receive whose peer is declared lost is cancelled first.  Any thread;
+  // never TSU_EAGAIN (the transport queues what it has no room for).
+  using BulkDone = void (*)(void* ctx, uint32_t peer, uint64_t cookie,
+                            tsu_status_t status) noexcept;
+  // The largest payload bulk_send takes to `peer` (0: none, the layer above
+  // uses messages).
+  virtual std::size_t bulk_max(uint32_t peer) const noexcept {
+    (void)peer;
+    return 0;
+  }
+  virtual tsu_status_t bulk_send(uint32_t dst, uint32_t key, const void* buf, std::size_t len,
+                                 BulkDone done, void* ctx, uint64_t cookie) noexcept {
+    (void)dst, (void)key, (void)buf, (void)len, (void)done, (void)ctx, (void)cookie;
+    return TSU_ERR_UNSUPPORTED;
+  }
+  virtual tsu_status_t bulk_recv(uint32_t src, uint32_t key, void* buf, std::size_t len,
+                                 BulkDone done, void* ctx, uint64_t cookie) noexcept {
+    (void)src, (void)key, (void)buf, (void)len, (void)done, (void)ctx, (void)cookie;
+    return TSU_ERR_UNSUPPORTED;
+  }
+
   // ---- Progress (called by the engine holding the consumer role) ----------
   // Delivers arrived messages to `handlers` and advances protocol work
   // (acknowledgements, retransmissions, keep-alives).  Returns work done.

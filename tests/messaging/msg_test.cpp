@@ -257,6 +257,56 @@ TEST(Tagged, UnexpectedProbeCancelTruncate) {
   mp::sync();
 }
 
+// Large messages (rendezvous; from another node a bulk payload where the
+// route moves payloads itself): whole, into a buffer one byte short, and into
+// no buffer at all.  Every sender completes with TSU_OK, the receiver gets
+// the full length in its status, and nothing past its buffer is written.
+TEST(Tagged, LargeMessagesWholeShortAndIntoNoBuffer) {
+  const uint32_t me = mp::rank(), n = mp::size();
+  const uint32_t to = (me + 1) % n, from = (me + n - 1) % n;
+  constexpr size_t kBig = 4u << 20;
+  std::vector<unsigned char> out(kBig);
+  fill(out.data(), kBig, 11 + me);
+  std::vector<unsigned char> in(kBig + 16, 0xEE);
+  // Posted before the sends: the whole message, and one into no buffer.
+  Done whole, none;
+  tsu_msg_status_t sw{}, sn{};
+  ASSERT_EQ(tsu_try_recv(from, 91, TSU_TAG_EXACT, in.data(), kBig, &sw, whole.cb(), nullptr),
+            TSU_OK);
+  ASSERT_EQ(tsu_try_recv(from, 92, TSU_TAG_EXACT, nullptr, 0, &sn, none.cb(), nullptr), TSU_OK);
+  mp::sync();
+  Done s1, s2, s3;
+  ASSERT_EQ(mp::issue([&] { return tsu_try_send(to, 91, out.data(), kBig, s1.cb()); }), TSU_OK);
+  ASSERT_EQ(mp::issue([&] { return tsu_try_send(to, 92, out.data(), 100000, s2.cb()); }), TSU_OK);
+  ASSERT_EQ(mp::issue([&] { return tsu_try_send(to, 93, out.data(), 200000, s3.cb()); }), TSU_OK);
+  ASSERT_TRUE(whole.wait());
+  EXPECT_EQ(whole.st.load(), TSU_OK);
+  EXPECT_EQ(sw.length, kBig);
+  EXPECT_EQ(sw.source, from);
+  EXPECT_TRUE(check(in.data(), kBig, 11 + from));
+  EXPECT_EQ(in[kBig], 0xEE);
+  ASSERT_TRUE(none.wait());
+  EXPECT_EQ(none.st.load(), TSU_ERR_TRUNCATED);
+  EXPECT_EQ(sn.length, 100000u);
+  // Arrived (or arriving) unexpected: received one byte short.
+  std::fill(in.begin(), in.end(), 0xEE);
+  Done short_recv;
+  tsu_msg_status_t ss{};
+  ASSERT_EQ(tsu_try_recv(from, 93, TSU_TAG_EXACT, in.data(), 199999, &ss, short_recv.cb(), nullptr),
+            TSU_OK);
+  ASSERT_TRUE(short_recv.wait());
+  EXPECT_EQ(short_recv.st.load(), TSU_ERR_TRUNCATED);
+  EXPECT_EQ(ss.length, 200000u);
+  EXPECT_TRUE(check(in.data(), 199999, 11 + from));
+  EXPECT_EQ(in[199999], 0xEE);
+  for (Done* d : {&s1, &s2, &s3}) {
+    ASSERT_TRUE(d->wait());
+    EXPECT_EQ(d->st.load(), TSU_OK);
+    EXPECT_EQ(d->calls.load(), 1);
+  }
+  mp::sync();
+}
+
 // Each protocol, as the settings select it: the counters say which one ran.
 TEST(Tagged, ProtocolSelectionByThresholds) {
   reset_sc_hints();

@@ -2,6 +2,7 @@
 # datagram endpoints (FI_EP_RDM) of the provider TSU_OFI_PROVIDER names.
 tsu_transport(NAME ofi LIBS tsu_fabric_headers SOURCES
   transport/ofi/fabric_library.cpp
+  transport/ofi/ofi_bulk.cpp
   transport/ofi/ofi_plugin.cpp
   transport/ofi/ofi_rma.cpp
   transport/ofi/ofi_transport.cpp)

@@ -39,6 +39,9 @@ struct OfiConfig {
   // (TSU_OFI_RMA_MESSAGE_MAX): bundled, they cost a fraction of a provider
   // operation each.
   std::size_t rma_message_max = 256;
+  // Large tagged messages' payloads by the provider's tagged send and
+  // receive where it offers them (TSU_OFI_BULK; else DATA messages).
+  bool bulk = true;
   RmaFault fault = RmaFault::kNone;      // TSU_OFI_TEST_FAULT
   // Watched peers (Transport::watch_peer): one silent this long is pinged
   // (it answers), one silent for peer_timeout is lost.

@@ -179,6 +179,11 @@ const core::SettingsTable<OfiConfig>& ofi_settings() {
                                       "ofi: 1: put and get by the provider's RMA (fi_write, "
                                       "fi_read) where it offers it; 0: over messages",
                                       &O::native_rma));
+    r.push_back(core::bool_setting<O>("TSU_OFI_BULK", "1",
+                                      "ofi: 1: a large tagged message's payload moves by the "
+                                      "provider's tagged send and receive (fi_tsend, fi_trecv) "
+                                      "where it offers them; 0: by messages",
+                                      &O::bulk));
     r.push_back(core::bool_setting<O>("TSU_OFI_BUNDLE", "1",
                                       "ofi: 1: messages staged for one peer (an engine batch, "
                                       "the replies of one poll) leave packed in one provider "

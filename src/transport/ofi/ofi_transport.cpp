@@ -4,6 +4,7 @@
 #include <rdma/fi_errno.h>
 
 #include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
 
 #include <poll.h>
 #include <sys/mman.h>
@@ -86,6 +87,7 @@ OfiTransport::OfiTransport(uint32_t rank, uint32_t size, uint32_t job_tag, const
 OfiTransport::~OfiTransport() {
   // Endpoint first (it holds the queue and address vector), the fabric last.
   if (ep_) fi_close(&ep_->fid);
+  free_bulk_pending();
   if (!shm_name_.empty()) forget_shm_name(shm_name_);
   for (auto& [seg, mr] : regions_) fi_close(&mr->fid);
   if (mr_) fi_close(&mr_->fid);
@@ -154,10 +156,16 @@ tsu_status_t OfiTransport::open(std::string& error) {
   };
   // RMA (and atomics, for TSU_SEG_NIC_ATOMICS segments) where the provider
   // offers it; messages alone otherwise.
+  // Each with FI_TAGGED first (bulk payloads, TSU_OFI_BULK), then without.
   int rc = -FI_ENODATA;
-  if (cfg_.native_rma) rc = query(FI_MSG | FI_RMA | FI_ATOMIC);
-  if (cfg_.native_rma && !info_) rc = query(FI_MSG | FI_RMA);
-  if (!info_) rc = query(FI_MSG);
+  const uint64_t tagged = cfg_.bulk ? FI_TAGGED : 0;
+  for (const uint64_t caps : {uint64_t{FI_MSG | FI_RMA | FI_ATOMIC}, uint64_t{FI_MSG | FI_RMA},
+                              uint64_t{FI_MSG}}) {
+    if ((caps & FI_RMA) && !cfg_.native_rma) continue;
+    if (tagged) rc = query(caps | tagged);
+    if (!info_) rc = query(caps);
+    if (info_) break;
+  }
   lib_->freeinfo(hints);
   if (rc != 0 || !info_) {
     error = "no libfabric provider '" + cfg_.provider + "'" +
@@ -191,6 +199,8 @@ tsu_status_t OfiTransport::open(std::string& error) {
   // Native RMA needs no registration of the local side: a put's source may
   // be any memory of this process (FI_MR_LOCAL providers use messages).
   native_rma_ = cfg_.native_rma && (info_->caps & FI_RMA) && !(mr_mode & FI_MR_LOCAL);
+  // Bulk payloads go from and to the user's buffers, registered nowhere.
+  bulk_ = cfg_.bulk && (info_->caps & FI_TAGGED) && !(mr_mode & FI_MR_LOCAL);
   virt_addr_ = mr_mode & FI_MR_VIRT_ADDR;
   prov_key_ = mr_mode & FI_MR_PROV_KEY;
   max_rma_ = max_msg;
@@ -494,7 +504,7 @@ ssize_t OfiTransport::post(const Staged& s, uint64_t more, bool staged) noexcept
   // lists FI_RMA and cannot do it would: rma_enosys every call (outside a
   // batch rma() returns it), rma_enosys_staged only those posted at
   // batch_end (the staged write or read fails to its callback).
-  if (s.kind != Staged::kSend &&
+  if ((s.kind == Staged::kWrite || s.kind == Staged::kRead) &&
       (cfg_.fault == RmaFault::kAtCall || (staged && cfg_.fault == RmaFault::kAtStagedCall)))
     return -FI_ENOSYS;
   iovec iov{s.buf, s.len};
@@ -522,6 +532,17 @@ ssize_t OfiTransport::post(const Staged& s, uint64_t more, bool staged) noexcept
       return s.kind == Staged::kWrite ? fi_writemsg(ep_, &m, s.flags | more)
                                       : fi_readmsg(ep_, &m, s.flags | more);
     }
+    case Staged::kTagSend:
+    case Staged::kTagRecv: {
+      fi_msg_tagged m{};
+      m.msg_iov = &iov;
+      m.iov_count = 1;
+      m.addr = s.to;
+      m.tag = s.raddr;
+      m.context = &s.ctx->ctx;
+      return s.kind == Staged::kTagSend ? fi_tsendmsg(ep_, &m, s.flags | more)
+                                        : fi_trecvmsg(ep_, &m, s.flags);
+    }
   }
   return -FI_EINVAL;
 }
@@ -539,9 +560,10 @@ void OfiTransport::fail_staged(const Staged& s, ssize_t rc) noexcept {
   }
   const tsu_status_t st = rc == -FI_ENOSYS || rc == -FI_EOPNOTSUPP ? TSU_ERR_UNSUPPORTED
                                                                    : status_of(rc);
+  static constexpr const char* kCall[] = {"sendmsg", "writemsg", "readmsg", "tsendmsg",
+                                          "trecvmsg"};
   if (st != TSU_ERR_UNSUPPORTED)
-    TSU_LOG_WARN("ofi: staged fi_%smsg with rank %u failed: %s",
-                 s.kind == Staged::kWrite ? "write" : "read", s.rank,
+    TSU_LOG_WARN("ofi: staged fi_%s with rank %u failed: %s", kCall[s.kind], s.rank,
                  fi_text(static_cast<int>(rc)).c_str());
   staged_refused_.fetch_add(1, std::memory_order_relaxed);
   try {
@@ -612,6 +634,7 @@ void OfiTransport::flush_staged() noexcept {
 void OfiTransport::declare_lost(uint32_t rank, const char* why, bool tell_it) noexcept {
   if (rank >= size_ || lost_[rank].exchange(true, std::memory_order_acq_rel)) return;
   TSU_LOG_WARN("ofi: rank %u is lost (%s)", rank, why);
+  cancel_bulk(rank);
   try {
     newly_lost_.push_back(rank);
   } catch (...) {
@@ -804,6 +827,8 @@ RmaContext* OfiTransport::handle_error_entry(tsu_status_t& rma_status) noexcept 
       // (tcp;ofi_rxm cancels what it holds for a peer whose socket was
       // reset), or this endpoint is closing (nobody waits then).
       case FI_ECANCELED: rma_status = TSU_ERR_PEER_LOST; break;
+      // A bulk receive shorter than the payload: its first bytes are in place.
+      case FI_ETRUNC: rma_status = TSU_ERR_TRUNCATED; break;
       default: rma_status = status_of(-err.err); break;
     }
     TSU_LOG_DEBUG("ofi: RMA failed: %s", fi_text(err.err).c_str());
@@ -1298,7 +1323,8 @@ void OfiTransport::print_stats(std::FILE* f) const noexcept {
                "rma_fallbacks=%llu rma_injected=%llu posted_with_more=%llu batch_flushes=%llu "
                "av_inserts=%llu staged_rma_refused=%llu pings=%llu pongs=%llu silent_lost=%llu "
                "watched=%u watch_ends=%llu bundled=%llu nic_atomics=%llu nic_atomics_refused=%llu "
-               "served_unseen=%llu lost_notices=%llu lost_by_notice=%llu\n",
+               "served_unseen=%llu lost_notices=%llu lost_by_notice=%llu bulk_sends=%llu "
+               "bulk_recvs=%llu bulk_cancels=%llu\n",
                rank_, provider_name(), static_cast<unsigned long long>(sent_.load()),
                static_cast<unsigned long long>(injected_.load()),
                static_cast<unsigned long long>(received_.load()),
@@ -1322,7 +1348,10 @@ void OfiTransport::print_stats(std::FILE* f) const noexcept {
                static_cast<unsigned long long>(atomic_refused_.load()),
                static_cast<unsigned long long>(served_unseen_.load()),
                static_cast<unsigned long long>(lost_notices_.load()),
-               static_cast<unsigned long long>(lost_by_notice_.load()));
+               static_cast<unsigned long long>(lost_by_notice_.load()),
+               static_cast<unsigned long long>(bulk_sends_.load()),
+               static_cast<unsigned long long>(bulk_recvs_.load()),
+               static_cast<unsigned long long>(bulk_cancels_.load()));
 }
 
 }  // namespace tsu::transport::ofi

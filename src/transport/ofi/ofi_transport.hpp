@@ -21,6 +21,11 @@
 // touching the pair's sequence.  Any message from the peer counts as heard;
 // one silent for TSU_OFI_PEER_TIMEOUT is lost, as is one a ping to fails.
 //
+// Bulk payloads (ofi_bulk.cpp, Transport::bulk_send): a large tagged
+// message's payload is one fi_tsend / fi_trecv pair where the provider offers
+// FI_TAGGED without local registration, tagged (sender rank, key); tsunagi's
+// own matching still decides which receive takes which message.
+//
 // RMA: native (ofi_rma.hpp) where the provider offers FI_RMA without local
 // registration: the main segment is registered (register_memory) and put/get
 // become fi_write/fi_read.  Atomics on TSU_SEG_NIC_ATOMICS segments (also
@@ -58,6 +63,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -157,6 +163,13 @@ class OfiTransport final : public Transport {
   }
   bool nic_atomics(tsu_atype_t type, tsu_aop_t op) const noexcept override;
 
+  // Bulk payloads (ofi_bulk.cpp): fi_tsendmsg / fi_trecvmsg.
+  std::size_t bulk_max(uint32_t peer) const noexcept override;
+  tsu_status_t bulk_send(uint32_t dst, uint32_t key, const void* buf, std::size_t len,
+                         BulkDone done, void* ctx, uint64_t cookie) noexcept override;
+  tsu_status_t bulk_recv(uint32_t src, uint32_t key, void* buf, std::size_t len, BulkDone done,
+                         void* ctx, uint64_t cookie) noexcept override;
+
   std::unique_ptr<RmaProtocol> make_rma(RmaHost& host) noexcept override;
   tsu_status_t register_memory(const MemoryRegion& region, MemoryKey& key,
                                std::string& error) noexcept override;
@@ -206,12 +219,12 @@ class OfiTransport final : public Transport {
   static constexpr std::size_t kPrefix = sizeof(WirePrefix) + sizeof(core::MessageHeader);
   // An operation accepted during a batch and not yet handed to the provider.
   struct Staged {
-    enum Kind : uint8_t { kSend, kWrite, kRead } kind = kSend;
+    enum Kind : uint8_t { kSend, kWrite, kRead, kTagSend, kTagRecv } kind = kSend;
     uint32_t rank = 0;
     fi_addr_t to = FI_ADDR_UNSPEC;
     void* buf = nullptr;
     std::size_t len = 0;
-    uint64_t raddr = 0, key = 0;
+    uint64_t raddr = 0, key = 0;  // kTagSend / kTagRecv: raddr is the tag
     uint64_t flags = 0;
     OpContext* ctx = nullptr;  // the send's Buffer or the RMA's context
   };
@@ -276,6 +289,18 @@ class OfiTransport final : public Transport {
   // A ping or its answer (a bare prefix) to `dst` (mu_ held).  False: not
   // sent (no room now; the next interval tries again).
   bool send_control(uint32_t dst, fi_addr_t to, uint32_t kind) noexcept;
+  // Bulk payloads (ofi_bulk.cpp).  One per bulk_send / bulk_recv accepted,
+  // owned by the provider while posted, freed by bulk_done.
+  struct BulkContext;
+  static void bulk_done(RmaContext* ctx, tsu_status_t status) noexcept;
+  tsu_status_t post_bulk(Staged::Kind kind, uint32_t peer, uint32_t key, void* buf,
+                         std::size_t len, BulkDone done, void* ctx, uint64_t cookie) noexcept;
+  // `rank` is lost (mu_ held): its posted receives are cancelled (their
+  // completions say TSU_ERR_PEER_LOST), so that a provider that still
+  // matched one later cannot write into a buffer given back to the user.
+  void cancel_bulk(uint32_t rank) noexcept;
+  void free_bulk_pending() noexcept;  // the endpoint is closed: nothing completes any more
+
   // The provider loses messages unless each is a send with a completion
   // (ofi_rxd before libfabric 2.4: see the definition).
   bool messages_need_completions() const noexcept;
@@ -312,6 +337,8 @@ class OfiTransport final : public Transport {
   bool nic_valid_[TSU_TYPE_DOUBLE + 1][TSU_AOP_XOR + 1] = {};
   bool atomic_posted_ = false;  // TSU_OFI_TEST_FAULT=atomic_enosys_late (under mu_)
   std::map<tsu_seg_t, fid_mr*> regions_;  // registered segments (under mu_)
+  bool bulk_ = false;  // FI_TAGGED without local registration, TSU_OFI_BULK on
+  std::set<BulkContext*> bulk_pending_;  // posted or staged (under mu_)
 
   // Serialises endpoint and queue calls: sends come from any thread, poll
   // from the engine.  Handlers run without it (they may send).
@@ -386,7 +413,8 @@ class OfiTransport final : public Transport {
       posted_more_{0}, flushes_{0}, av_inserts_{0}, staged_refused_{0}, pings_{0},
       pongs_{0}, silent_lost_{0}, watch_ends_{0}, bundled_{0}, atomics_{0}, atomic_refused_{0},
       served_unseen_{0},  // polls that served peers' native RMA (poll says how it knows)
-      lost_notices_{0}, lost_by_notice_{0};  // kLost sent; ranks declared lost on one
+      lost_notices_{0}, lost_by_notice_{0},  // kLost sent; ranks declared lost on one
+      bulk_sends_{0}, bulk_recvs_{0}, bulk_cancels_{0};
   std::atomic<bool> rma_target_{false};  // a region is registered: peers may fi_write here
   bool last_poll_worked_ = false;        // poll's own (the consumer role: one thread at a time)
 };
