@@ -83,6 +83,10 @@ struct MsgLayer::NetPull {
   uint32_t src;
   uint64_t tag;
   std::size_t len, want, got;
+  // A bulk payload longer than the receive: taken whole here, `want` bytes
+  // copied out (providers differ in how, or whether, they complete a
+  // truncated tagged receive: shm's never did, nor rxm's of zero bytes).
+  std::unique_ptr<std::byte[]> bounce;
 };
 
 uint64_t MsgLayer::add_send(std::unique_ptr<SendReq>& req) noexcept {
@@ -375,6 +379,7 @@ void MsgLayer::on_bulk_done(void* ctx, uint32_t peer, uint64_t cookie,
   }
   std::unique_ptr<NetPull> np = self->take_pull(cookie, peer);
   if (!np) return;
+  if (np->bounce && st == TSU_OK && np->want) std::memcpy(np->l->buf, np->bounce.get(), np->want);
   if (st == TSU_OK && np->len > np->l->cap) st = TSU_ERR_TRUNCATED;
   self->complete(*np->l, np->src, np->tag, np->len, st);
 }
@@ -520,10 +525,17 @@ void MsgLayer::pull(std::unique_ptr<Local> lp, uint32_t src, uint64_t tag, std::
   Local& l = *lp;
   const std::size_t n = std::min(len, l.cap);
   if (flags & kRtsBulk) {
-    // The payload waits in the route (Transport::bulk_send): receive the
-    // first n bytes of it into the buffer; on_bulk_done completes.
+    // The payload waits in the route (Transport::bulk_send): receive it
+    // into the buffer (through a bounce buffer when it is longer than the
+    // receive); on_bulk_done completes.
     transport::Transport* route = rt_.message_route(src);
-    auto np = std::unique_ptr<NetPull>(new (std::nothrow) NetPull{nullptr, src, tag, len, n, 0});
+    auto np = std::unique_ptr<NetPull>(new (std::nothrow) NetPull{nullptr, src, tag, len, n, 0, {}});
+    void* into = l.buf;
+    if (np && n < len) {
+      np->bounce.reset(new (std::nothrow) std::byte[len]);
+      into = np->bounce.get();
+      if (!into) np.reset();
+    }
     tsu_status_t st = TSU_ERR_NO_MEMORY;
     if (np) {
       np->l = std::move(lp);
@@ -531,7 +543,7 @@ void MsgLayer::pull(std::unique_ptr<Local> lp, uint32_t src, uint64_t tag, std::
       if (!pull_cookie) {
         lp = std::move(np->l);
       } else {
-        st = route ? route->bulk_recv(src, static_cast<uint32_t>(cookie), l.buf, n, on_bulk_done,
+        st = route ? route->bulk_recv(src, static_cast<uint32_t>(cookie), into, len, on_bulk_done,
                                       this, pull_cookie)
                    : TSU_ERR_UNREACHABLE;
         if (st == TSU_OK) return;
@@ -549,7 +561,7 @@ void MsgLayer::pull(std::unique_ptr<Local> lp, uint32_t src, uint64_t tag, std::
   }
   if (n && !memory_reachable(rt_, src)) {
     // Another node: ask the sender for the bytes (CTS); DATA completes it.
-    auto np = std::unique_ptr<NetPull>(new (std::nothrow) NetPull{nullptr, src, tag, len, n, 0});
+    auto np = std::unique_ptr<NetPull>(new (std::nothrow) NetPull{nullptr, src, tag, len, n, 0, {}});
     tsu_status_t st = TSU_ERR_NO_MEMORY;
     if (np) {
       np->l = std::move(lp);

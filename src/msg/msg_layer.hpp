@@ -5,7 +5,8 @@
 // Transport::peer_layer_area (network transports have none: no single-copy
 // eager), and the rendezvous copy uses the memory route (resolve /
 // resolve_process_memory + Runtime::copy_access), or, for a peer whose
-// memory is not reachable (another node), a CTS/DATA message exchange.
+// memory is not reachable (another node), a CTS/DATA message exchange, or
+// the route's own bulk payloads where it has them (Transport::bulk_send).
 #pragma once
 
 #include <atomic>

@@ -148,9 +148,10 @@ class Transport {
   // payload is paired by nothing but (sender rank, `key`): no wildcard, no
   // order between payloads.  `done(ctx, peer, cookie, status)` runs once, in
   // progress context, for every call that returned TSU_OK: TSU_OK when the
-  // payload left (send: the buffer is free again) or arrived whole (receive);
-  // TSU_ERR_TRUNCATED when more was sent than the receive's `len` (the first
-  // `len` bytes are in place); TSU_ERR_PEER_LOST or another error otherwise.
+  // payload left (send: the buffer is free again) or arrived whole (receive:
+  // the caller knows its length from the RTS and receives all of it;
+  // providers differ on truncated receives); TSU_ERR_PEER_LOST or another
+  // error otherwise.
   // A receive whose peer is declared lost is cancelled first.  Any thread;
   // never TSU_EAGAIN (the transport queues what it has no room for).
   using BulkDone = void (*)(void* ctx, uint32_t peer, uint64_t cookie,

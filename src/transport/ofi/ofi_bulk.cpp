@@ -38,10 +38,6 @@ struct OfiTransport::BulkContext : RmaContext {
   BulkDone fn = nullptr;
   void* fn_ctx = nullptr;
   uint64_t cookie = 0;
-  // A receive of no bytes takes one here instead: tcp;ofi_rxm (1.17) never
-  // completes a zero-length receive matched by a rendezvous-sized send,
-  // nor that send.  The payload is truncated to this byte and dropped.
-  unsigned char scratch = 0;
 };
 
 std::size_t OfiTransport::bulk_max(uint32_t peer) const noexcept {
@@ -86,8 +82,8 @@ tsu_status_t OfiTransport::post_bulk(Staged::Kind kind, uint32_t peer, uint32_t 
   // A receive takes the payload from any address: the tag names the sender
   // (no FI_DIRECTED_RECV needed).
   s.to = c->recv ? FI_ADDR_UNSPEC : to;
-  s.buf = len || !c->recv ? buf : &c->scratch;
-  s.len = len || !c->recv ? len : 1;
+  s.buf = buf;
+  s.len = len;
   s.raddr = c->recv ? bulk_tag(peer, key) : bulk_tag(rank_, key);
   s.ctx = c;
   s.flags = FI_COMPLETION;

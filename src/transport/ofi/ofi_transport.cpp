@@ -200,7 +200,10 @@ tsu_status_t OfiTransport::open(std::string& error) {
   // be any memory of this process (FI_MR_LOCAL providers use messages).
   native_rma_ = cfg_.native_rma && (info_->caps & FI_RMA) && !(mr_mode & FI_MR_LOCAL);
   // Bulk payloads go from and to the user's buffers, registered nowhere.
-  bulk_ = cfg_.bulk && (info_->caps & FI_TAGGED) && !(mr_mode & FI_MR_LOCAL);
+  // Not where the provider drops sends beyond its transmit entries
+  // (messages_need_completions): bulk sends are not counted against them.
+  bulk_ = cfg_.bulk && (info_->caps & FI_TAGGED) && !(mr_mode & FI_MR_LOCAL) &&
+          !messages_need_completions();
   virt_addr_ = mr_mode & FI_MR_VIRT_ADDR;
   prov_key_ = mr_mode & FI_MR_PROV_KEY;
   max_rma_ = max_msg;
