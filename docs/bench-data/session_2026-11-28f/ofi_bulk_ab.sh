@@ -34,11 +34,11 @@ for r in $(seq 1 "$rounds"); do
   for arm in $arms; do
     tsu_job ofi TSU_OFI_BULK=$arm -- "$build/bench/tsu-bench" pingpong --min 8192 --max 4194304 \
       >"$out/r${r}_ofi_bulk${arm}_pingpong.txt"
-    tsu_job ofi TSU_OFI_BULK=$arm -- "$build/bench/tsu-bench" stream --min 16384 --max 4194304 \
+    tsu_job ofi TSU_OFI_BULK=$arm -- "$build/bench/tsu-bench" stream --min 16384 --max 2097152 --window 32 \
       >"$out/r${r}_ofi_bulk${arm}_stream.txt"
   done
   tsu_job udp -- "$build/bench/tsu-bench" pingpong --min 8192 --max 4194304 >"$out/r${r}_udp_pingpong.txt"
-  tsu_job udp -- "$build/bench/tsu-bench" stream --min 16384 --max 4194304 >"$out/r${r}_udp_stream.txt"
+  tsu_job udp -- "$build/bench/tsu-bench" stream --min 16384 --max 2097152 --window 32 >"$out/r${r}_udp_stream.txt"
   : >"$out/r${r}_fi_pingpong.txt"
   for size in 16384 65536 1048576 4194304; do
     iters=2000; ((size > 65536)) && iters=200

@@ -611,7 +611,7 @@ void OfiTransport::post_list(std::deque<Staged>& list) noexcept {
       if (more) posted_more_.fetch_add(1, std::memory_order_relaxed);
       if (s.kind == Staged::kSend) {
         sent_.fetch_add(1, std::memory_order_relaxed);
-      } else {
+      } else if (s.kind == Staged::kWrite || s.kind == Staged::kRead) {
         rma_ops_.fetch_add(1, std::memory_order_relaxed);
         if (s.flags & FI_INJECT) rma_injected_.fetch_add(1, std::memory_order_relaxed);
       }
