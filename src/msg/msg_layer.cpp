@@ -520,6 +520,35 @@ void MsgLayer::complete(Local& l, uint32_t src, uint64_t tag, std::size_t len,
   core::run_callback(l.cb, st);
 }
 
+// Off-node rendezvous, receiver side: registers the pull, then ask(its
+// cookie) asks for the data (a CTS, or a bulk receive from the route).
+template <typename Ask>
+void MsgLayer::start_pull(std::unique_ptr<NetPull> np, std::unique_ptr<Local> lp, uint32_t src,
+                          uint64_t tag, std::size_t len, uint64_t cookie, const char* what,
+                          Ask&& ask) noexcept {
+  tsu_status_t st = TSU_ERR_NO_MEMORY;
+  if (np) {
+    np->l = std::move(lp);
+    const uint64_t pull_cookie = add_pull(np);
+    if (!pull_cookie) {
+      lp = std::move(np->l);
+    } else {
+      st = ask(pull_cookie);
+      if (st == TSU_OK) return;
+      // Whoever takes it completes it (peer loss may have done so already).
+      np = take_pull(pull_cookie, src);
+      if (!np) return;
+      lp = std::move(np->l);
+    }
+  }
+  // Both sides fail: ours here, the sender's by a FIN carrying the error
+  // (it cannot arrive if the sender is lost; its side fails it then).
+  if (st != TSU_ERR_PEER_LOST)
+    TSU_LOG_ERROR("%s from rank %u failed: %s", what, src, tsu_strerror(st));
+  send_fin(src, cookie, st);
+  complete(*lp, src, tag, len, st);
+}
+
 void MsgLayer::pull(std::unique_ptr<Local> lp, uint32_t src, uint64_t tag, std::size_t len,
                     uint16_t flags, uint64_t addr, uint64_t cookie) noexcept {
   Local& l = *lp;
@@ -528,66 +557,36 @@ void MsgLayer::pull(std::unique_ptr<Local> lp, uint32_t src, uint64_t tag, std::
     // The payload waits in the route (Transport::bulk_send): receive it
     // into the buffer (through a bounce buffer when it is longer than the
     // receive); on_bulk_done completes.
-    transport::Transport* route = rt_.message_route(src);
-    auto np = std::unique_ptr<NetPull>(new (std::nothrow) NetPull{nullptr, src, tag, len, n, 0, {}});
+    auto np =
+        std::unique_ptr<NetPull>(new (std::nothrow) NetPull{nullptr, src, tag, len, n, 0, {}});
     void* into = l.buf;
     if (np && n < len) {
       np->bounce.reset(new (std::nothrow) std::byte[len]);
       into = np->bounce.get();
       if (!into) np.reset();
     }
-    tsu_status_t st = TSU_ERR_NO_MEMORY;
-    if (np) {
-      np->l = std::move(lp);
-      const uint64_t pull_cookie = add_pull(np);
-      if (!pull_cookie) {
-        lp = std::move(np->l);
-      } else {
-        st = route ? route->bulk_recv(src, static_cast<uint32_t>(cookie), into, len, on_bulk_done,
+    auto ask = [&](uint64_t pull_cookie) {
+      transport::Transport* route = rt_.message_route(src);
+      return route ? route->bulk_recv(src, static_cast<uint32_t>(cookie), into, len, on_bulk_done,
                                       this, pull_cookie)
                    : TSU_ERR_UNREACHABLE;
-        if (st == TSU_OK) return;
-        np = take_pull(pull_cookie, src);
-        if (!np) return;
-        lp = std::move(np->l);
-      }
-    }
-    // The sender learns it by a FIN; its payload stays unclaimed.
-    if (st != TSU_ERR_PEER_LOST)
-      TSU_LOG_ERROR("bulk receive from rank %u failed: %s", src, tsu_strerror(st));
-    send_fin(src, cookie, st);
-    complete(*lp, src, tag, len, st);
+    };
+    start_pull(std::move(np), std::move(lp), src, tag, len, cookie, "bulk receive", ask);
     return;
   }
   if (n && !memory_reachable(rt_, src)) {
     // Another node: ask the sender for the bytes (CTS); DATA completes it.
-    auto np = std::unique_ptr<NetPull>(new (std::nothrow) NetPull{nullptr, src, tag, len, n, 0, {}});
-    tsu_status_t st = TSU_ERR_NO_MEMORY;
-    if (np) {
-      np->l = std::move(lp);
-      const uint64_t pull_cookie = add_pull(np);
-      if (!pull_cookie) {
-        lp = std::move(np->l);
-      } else {
-        MessageHeader cts{};
-        cts.handler = kHandlerMsgCts;
-        cts.args[0] = cookie;
-        cts.args[1] = pull_cookie;
-        cts.args[2] = n;
-        st = am_.send_or_queue(src, cts, nullptr);
-        if (st == TSU_OK) return;
-        // Whoever takes it completes it (peer loss may have done so already).
-        np = take_pull(pull_cookie, src);
-        if (!np) return;
-        lp = std::move(np->l);
-      }
-    }
-    // Both sides fail: ours here, the sender's by a FIN carrying the error
-    // (it cannot arrive if the sender is lost; its side fails it then).
-    if (st != TSU_ERR_PEER_LOST)
-      TSU_LOG_ERROR("rendezvous CTS to rank %u failed: %s", src, tsu_strerror(st));
-    send_fin(src, cookie, st);
-    complete(*lp, src, tag, len, st);
+    auto np =
+        std::unique_ptr<NetPull>(new (std::nothrow) NetPull{nullptr, src, tag, len, n, 0, {}});
+    auto ask = [&](uint64_t pull_cookie) {
+      MessageHeader cts{};
+      cts.handler = kHandlerMsgCts;
+      cts.args[0] = cookie;
+      cts.args[1] = pull_cookie;
+      cts.args[2] = n;
+      return am_.send_or_queue(src, cts, nullptr);
+    };
+    start_pull(std::move(np), std::move(lp), src, tag, len, cookie, "rendezvous CTS", ask);
     return;
   }
   transport::Transport* mem = rt_.route(src);

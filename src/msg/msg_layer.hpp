@@ -139,6 +139,12 @@ class MsgLayer {
   // Rendezvous: copies from the sender into l's buffer, sends FIN.
   void pull(std::unique_ptr<Local> l, uint32_t src, uint64_t tag, std::size_t len, uint16_t flags,
             uint64_t addr, uint64_t cookie) noexcept;
+  // Off-node rendezvous, receiver side (a CTS, or a bulk receive): ask(pull
+  // cookie) asks for the data; a failure fails the receive and FINs the sender.
+  template <typename Ask>
+  void start_pull(std::unique_ptr<NetPull> np, std::unique_ptr<Local> lp, uint32_t src,
+                  uint64_t tag, std::size_t len, uint64_t cookie, const char* what,
+                  Ask&& ask) noexcept;
   bool skip_single_copy(uint32_t dst) noexcept;
   bool try_single_copy(uint32_t dst, uint64_t tag, const void* buf, std::size_t len,
                        bool& busy) noexcept;
