@@ -95,8 +95,8 @@ tsu_status_t OfiTransport::post_bulk(Staged::Kind kind, uint32_t peer, uint32_t 
     return TSU_ERR_NO_MEMORY;
   }
   (c->recv ? bulk_recvs_ : bulk_sends_).fetch_add(1, std::memory_order_relaxed);
-  // Behind whatever waits for room (a payload's send may not pass the RTS
-  // staged before it), inside a batch with the batch; never TSU_EAGAIN.
+  // Behind whatever waits for room (in order with the sends before it),
+  // inside a batch with the batch; never TSU_EAGAIN.
   std::deque<Staged>& queue = !retry_.empty() ? retry_ : staged_;
   if (batching_ || !retry_.empty()) {
     try {
