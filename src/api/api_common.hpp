@@ -39,6 +39,14 @@ inline bool fence_allows(Runtime& rt, ThreadContext& tc) noexcept {
 // the engine's next batch instead of being started at once.
 inline constexpr uint64_t kBatchInFlight = 4;
 
+// A node-local command into the thread's lane (Runtime::lane_of), which may
+// be the progress thread's own engine.
+[[gnu::noinline]] inline bool submit_to_lane(Runtime& rt, ThreadContext& tc,
+                                             const core::Command& cmd) noexcept {
+  core::ProgressEngine& lane = rt.lane_of(tc);
+  return lane.is_lane() ? lane.submit_to_lane(tc, cmd) : lane.submit_own(tc, cmd);
+}
+
 // Hands a command to the progress engine.  TSU_EAGAIN when the ring is full.
 // Always inlined, so the caller's Command stays in registers instead of being
 // stored and reloaded through memory on the way into the ring.
@@ -60,7 +68,15 @@ inline constexpr uint64_t kBatchInFlight = 4;
     TSU_TRACE(core::trace::kIssueCopy, cmd.dst.rank, cmd.src.rank, cmd.len);
   else
     TSU_TRACE(core::trace::kIssueAtomic, cmd.dst.rank, cmd.aop, cmd.atype);
-  if (!rt.engine().submit_own(tc, cmd, if_asleep)) [[unlikely]] {
+  // With lanes, a node-local request goes to the thread's lane; an atomic
+  // only on a main segment (another segment's words may be the NIC's, which
+  // only the progress thread's network protocol reaches).
+  const bool pushed =
+      !network && rt.has_lanes() &&
+              (cmd.kind != core::CommandKind::kAtomic || cmd.dst.seg == TSU_SEG_MAIN)
+          ? submit_to_lane(rt, tc, cmd)
+          : rt.engine().submit_own(tc, cmd, if_asleep);
+  if (!pushed) [[unlikely]] {
     TSU_TRACE(core::trace::kRingFull, cmd.dst.rank, cmd.src.rank, 0);
     tc.issued.store(issued, std::memory_order_relaxed);
     tc.stats.add(Counter::kEagain);

@@ -140,6 +140,11 @@ const SettingsTable<Config>& config_settings() {
                                 "1: each thread hands its requests to the progress engine through its "
                                 "own ring; 0: one ring shared by all threads",
                                 &C::thread_rings));
+    r.push_back(u32_setting<C>("TSU_PROGRESS_THREADS", "1",
+                               "consumers of node-local requests handed to the engine (TSU_BYPASS=0 "
+                               "or ranks not mapped here): the progress thread plus N-1 lanes, each "
+                               "issuing thread served by one; thread progress only",
+                               &C::progress_threads, 1, 64, false, "1 to 64"));
     r.push_back({"TSU_YIELD", "auto",
                  "1: tsu_progress() calls sched_yield when it found nothing to do (ranks sharing "
                  "a CPU); auto: when the node has more ranks than CPUs",

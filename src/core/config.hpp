@@ -25,6 +25,9 @@ struct Config {
   uint32_t spin_us = kSpinAuto;
   bool inline_exec = true;               // issuer starts network commands while the engine sleeps
   bool thread_rings = true;              // per-thread command rings (progress_engine.hpp)
+  // Consumers of node-local engine requests (thread mode): the progress
+  // thread plus progress_threads - 1 lanes (Runtime::lane_of).
+  uint32_t progress_threads = 1;
   int yield_idle = -1;                   // tsu_progress yields when idle: 1, 0, -1 auto
   int log_level = TSU_LOG_WARN;
   bool stats = false;

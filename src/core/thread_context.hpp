@@ -17,6 +17,7 @@
 namespace tsu::core {
 
 struct ThreadRing;
+class ProgressEngine;
 
 struct alignas(kCacheLine) ThreadContext {
   // Requests this thread handed to the engine (written by this thread only).
@@ -26,6 +27,12 @@ struct alignas(kCacheLine) ThreadContext {
   // engine gave the thread none (it then uses the shared ring).
   ThreadRing* ring = nullptr;
   bool ring_refused = false;  // the engine has no ring for this thread
+  bool lane_ring_refused = false;  // likewise, the lane's
+  // With TSU_PROGRESS_THREADS > 1: the engine that serves this thread's
+  // node-local requests (null until its first one, Runtime::lane_of), and
+  // its ring there when that is a lane (not the progress thread).
+  ProgressEngine* lane = nullptr;
+  ThreadRing* lane_ring = nullptr;
   bool fence_pending = false;  // this thread only
   ThreadStats stats;
   // Requests of this thread whose callback has returned (written by whoever

@@ -61,8 +61,10 @@ void run_callback(const tsu_cb_t& cb, tsu_status_t status) noexcept {
   cb.fn(status, cb.arg);
 }
 
-ProgressEngine::ProgressEngine(const Config& cfg, CommandExecutor& executor, Doorbell doorbell)
+ProgressEngine::ProgressEngine(const Config& cfg, CommandExecutor& executor, Doorbell doorbell,
+                               bool lane)
     : cfg_(cfg),
+      lane_(lane),
       inline_exec_(cfg.inline_exec && cfg.progress_mode == TSU_PROGRESS_THREAD),
       spin_us_(cfg.spin_us == Config::kSpinAuto ? kAutoSpinUsShared : cfg.spin_us),
       executor_(executor),
@@ -111,7 +113,7 @@ tsu_status_t ProgressEngine::start(std::string& error) {
     error = std::string("cannot start the progress thread: ") + e.what();
     return TSU_ERR_SYSTEM;
   }
-  pthread_setname_np(thread_.native_handle(), "tsu-progress");
+  pthread_setname_np(thread_.native_handle(), lane_ ? "tsu-lane" : "tsu-progress");
   return TSU_OK;
 }
 
@@ -124,7 +126,7 @@ void ProgressEngine::stop() {
 
 std::size_t ProgressEngine::progress() noexcept {
   if (!try_lock()) return 0;
-  t_in_consumer_pass = true;
+  t_in_consumer_pass = !lane_;
   const std::size_t n = pass();
   t_in_consumer_pass = false;
   unlock();
@@ -165,10 +167,11 @@ std::size_t ProgressEngine::execute_batch(std::size_t& finished_now) noexcept {
   return n;
 }
 
-ThreadRing* ProgressEngine::attach_ring(ThreadContext& tc) noexcept {
-  if (tc.ring_refused) return nullptr;
+ThreadRing* ProgressEngine::attach_ring(ThreadContext& tc, ThreadRing*& slot,
+                                        bool& refused) noexcept {
+  if (refused) return nullptr;
   if (!cfg_.thread_rings || ring_count_.fetch_add(1, std::memory_order_relaxed) >= kMaxThreadRings) {
-    tc.ring_refused = true;
+    refused = true;
     return nullptr;
   }
   ThreadRing* r = nullptr;
@@ -176,7 +179,7 @@ ThreadRing* ProgressEngine::attach_ring(ThreadContext& tc) noexcept {
     r = new ThreadRing(cfg_.ring_size, &tc);
   } catch (const std::bad_alloc&) {
     TSU_LOG_WARN("no memory for a thread's command ring: the thread uses the shared ring");
-    tc.ring_refused = true;
+    refused = true;
     return nullptr;
   }
   // Release: the ring's construction happens before the consumer walks it.
@@ -185,7 +188,7 @@ ThreadRing* ProgressEngine::attach_ring(ThreadContext& tc) noexcept {
     r->next = head;
   } while (!rings_.compare_exchange_weak(head, r, std::memory_order_release,
                                          std::memory_order_relaxed));
-  tc.ring = r;
+  slot = r;
   return r;
 }
 
@@ -387,7 +390,7 @@ void ProgressEngine::thread_main() {
     const uint64_t now = util::now_ns();
     // A user-level thread scheduler's idle workers call tsu_progress often
     // enough to drive the engine: leave it to them (driven_by_others).
-    if (driven_by_others(drivers, now)) {
+    if (!lane_ && driven_by_others(drivers, now)) {
       nap_while_driven(drivers, stop_);
       idle_since = 0;
       continue;

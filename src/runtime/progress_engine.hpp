@@ -86,7 +86,13 @@ class ProgressEngine {
  public:
   static constexpr std::size_t kBatch = 32;
 
-  ProgressEngine(const Config& cfg, CommandExecutor& executor, Doorbell doorbell);
+  // A lane (TSU_PROGRESS_THREADS > 1) is an engine with its own thread and
+  // rings that only executes node-local requests: no transports, pollers or
+  // handlers, and its passes do not hold the rank's consumer role
+  // (in_consumer_pass() stays false in them).
+  ProgressEngine(const Config& cfg, CommandExecutor& executor, Doorbell doorbell,
+                 bool lane = false);
+  bool is_lane() const noexcept { return lane_; }
   ~ProgressEngine();
   ProgressEngine(const ProgressEngine&) = delete;
   ProgressEngine& operator=(const ProgressEngine&) = delete;
@@ -127,12 +133,11 @@ class ProgressEngine {
   // gives the thread none.  False when the ring is full.
   bool submit_own(ThreadContext& tc, const Command& cmd,
                   IfAsleep if_asleep = IfAsleep::kWake) noexcept {
-    ThreadRing* tr = tc.ring;
-    if (!tr) [[unlikely]] {
-      tr = attach_ring(tc);
-      if (!tr) return submit(cmd, if_asleep);
-    }
-    return pushed(tr->try_push(cmd), if_asleep);
+    return submit_own_via(tc, tc.ring, tc.ring_refused, cmd, if_asleep);
+  }
+  // The same into a lane (is_lane()): the thread's ring there.
+  bool submit_to_lane(ThreadContext& tc, const Command& cmd) noexcept {
+    return submit_own_via(tc, tc.lane_ring, tc.lane_ring_refused, cmd, IfAsleep::kWake);
   }
 
   // Any thread: one executor/poll/completer pass if the consumer role is free.
@@ -228,6 +233,7 @@ class ProgressEngine {
   // it knows the node's ranks).
   static constexpr uint32_t kAutoSpinUsOwnCores = 100, kAutoSpinUsShared = 20;
   void set_spin_us(uint32_t us) noexcept { spin_us_.store(us, std::memory_order_relaxed); }
+  uint32_t spin_us() const noexcept { return spin_us_.load(std::memory_order_relaxed); }
 
   const EngineStats& stats() const noexcept { return stats_; }
   uint32_t ring_capacity() const noexcept { return ring_.capacity(); }
@@ -252,7 +258,16 @@ class ProgressEngine {
   }
   // Makes tc's thread ring and publishes it to the consumer; null when the
   // engine has none to give (the thread then uses the shared ring).
-  ThreadRing* attach_ring(ThreadContext& tc) noexcept;
+  ThreadRing* attach_ring(ThreadContext& tc, ThreadRing*& slot, bool& refused) noexcept;
+  bool submit_own_via(ThreadContext& tc, ThreadRing*& slot, bool& refused, const Command& cmd,
+                      IfAsleep if_asleep) noexcept {
+    ThreadRing* tr = slot;
+    if (!tr) [[unlikely]] {
+      tr = attach_ring(tc, slot, refused);
+      if (!tr) return submit(cmd, if_asleep);
+    }
+    return pushed(tr->try_push(cmd), if_asleep);
+  }
   template <typename F>
   void for_each_thread_ring(F&& f) const noexcept {
     for (ThreadRing* r = rings_.load(std::memory_order_acquire); r; r = r->next) f(*r);
@@ -279,6 +294,7 @@ class ProgressEngine {
   void unlock() noexcept { consumer_busy_.store(false, std::memory_order_release); }
 
   const Config cfg_;
+  const bool lane_;
   // Inline start of network commands while the engine sleeps (thread mode;
   // TSU_INLINE_EXEC=0 turns it off).
   const bool inline_exec_;

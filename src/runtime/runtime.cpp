@@ -58,6 +58,7 @@ std::byte* Runtime::layer_area(std::size_t& size) const noexcept {
 }
 
 Runtime::~Runtime() {
+  stop_lanes();
   if (engine_) engine_->stop();
   engine_.reset();
   if (wake_eventfd_ >= 0) close(wake_eventfd_);
@@ -161,6 +162,7 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
   }
   st = rt->engine_->start(error);
   if (st != TSU_OK) return st;
+  rt->start_lanes();
   // Nobody touches a peer's memory before every rank has mapped everything.
   st = rt->boot_->barrier();
   if (st != TSU_OK) {
@@ -590,6 +592,45 @@ bool Runtime::sleep_in_engine(ThreadContext& tc) noexcept {
   return slept;
 }
 
+void Runtime::start_lanes() noexcept {
+  const uint32_t want = cfg_.progress_threads;
+  if (want <= 1) return;
+  if (manual_progress()) {
+    TSU_LOG_WARN("TSU_PROGRESS_THREADS=%u ignored: lanes need TSU_PROGRESS=thread", want);
+    return;
+  }
+  try {
+    lane_executor_ = std::make_unique<LaneExecutor>(*this);
+    lane_bells_ = std::make_unique<DoorbellShared[]>(want - 1);
+    for (uint32_t i = 0; i + 1 < want; ++i) {
+      auto lane = std::make_unique<ProgressEngine>(cfg_, *lane_executor_,
+                                                   Doorbell(&lane_bells_[i], -1), /*lane=*/true);
+      lane->set_spin_us(engine_->spin_us());
+      std::string why;
+      if (lane->start(why) != TSU_OK) {
+        // Fewer consumers is slower, not wrong: go on with those started.
+        TSU_LOG_WARN("progress lane %u not started (%s): %zu lanes serve this rank", i + 1,
+                     why.c_str(), lanes_.size());
+        break;
+      }
+      lanes_.push_back(std::move(lane));
+    }
+  } catch (const std::bad_alloc&) {
+    TSU_LOG_WARN("no memory for progress lanes: %zu lanes serve this rank", lanes_.size());
+  }
+}
+
+void Runtime::stop_lanes() noexcept {
+  // Each drains its rings before its thread ends (thread_main).
+  for (auto& lane : lanes_) lane->stop();
+}
+
+ProgressEngine& Runtime::pick_lane() noexcept {
+  const uint32_t i = next_lane_.fetch_add(1, std::memory_order_relaxed) %
+                     static_cast<uint32_t>(lanes_.size() + 1);
+  return i == 0 ? *engine_ : *lanes_[i - 1];
+}
+
 tsu_status_t Runtime::finalize(std::string& error) {
   // Complete everything in flight, from every thread, callbacks included.
   util::Backoff backoff;
@@ -608,6 +649,7 @@ tsu_status_t Runtime::finalize(std::string& error) {
   if (shm_) shm_->finalizing();
   tsu_status_t st = barrier();
   if (st != TSU_OK) error = "bootstrap barrier at finalize failed";
+  stop_lanes();
   engine_->stop();
   if (cfg_.stats) {
     print_stats();
@@ -653,6 +695,17 @@ void Runtime::print_stats() const {
                 static_cast<unsigned long long>(es.failed.load()),
                 static_cast<unsigned long long>(es.messages.load()),
                 static_cast<unsigned long long>(es.inline_runs.load()));
+  n = static_cast<int>(std::strlen(line));
+  if (!lanes_.empty()) {
+    uint64_t commands = 0, sleeps = 0;
+    for (const auto& lane : lanes_) {
+      commands += lane->stats().commands.load();
+      sleeps += lane->stats().sleeps.load();
+    }
+    std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n),
+                  " lanes=%zu lane_commands=%llu lane_sleeps=%llu", lanes_.size(),
+                  static_cast<unsigned long long>(commands), static_cast<unsigned long long>(sleeps));
+  }
   std::fprintf(stderr, "%s\n", line);
 }
 

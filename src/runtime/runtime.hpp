@@ -174,6 +174,16 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   SegmentTable& segments() noexcept { return segments_; }
   ThreadRegistry& threads() noexcept { return threads_; }
   ProgressEngine& engine() noexcept { return *engine_; }
+  // TSU_PROGRESS_THREADS > 1: lanes beside the progress thread.
+  bool has_lanes() const noexcept { return !lanes_.empty(); }
+  // The engine that executes tc's node-local requests: the progress thread's
+  // or a lane, chosen round-robin at the thread's first request and kept
+  // (one ring per thread: a thread's requests stay in issue order).
+  ProgressEngine& lane_of(ThreadContext& tc) noexcept {
+    ProgressEngine* e = tc.lane;
+    if (!e) [[unlikely]] e = tc.lane = &pick_lane();
+    return *e;
+  }
   bootstrap::Bootstrap& boot() noexcept { return *boot_; }
   MessageHandlerTable& handlers() noexcept { return handlers_; }
 
@@ -234,6 +244,27 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   int wake_eventfd_ = -1;
   std::unique_ptr<Extension> extension_;  // destroyed after engine_ (declared before it)
   std::unique_ptr<ProgressEngine> engine_;
+  ProgressEngine& pick_lane() noexcept;
+  void start_lanes() noexcept;
+  void stop_lanes() noexcept;
+  // What a lane executes: node-local requests only (lane_of's callers route
+  // nothing else there), so never the network protocol, nor its pending
+  // work.
+  class LaneExecutor final : public CommandExecutor {
+   public:
+    explicit LaneExecutor(Runtime& rt) : rt_(rt) {}
+    tsu_status_t execute(const Command& cmd, uint32_t) noexcept override {
+      return rt_.execute(cmd, UINT32_MAX);
+    }
+
+   private:
+    Runtime& rt_;
+  };
+  std::unique_ptr<LaneExecutor> lane_executor_;
+  // Each lane's doorbell word (private: no node peer rings a lane).
+  std::unique_ptr<DoorbellShared[]> lane_bells_;
+  std::vector<std::unique_ptr<ProgressEngine>> lanes_;
+  std::atomic<uint32_t> next_lane_{0};
 };
 
 // The live runtime, or null before tsu_init / after tsu_finalize.

@@ -1,7 +1,8 @@
 #!/bin/bash
 # startup_scaling.sh TSURUN PROG K N1 [N2 ...]
 # Starts PROG (startup_rank) on N1, N2, ... ranks posing as nodes of K ranks
-# (tsurun --ranks-per-node K), manual progress, and prints one line per job
+# (tsurun --ranks-per-node K; or, when TSURUN is a path to Open MPI's mpirun,
+# under mpirun and the PMIx bootstrap), manual progress, and prints one line per job
 # size: ranks started, bootstrap requests and bytes per rank (TSU_STATS=1),
 # udp address lookups, per-rank memory, and the whole job's wall time
 # (tsurun start to exit).  Fails unless every rank of every
@@ -18,9 +19,19 @@ printf "%6s %6s %8s %14s %16s %12s %12s %12s %12s %10s\n" ranks nodes started "r
 for n in "$@"; do
   out=$(mktemp)
   t0=$(date +%s%N)
-  TSU_STATS=1 TSU_PROGRESS=manual TSU_SEGMENT_SIZE=${TSU_SEGMENT_SIZE:-256K} \
-    timeout -k 10 $((limit + 10)) "$tsurun" -n "$n" --ranks-per-node "$k" --timeout "$limit" \
-    "$prog" >"$out" 2>&1
+  if [ "$(basename "$tsurun")" = mpirun ]; then
+    # Open MPI's mpirun (its PMIx server): ranks pose as nodes of K by
+    # TSU_PLACEMENT (the PMIx bootstrap takes it before PMIX_NODEID) and a
+    # node name per rank.
+    TSU_STATS=1 TSU_PROGRESS=manual TSU_SEGMENT_SIZE=${TSU_SEGMENT_SIZE:-256K} \
+      TSU_PLACEMENT=block:$k timeout -k 10 $((limit + 10)) \
+      "$tsurun" --allow-run-as-root --oversubscribe -n "$n" \
+      sh -c "TSU_NODE_ID=n\$((OMPI_COMM_WORLD_RANK / $k)) exec $prog" >"$out" 2>&1
+  else
+    TSU_STATS=1 TSU_PROGRESS=manual TSU_SEGMENT_SIZE=${TSU_SEGMENT_SIZE:-256K} \
+      timeout -k 10 $((limit + 10)) "$tsurun" -n "$n" --ranks-per-node "$k" --timeout "$limit" \
+      "$prog" >"$out" 2>&1
+  fi
   rc=$?
   job_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   line=$(awk -v n="$n" '
