@@ -626,9 +626,11 @@ void Runtime::stop_lanes() noexcept {
 }
 
 ProgressEngine& Runtime::pick_lane() noexcept {
+  // Lanes first: the progress thread also serves the network and the
+  // messages, so it takes a thread's requests only when every lane has one.
   const uint32_t i = next_lane_.fetch_add(1, std::memory_order_relaxed) %
                      static_cast<uint32_t>(lanes_.size() + 1);
-  return i == 0 ? *engine_ : *lanes_[i - 1];
+  return i < lanes_.size() ? *lanes_[i] : *engine_;
 }
 
 tsu_status_t Runtime::finalize(std::string& error) {

@@ -177,7 +177,7 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   // TSU_PROGRESS_THREADS > 1: lanes beside the progress thread.
   bool has_lanes() const noexcept { return !lanes_.empty(); }
   // The engine that executes tc's node-local requests: the progress thread's
-  // or a lane, chosen round-robin at the thread's first request and kept
+  // or a lane, chosen round-robin (lanes first) at the thread's first request and kept
   // (one ring per thread: a thread's requests stay in issue order).
   ProgressEngine& lane_of(ThreadContext& tc) noexcept {
     ProgressEngine* e = tc.lane;
