@@ -11,9 +11,15 @@ namespace tsu::coll {
 // Bytes per element; 0 for a value outside tsu_dtype_t.
 std::size_t dtype_size(tsu_dtype_t type) noexcept;
 
-// acc = acc op in, element-wise over `count` elements (either may be
-// unaligned; they must not overlap).  Bitwise ops on floating types leave acc.
-void combine(tsu_dtype_t type, tsu_op_t op, std::byte* acc, const std::byte* in,
-             std::size_t count) noexcept;
+// out = a op in, element-wise over `count` elements (any may be unaligned;
+// out may be a, else none may overlap).  Bitwise ops on floating types copy a.
+void combine_into(tsu_dtype_t type, tsu_op_t op, std::byte* out, const std::byte* a,
+                  const std::byte* in, std::size_t count) noexcept;
+
+// acc = acc op in (they must not overlap).
+inline void combine(tsu_dtype_t type, tsu_op_t op, std::byte* acc, const std::byte* in,
+                    std::size_t count) noexcept {
+  combine_into(type, op, acc, acc, in, count);
+}
 
 }  // namespace tsu::coll

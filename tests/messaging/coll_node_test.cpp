@@ -102,6 +102,14 @@ void reductions(tsu_team_t team, std::size_t bytes) {
       if (me == root) {
         ASSERT_TRUE(same(out.data(), expect.data(), count)) << "reduce root " << root;
       }
+      // In place at the root (dst == src); the others' src is left alone.
+      std::vector<int64_t> io = src;
+      Flag q;
+      ASSERT_EQ(tsu_try_reduce(team, io.data(), me == root ? io.data() : nullptr, count,
+                               TSU_DT_INT64, op, root, q.cb()), TSU_OK);
+      q.wait();
+      ASSERT_TRUE(same(io.data(), me == root ? expect.data() : src.data(), count))
+          << "in-place reduce root " << root << " count " << count;
     }
   }
 }
