@@ -10,6 +10,11 @@
 // victim fail the same way; blocking collectives over all ranks return
 // TSU_ERR_PEER_LOST instead of hanging; the survivors still talk to each
 // other and finalize cleanly.  Prints "rank R: PASS" / "FAIL: ...".
+// PEER_LOSS_RTS_FIRST=1: the victim drives progress 100 ms before dying and
+// each survivor 50 ms before its own requests, so that every survivor reads
+// the victim's rendezvous before it learns of the death (the order the
+// ofi.recv_refused tests need; otherwise a survivor's first send to the dead
+// rank may find it lost first).
 #include <sched.h>
 #include <signal.h>
 #include <unistd.h>
@@ -46,6 +51,16 @@ void on_long(tsu_am_token_t*, const uint64_t*, uint32_t, void*, size_t, void*) {
   g_long_handled.fetch_add(1);
 }
 
+// Calls tsu_progress for `ms` milliseconds (manual progress: nothing else
+// reads the network meanwhile).
+void drive_progress(int ms) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < end) {
+    tsu_progress();
+    usleep(1000);
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -57,6 +72,8 @@ int main() {
     return fail(me, "tsu_node_of");
   const bool victim_on_my_node = my_node == victim_node;
   const size_t kRndv = 1u << 20, kLong = 3u << 20;
+  const char* rts_env = std::getenv("PEER_LOSS_RTS_FIRST");
+  const bool rts_first = rts_env && std::atoi(rts_env) == 1;
   std::vector<unsigned char> out(kLong, 0x3C), in(kRndv, 0);
 
   // Before the victim dies: the receive its rendezvous will match.
@@ -73,6 +90,7 @@ int main() {
     for (uint32_t s = 0; s < victim; ++s)
       if (issue([&] { return tsu_try_send(s, 7, out.data(), kRndv, tsu_cb_none()); }) != TSU_OK)
         return fail(me, "rendezvous send");
+    if (rts_first) drive_progress(100);
     std::printf("rank %u: dying now\n", me);
     std::fflush(stdout);
     raise(SIGKILL);
@@ -85,6 +103,7 @@ int main() {
   // The victim dies right after its sends: give it that moment, so that it
   // cannot still handle (and acknowledge) what follows.
   usleep(300 * 1000);
+  if (rts_first) drive_progress(50);
   Request never{"receive nobody matches"}, rndv{"rendezvous send"}, long_am{"long AM"},
       barrier{"barrier on the world team"};
   auto accepted = [](tsu_status_t st, Request& r) {

@@ -22,7 +22,11 @@ enum class RmaFault : uint8_t {
   kAtomicAtCall,
   kAtomicInCompletion,
   kAtomicLate,
-  kMessageLost  // not an RMA fault: one message "sent" and never delivered
+  kMessageLost,  // not an RMA fault: one message "sent" and never delivered
+  // Not an RMA fault: every receive of a bulk transfer from the last rank is
+  // refused at the post with -FI_EOTHER, as tcp;ofi_rxm refuses one that
+  // matches a dead sender's rendezvous.
+  kBulkRecvRefusedLast
 };
 
 struct OfiConfig {

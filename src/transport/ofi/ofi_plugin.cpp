@@ -205,9 +205,12 @@ const core::SettingsTable<OfiConfig>& ofi_settings() {
                  "atomics); atomic_enosys_late: every NIC atomic after this rank's first "
                  "fails at the call (the caller gets TSU_ERR_UNSUPPORTED).  message_lost: this "
                  "rank's 64th message is acknowledged and never sent, as a provider that "
-                 "loses one would (the receiver declares it lost)",
+                 "loses one would (the receiver declares it lost).  bulk_recv_refused_last: every "
+                 "receive of a bulk transfer from the last rank is refused at the post "
+                 "(FI_EOTHER), as tcp;ofi_rxm refuses one matching a dead sender's rendezvous",
                  "none, rma_enosys, rma_enosys_staged, rma_cq_enosys, atomic_enosys, "
-                 "atomic_cq_enosys, atomic_enosys_late or message_lost",
+                 "atomic_cq_enosys, atomic_enosys_late, message_lost or "
+                 "bulk_recv_refused_last",
                  [](const char* v, O& c) {
                    const std::string s(v);
                    if (s == "none") c.fault = RmaFault::kNone;
@@ -218,6 +221,8 @@ const core::SettingsTable<OfiConfig>& ofi_settings() {
                    else if (s == "atomic_cq_enosys") c.fault = RmaFault::kAtomicInCompletion;
                    else if (s == "atomic_enosys_late") c.fault = RmaFault::kAtomicLate;
                    else if (s == "message_lost") c.fault = RmaFault::kMessageLost;
+                   else if (s == "bulk_recv_refused_last")
+                     c.fault = RmaFault::kBulkRecvRefusedLast;
                    else return false;
                    return true;
                  },
@@ -230,7 +235,9 @@ const core::SettingsTable<OfiConfig>& ofi_settings() {
                                           ? "atomic_cq_enosys"
                                       : c.fault == RmaFault::kAtomicLate ? "atomic_enosys_late"
                                       : c.fault == RmaFault::kMessageLost ? "message_lost"
-                                                                          : "none");
+                                      : c.fault == RmaFault::kBulkRecvRefusedLast
+                                          ? "bulk_recv_refused_last"
+                                          : "none");
                  }});
     r.push_back(core::duration_setting<O>("TSU_OFI_KEEPALIVE", "500ms",
                                           "ofi: ping a watched peer (one this rank waits on) "

@@ -510,6 +510,9 @@ ssize_t OfiTransport::post(const Staged& s, uint64_t more, bool staged) noexcept
   if ((s.kind == Staged::kWrite || s.kind == Staged::kRead) &&
       (cfg_.fault == RmaFault::kAtCall || (staged && cfg_.fault == RmaFault::kAtStagedCall)))
     return -FI_ENOSYS;
+  if (s.kind == Staged::kTagRecv && s.rank == size_ - 1 &&
+      cfg_.fault == RmaFault::kBulkRecvRefusedLast)
+    return -FI_EOTHER;
   iovec iov{s.buf, s.len};
   switch (s.kind) {
     case Staged::kSend: {
@@ -569,10 +572,54 @@ void OfiTransport::fail_staged(const Staged& s, ssize_t rc) noexcept {
     TSU_LOG_WARN("ofi: staged fi_%s with rank %u failed: %s", kCall[s.kind], s.rank,
                  fi_text(static_cast<int>(rc)).c_str());
   staged_refused_.fetch_add(1, std::memory_order_relaxed);
+  if ((st == TSU_ERR_SYSTEM || st == TSU_ERR_PEER_LOST) &&
+      hold_until_peer_known(static_cast<RmaContext*>(s.ctx), s.rank, st))
+    return;
   try {
     faulted_.emplace_back(static_cast<RmaContext*>(s.ctx), st);  // its callback in the next poll
   } catch (...) {
     TSU_LOG_ERROR("ofi: out of memory failing an RMA to rank %u", s.rank);
+  }
+}
+
+bool OfiTransport::hold_until_peer_known(RmaContext* ctx, uint32_t rank,
+                                         tsu_status_t status) noexcept {
+  if (!ctx || rank >= size_ || rank == rank_ || lost_[rank].load(std::memory_order_acquire))
+    return false;
+  try {
+    doubtful_.push_back({ctx, rank, status, util::now_ns()});
+  } catch (...) {
+    return false;
+  }
+  doubtful_held_.fetch_add(1, std::memory_order_relaxed);
+  watch_backpressured(rank);
+  return true;
+}
+
+bool OfiTransport::doubtful_settleable() const noexcept {
+  return std::any_of(doubtful_.begin(), doubtful_.end(), [this](const Doubtful& d) {
+    return lost_[d.rank].load(std::memory_order_acquire) ||
+           heard_ns_[d.rank] >= d.since_ns + cfg_.keepalive_ns;
+  });
+}
+
+void OfiTransport::settle_doubtful() noexcept {
+  for (std::size_t i = 0; i < doubtful_.size();) {
+    const Doubtful d = doubtful_[i];
+    const bool lost = lost_[d.rank].load(std::memory_order_acquire);
+    // Heard a whole keep-alive interval after the refusal: not a message it
+    // sent before dying and this rank read late.
+    if (!lost && heard_ns_[d.rank] < d.since_ns + cfg_.keepalive_ns) {
+      ++i;
+      continue;
+    }
+    try {
+      faulted_.emplace_back(d.ctx, lost ? TSU_ERR_PEER_LOST : d.status);
+    } catch (...) {
+      return;  // no memory: the next poll tries again
+    }
+    doubtful_[i] = doubtful_.back();
+    doubtful_.pop_back();
   }
 }
 
@@ -690,7 +737,9 @@ void OfiTransport::release_backpressured() noexcept {
     const bool lost = lost_[r].load(std::memory_order_acquire);
     const bool heard = heard_ns_[r] > backpressured_ns_[r];
     const bool stuck = std::any_of(retry_.begin(), retry_.end(),
-                                   [r](const Staged& s) { return s.rank == r; });
+                                   [r](const Staged& s) { return s.rank == r; }) ||
+                       std::any_of(doubtful_.begin(), doubtful_.end(),
+                                   [r](const Doubtful& d) { return d.rank == r; });
     if (!lost && (!heard || stuck)) {
       ++i;
       continue;
@@ -911,6 +960,7 @@ std::size_t OfiTransport::poll(const core::MessageHandlerTable& handlers) noexce
     {
       std::lock_guard lock(mu_);
       if (!retry_.empty()) post_list(retry_);
+      if (!doubtful_.empty()) settle_doubtful();
       for (std::size_t k = unposted_.size(); k > 0; --k) {
         Buffer* u = unposted_.front();
         unposted_.erase(unposted_.begin());
@@ -1121,6 +1171,7 @@ bool OfiTransport::prepare_sleep() noexcept {
   std::lock_guard lock(mu_);
   // Test faults and refused operations to deliver, staged ones to post.
   if (!faulted_.empty() || !retry_.empty() || !staged_.empty()) return false;
+  if (!doubtful_.empty() && doubtful_settleable()) return false;
   // Watches that started (their first timeout to arm) or ended.
   if (watches_.changed()) return false;
   if (wait_fd_ < 0) return true;        // polled every max_sleep_ns
@@ -1229,7 +1280,7 @@ tsu_status_t OfiTransport::rma(bool write, uint32_t rank, void* buf, std::size_t
     rma_ops_.fetch_add(1, std::memory_order_relaxed);
     if (s.flags & FI_INJECT) rma_injected_.fetch_add(1, std::memory_order_relaxed);
   }
-  return post_status(rc, rank, write ? "fi_writemsg" : "fi_readmsg");
+  return post_status(rc, rank, write ? "fi_writemsg" : "fi_readmsg", ctx);
 }
 
 tsu_status_t OfiTransport::rma_peer(uint32_t rank, RmaContext* ctx, fi_addr_t& to) noexcept {
@@ -1255,7 +1306,8 @@ tsu_status_t OfiTransport::nudge_eagain() noexcept {
   return TSU_EAGAIN;
 }
 
-tsu_status_t OfiTransport::post_status(ssize_t rc, uint32_t rank, const char* what) noexcept {
+tsu_status_t OfiTransport::post_status(ssize_t rc, uint32_t rank, const char* what,
+                                       RmaContext* ctx) noexcept {
   if (rc == 0) return TSU_OK;
   // A provider that listed FI_RMA or FI_ATOMIC and cannot do it: the caller
   // falls back (OfiRma) or reports TSU_ERR_UNSUPPORTED (NIC atomics).
@@ -1266,7 +1318,11 @@ tsu_status_t OfiTransport::post_status(ssize_t rc, uint32_t rank, const char* wh
   }
   TSU_LOG_WARN("ofi: %s with rank %u failed: %s", what, rank,
                fi_text(static_cast<int>(rc)).c_str());
-  return status_of(rc);
+  const tsu_status_t st = status_of(rc);
+  // Perhaps the peer died: its callback says so once that is known.
+  if ((st == TSU_ERR_SYSTEM || st == TSU_ERR_PEER_LOST) && hold_until_peer_known(ctx, rank, st))
+    return TSU_OK;
+  return st;
 }
 
 bool OfiTransport::nic_atomics(tsu_atype_t type, tsu_aop_t op) const noexcept {
@@ -1316,7 +1372,7 @@ tsu_status_t OfiTransport::atomic(uint32_t rank, const FiAtomic& a, const void* 
     atomic_posted_ = true;
     atomics_.fetch_add(1, std::memory_order_relaxed);
   }
-  return post_status(rc, rank, "NIC atomic");
+  return post_status(rc, rank, "NIC atomic", ctx);
 }
 
 void OfiTransport::print_stats(std::FILE* f) const noexcept {
@@ -1327,7 +1383,7 @@ void OfiTransport::print_stats(std::FILE* f) const noexcept {
                "av_inserts=%llu staged_rma_refused=%llu pings=%llu pongs=%llu silent_lost=%llu "
                "watched=%u watch_ends=%llu bundled=%llu nic_atomics=%llu nic_atomics_refused=%llu "
                "served_unseen=%llu lost_notices=%llu lost_by_notice=%llu bulk_sends=%llu "
-               "bulk_recvs=%llu bulk_cancels=%llu\n",
+               "bulk_recvs=%llu bulk_cancels=%llu held_refusals=%llu\n",
                rank_, provider_name(), static_cast<unsigned long long>(sent_.load()),
                static_cast<unsigned long long>(injected_.load()),
                static_cast<unsigned long long>(received_.load()),
@@ -1354,7 +1410,8 @@ void OfiTransport::print_stats(std::FILE* f) const noexcept {
                static_cast<unsigned long long>(lost_by_notice_.load()),
                static_cast<unsigned long long>(bulk_sends_.load()),
                static_cast<unsigned long long>(bulk_recvs_.load()),
-               static_cast<unsigned long long>(bulk_cancels_.load()));
+               static_cast<unsigned long long>(bulk_cancels_.load()),
+               static_cast<unsigned long long>(doubtful_held_.load()));
 }
 
 }  // namespace tsu::transport::ofi

@@ -262,8 +262,11 @@ class OfiTransport final : public Transport {
   // TSU_EAGAIN after one fi_cq_read: manual providers progress in it.
   tsu_status_t nudge_eagain() noexcept;
   // An RMA or atomic post's rc as a status (mu_ held): EAGAIN watches the
-  // backpressuring peer, anything unexpected is logged as `what` failing.
-  tsu_status_t post_status(ssize_t rc, uint32_t rank, const char* what) noexcept;
+  // backpressuring peer, anything unexpected is logged as `what` failing,
+  // and one that may be the peer's death is held (hold_until_peer_known:
+  // TSU_OK, ctx's callback tells).
+  tsu_status_t post_status(ssize_t rc, uint32_t rank, const char* what,
+                           RmaContext* ctx) noexcept;
   // Runs one well-formed message and any held ones it unblocks.
   void deliver(const core::MessageHandlerTable& handlers, const WirePrefix& prefix,
                const std::byte* msg, std::size_t len) noexcept;
@@ -276,6 +279,13 @@ class OfiTransport final : public Transport {
   // what waits on this rank rather than wait for ever (see kLost).
   void declare_lost(uint32_t rank, const char* why = "a send to it failed",
                     bool tell_it = false) noexcept;
+  // (mu_ held.)  Holds a refused operation in doubtful_ until its peer's
+  // fate is known; false: not held (the peer is lost already, or no memory).
+  bool hold_until_peer_known(RmaContext* ctx, uint32_t rank, tsu_status_t status) noexcept;
+  // Poller, mu_ held: moves the doubtful operations whose peer is lost or
+  // was heard from to faulted_; settleable: whether any would move.
+  void settle_doubtful() noexcept;
+  bool doubtful_settleable() const noexcept;
   // Watches a rank the provider answered -FI_EAGAIN for (mu_ held), once
   // until release_backpressured ends it.
   void watch_backpressured(uint32_t rank) noexcept;
@@ -400,6 +410,19 @@ class OfiTransport final : public Transport {
   // RMA to fail in the next poll with the status: TSU_OFI_TEST_FAULT=
   // rma_cq_enosys, and staged operations the provider refused at batch_end.
   std::vector<std::pair<RmaContext*, tsu_status_t>> faulted_;  // under mu_
+  // Operations the provider refused at the post with an error that may be
+  // the peer's death (tcp;ofi_rxm fails a receive matching a dead sender's
+  // rendezvous at once, "Unspecified error"), under mu_.  Each waits until
+  // the peer is declared lost (TSU_ERR_PEER_LOST: the contract of every
+  // route) or is heard from a keep-alive interval after the refusal (alive:
+  // the refusal's own status).  The peer is watched meanwhile.
+  struct Doubtful {
+    RmaContext* ctx;
+    uint32_t rank;
+    tsu_status_t status;
+    uint64_t since_ns;
+  };
+  std::vector<Doubtful> doubtful_;
   // Batching (under mu_): inside an executor batch; what it staged; what the
   // provider had no room for (posted again by poll, before anything new).
   // A depth: the executor's batch and poll's dispatch (replies sent by
@@ -414,7 +437,8 @@ class OfiTransport final : public Transport {
       pongs_{0}, silent_lost_{0}, watch_ends_{0}, bundled_{0}, atomics_{0}, atomic_refused_{0},
       served_unseen_{0},  // polls that served peers' native RMA (poll says how it knows)
       lost_notices_{0}, lost_by_notice_{0},  // kLost sent; ranks declared lost on one
-      bulk_sends_{0}, bulk_recvs_{0}, bulk_cancels_{0};
+      bulk_sends_{0}, bulk_recvs_{0}, bulk_cancels_{0},
+      doubtful_held_{0};  // refusals held until the peer's fate was known
   std::atomic<bool> rma_target_{false};  // a region is registered: peers may fi_write here
   bool last_poll_worked_ = false;        // poll's own (the consumer role: one thread at a time)
 };
