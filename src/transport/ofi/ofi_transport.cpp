@@ -361,9 +361,15 @@ tsu_status_t OfiTransport::status_of(ssize_t rc) const noexcept {
     case FI_EAGAIN: return TSU_EAGAIN;
     case FI_ENOMEM: return TSU_ERR_NO_MEMORY;
     case FI_EINVAL: return TSU_ERR_INVALID_ARG;
+    // The connection to the peer is gone (connection-based providers such
+    // as tcp;ofi_rxm say so in these words).
     case FI_ECONNREFUSED:
     case FI_ECONNRESET:
+    case FI_ECONNABORTED:
+    case FI_ETIMEDOUT:
     case FI_EHOSTUNREACH:
+    case FI_ENETUNREACH:
+    case EPIPE:
     case FI_ENOTCONN: return TSU_ERR_PEER_LOST;
     default: return TSU_ERR_SYSTEM;
   }
