@@ -21,7 +21,7 @@ b=/tmp/tsu_build; rm -rf $b; mkdir -p $b/tools/tsurun $b/bench/net
 ln -s "$B/lib" $b/src
 cp "$B/bin/tsurun" $b/tools/tsurun/; cp "$B/bin/tsu-bench-net" $b/bench/net/
 ROUNDS=${ROUNDS:-3}
-PRIO=" " timeout 240 bash bench/net/udp_tail.sh $b "" "$ROUNDS" 2>&1 | tee "$O/udp_tail.txt"
+PRIO=" " timeout 200 bash bench/net/udp_tail.sh $b "" "$ROUNDS" 2>&1 | tee "$O/udp_tail.txt"
 # The limit: raw UDP ping-pong, 8 B, same kind of veth pair.
 . bench/net/veth_pair.sh
 na=raw$$a nb=raw$$b
