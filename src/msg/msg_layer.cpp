@@ -274,7 +274,12 @@ tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::si
   if (len && !buf) return core::fail(TSU_ERR_NULL_POINTER, "tsu_try_send: buf is NULL");
   if (!rt_.message_route(dst))
     return core::fail(TSU_ERR_UNREACHABLE, "tsu_try_send: no transport reaches rank %u", dst);
-  const std::size_t eager_limit = std::min(eager_max_, am_.max_payload(dst));
+  std::size_t eager_limit = eager_max_;
+  // Another node's route may carry more in one message than the job's limit
+  // (ofi: tcp;ofi_rxm's 16 KiB); asked only for sizes above that limit.
+  if (len > eager_limit && !memory_reachable(rt_, dst))
+    if (const std::size_t route_max = rt_.message_route(dst)->eager_max(dst)) eager_limit = route_max;
+  eager_limit = std::min(eager_limit, am_.max_payload(dst));
   if (len <= eager_limit) {
     // Single-copy eager needs the receiver's memory mapped here: node peers
     // (and self) only, never a rank on another node (udp).

@@ -129,6 +129,14 @@ class Transport {
   // ---- Messages (kCapMessages) ----------------------------------------------
   // Largest payload send_message accepts (larger ones are the caller's to split).
   virtual std::size_t max_message_payload() const noexcept { return 0; }
+  // The largest tagged payload best sent to `peer` as one eager message
+  // (copied once at the receiver) rather than by rendezvous; 0: no opinion,
+  // the job's TSU_EAGER_MAX applies.  ofi: what the provider sends in one
+  // piece (above it tcp;ofi_rxm adds round trips of its own).
+  virtual std::size_t eager_max(uint32_t peer) const noexcept {
+    (void)peer;
+    return 0;
+  }
 
   // Sends one message to `dst`.  Header and payload are copied before the call
   // returns.  Delivered exactly once, in order per (sender, receiver) pair.

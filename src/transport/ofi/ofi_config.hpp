@@ -46,6 +46,10 @@ struct OfiConfig {
   // Large tagged messages' payloads by the provider's tagged send and
   // receive where it offers them (TSU_OFI_BULK; else DATA messages).
   bool bulk = true;
+  // Tagged messages to ranks on other nodes up to this size go eager
+  // (TSU_OFI_EAGER_MAX); kEagerAuto: what the provider sends in one piece.
+  static constexpr std::size_t kEagerAuto = SIZE_MAX;
+  std::size_t eager_max = kEagerAuto;
   RmaFault fault = RmaFault::kNone;      // TSU_OFI_TEST_FAULT
   // Watched peers (Transport::watch_peer): one silent this long is pinged
   // (it answers), one silent for peer_timeout is lost.

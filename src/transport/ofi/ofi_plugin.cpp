@@ -4,6 +4,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <rdma/fabric.h>
+#include <strings.h>
 
 #include <cstring>
 #include <set>
@@ -184,6 +185,26 @@ const core::SettingsTable<OfiConfig>& ofi_settings() {
                                       "provider's tagged send and receive (fi_tsend, fi_trecv) "
                                       "where it offers them; 0: by messages",
                                       &O::bulk));
+    r.push_back({"TSU_OFI_EAGER_MAX", "auto",
+                 "ofi: tagged messages to ranks on other nodes up to this size go eager (one "
+                 "provider send, copied at the receiver) instead of by rendezvous; auto: what "
+                 "the provider sends in one piece (tcp;ofi_rxm: FI_OFI_RXM_BUFFER_SIZE, 16K, "
+                 "less tsunagi's header), TSU_EAGER_MAX for other providers; 0: TSU_EAGER_MAX",
+                 "auto or a size up to TSU_OFI_MAX_MESSAGE",
+                 [](const char* v, O& c) {
+                   if (!strcasecmp(v, "auto")) {
+                     c.eager_max = OfiConfig::kEagerAuto;
+                     return true;
+                   }
+                   std::size_t n = 0;
+                   if (!core::parse_size(v, n) || n > (16u << 20)) return false;
+                   c.eager_max = n;
+                   return true;
+                 },
+                 [](const O& c) {
+                   return c.eager_max == OfiConfig::kEagerAuto ? std::string("auto")
+                                                              : std::to_string(c.eager_max);
+                 }});
     r.push_back(core::bool_setting<O>("TSU_OFI_BUNDLE", "1",
                                       "ofi: 1: messages staged for one peer (an engine batch, "
                                       "the replies of one poll) leave packed in one provider "

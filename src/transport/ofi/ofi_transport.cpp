@@ -186,6 +186,25 @@ tsu_status_t OfiTransport::open(std::string& error) {
   }
   if (cfg_.max_message + kPrefix > max_msg) cfg_.max_message = max_msg - kPrefix;
   buffer_size_ = (kPrefix + cfg_.max_message + 63) & ~std::size_t{63};
+  // Tagged messages to other nodes go eager up to what the provider sends in
+  // one piece: tcp;ofi_rxm sends a message up to its bounce buffer
+  // (FI_OFI_RXM_BUFFER_SIZE, 16 KiB) at once; a larger one takes its own
+  // rendezvous (request, read, read reply, done: a 16 KiB message ~2x
+  // slower than the RTS and payload of tsunagi's rendezvous, docs/ofi.md).
+  eager_max_ = cfg_.eager_max;
+  if (eager_max_ == OfiConfig::kEagerAuto) {
+    eager_max_ = 0;  // unknown provider: TSU_EAGER_MAX
+    if (std::strstr(provider_name(), "ofi_rxm")) {
+      std::size_t piece = 16384;
+      if (const char* v = std::getenv("FI_OFI_RXM_BUFFER_SIZE")) {
+        char* end = nullptr;
+        const unsigned long long n = std::strtoull(v, &end, 0);
+        if (end != v && *end == '\0' && n > 0) piece = static_cast<std::size_t>(n);
+      }
+      eager_max_ = piece > kPrefix ? piece - kPrefix : 0;
+    }
+  }
+  eager_max_ = std::min(eager_max_, cfg_.max_message);
   inject_size_ = info_->tx_attr->inject_size;
   msg_inject_size_ = inject_size_;
   if (messages_need_completions()) {
@@ -299,10 +318,11 @@ tsu_status_t OfiTransport::open(std::string& error) {
       return TSU_ERR_SYSTEM;
     }
   }
-  TSU_LOG_INFO("ofi: rank %u on provider %s, domain %s, max message %zu B, inject %zu B, %s, "
-               "RMA %s",
+  TSU_LOG_INFO("ofi: rank %u on provider %s, domain %s, max message %zu B, inject %zu B, "
+               "eager tagged up to %zu B, %s, RMA %s",
                rank_, provider_name(), info_->domain_attr->name, cfg_.max_message, inject_size_,
-               wait_fd_ >= 0 ? "wait fd" : "polled", native_rma_ ? "native" : "over messages");
+               eager_max_, wait_fd_ >= 0 ? "wait fd" : "polled",
+               native_rma_ ? "native" : "over messages");
   return TSU_OK;
 }
 

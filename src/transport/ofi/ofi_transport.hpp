@@ -165,6 +165,9 @@ class OfiTransport final : public Transport {
 
   // Bulk payloads (ofi_bulk.cpp): fi_tsendmsg / fi_trecvmsg.
   std::size_t bulk_max(uint32_t peer) const noexcept override;
+  std::size_t eager_max(uint32_t peer) const noexcept override {
+    return peer < size_ && peer != rank_ ? eager_max_ : 0;
+  }
   tsu_status_t bulk_send(uint32_t dst, uint32_t key, const void* buf, std::size_t len,
                          BulkDone done, void* ctx, uint64_t cookie) noexcept override;
   tsu_status_t bulk_recv(uint32_t src, uint32_t key, void* buf, std::size_t len, BulkDone done,
@@ -319,6 +322,7 @@ class OfiTransport final : public Transport {
   const uint32_t job_tag_;
   OfiConfig cfg_;
   std::size_t buffer_size_ = 0;
+  std::size_t eager_max_ = 0;  // eager tagged payloads up to this (0: TSU_EAGER_MAX)
   std::size_t inject_size_ = 0;
   // The largest message sent as an inject (no completion, no buffer held):
   // inject_size_, or 0 where the provider cannot take injects safely
