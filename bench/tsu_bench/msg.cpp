@@ -102,8 +102,9 @@ int pingpong(const MsgOptions& o) {
                 o.prepost ? "pre-posted" : "plain", env_or("TSU_EAGER_MAX"), env_or("TSU_SCEAGER"),
                 env_or("TSU_SCEAGER_MIN"),
                 o.cpus.empty() ? "any" : (std::to_string(o.cpus[0]) + "," + std::to_string(o.cpus[o.cpus.size() > 1])).c_str());
-    std::printf("%10s %10s %10s %8s %8s %8s %8s\n", "bytes", "median", "best", "eager", "sceager",
-                "rndv", "busy");
+    // mean and p99: of single round trips (halved), rank 0's clock.
+    std::printf("%10s %10s %10s %8s %8s %8s %8s %10s %10s\n", "bytes", "median", "best", "eager",
+                "sceager", "rndv", "busy", "mean", "p99");
   }
   for (size_t size = o.min; size <= o.max; size = size ? size * 2 : 1) {
     if (me > 1) {
@@ -126,17 +127,20 @@ int pingpong(const MsgOptions& o) {
         tsu_progress();
       ++posted;
     };
-    std::vector<double> rep_lat;
+    std::vector<double> rep_lat, one_lat;
     const int total = warm + reps * iters;
+    if (me == 0) one_lat.reserve(static_cast<size_t>(reps * iters));
     if (o.prepost) post();
     double t0 = now_us();
     for (int i = 0; i < total; ++i) {
       if (i >= warm && (i - warm) % iters == 0) t0 = now_us();
       if (me == 0) {
+        const double ti = now_us();
         send_retry(peer, 1, sbuf, size, &sdone);
         ++sends;
         if (!o.prepost) post();
         spin_until(rdone, posted);
+        if (i >= warm) one_lat.push_back((now_us() - ti) / 2);
         if (o.prepost && i + 1 < total) post();
       } else {
         if (!o.prepost) post();
@@ -153,12 +157,18 @@ int pingpong(const MsgOptions& o) {
     const double lat = rep_lat[rep_lat.size() / 2];
     tsu_msg_counters_t c1;
     tsu_msg_counters(&c1);
-    if (me == 0)
-      std::printf("%10zu %10.3f %10.3f %8llu %8llu %8llu %8llu\n", size, lat, best,
+    if (me == 0) {
+      std::sort(one_lat.begin(), one_lat.end());
+      double sum = 0;
+      for (double v : one_lat) sum += v;
+      const double mean = one_lat.empty() ? 0 : sum / static_cast<double>(one_lat.size());
+      const double p99 = one_lat.empty() ? 0 : one_lat[one_lat.size() * 99 / 100];
+      std::printf("%10zu %10.3f %10.3f %8llu %8llu %8llu %8llu %10.3f %10.3f\n", size, lat, best,
                   static_cast<unsigned long long>(c1.eager - c0.eager),
                   static_cast<unsigned long long>(c1.sceager - c0.sceager),
                   static_cast<unsigned long long>(c1.rendezvous - c0.rendezvous),
-                  static_cast<unsigned long long>(c1.sceager_busy - c0.sceager_busy));
+                  static_cast<unsigned long long>(c1.sceager_busy - c0.sceager_busy), mean, p99);
+    }
     std::fflush(stdout);
     tsu_barrier();
     if (size == 0) break;

@@ -43,6 +43,9 @@ struct OfiConfig {
   // (TSU_OFI_RMA_MESSAGE_MAX): bundled, they cost a fraction of a provider
   // operation each.
   std::size_t rma_message_max = 256;
+  // A native put or get leaves in pieces of at most this, one at a time
+  // (TSU_OFI_RMA_PIECE): each piece's completion shows the peer alive.
+  std::size_t rma_piece = 4u << 20;
   // Large tagged messages' payloads by the provider's tagged send and
   // receive where it offers them (TSU_OFI_BULK; else DATA messages).
   bool bulk = true;

@@ -216,6 +216,13 @@ const core::SettingsTable<OfiConfig>& ofi_settings() {
                                       "fi_write / fi_read each; 0: native RMA at every size",
                                       &O::rma_message_max, 0, 64u << 10,
                                       "a size between 0 and 64K"));
+    r.push_back(core::size_setting<O>("TSU_OFI_RMA_PIECE", "4M",
+                                      "ofi: a native put or get leaves in pieces of at most "
+                                      "this, one after the other; each piece's completion "
+                                      "shows the peer alive (a keep-alive waits behind the "
+                                      "data in the provider's stream)",
+                                      &O::rma_piece, 64u << 10, SIZE_MAX,
+                                      "a size of at least 64K"));
     r.push_back({"TSU_OFI_TEST_FAULT", "none",
                  "ofi, testing: make native RMA fail with ENOSYS as a provider that claims "
                  "FI_RMA and cannot do it would (rma_enosys: at the call; rma_enosys_staged: "

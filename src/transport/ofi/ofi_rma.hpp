@@ -80,6 +80,11 @@ class OfiRma final : public RmaProtocol {
     tsu_gaddr_t remote{};    // the remote side
     std::byte* local = nullptr;
     std::size_t len = 0;
+    // A put or get leaves in pieces of at most TSU_OFI_RMA_PIECE, one at a
+    // time: bytes whose pieces completed, the piece in flight, the key.
+    std::size_t done_len = 0;
+    std::size_t piece = 0;
+    WireKey key{};
     uint32_t completion_id = 0;
     core::Command cmd{};     // the request, for the fallback to messages
   };

@@ -1019,6 +1019,8 @@ std::size_t OfiTransport::poll(const core::MessageHandlerTable& handlers) noexce
       ++work;
       if (c->kind == OpContext::kRma) {
         auto* r = static_cast<RmaContext*>(c);
+        // Written at the peer, read from it, or its atomic's value back.
+        if (watching && r->peer < size_) heard_ns_[r->peer] = now;
         r->done(r, TSU_OK);
         continue;
       }
@@ -1315,6 +1317,7 @@ tsu_status_t OfiTransport::rma_peer(uint32_t rank, RmaContext* ctx, fi_addr_t& t
   to = peer_address(rank);
   if (to == FI_ADDR_UNSPEC) return TSU_ERR_UNREACHABLE;
   ctx->kind = OpContext::kRma;
+  ctx->peer = rank;
   return TSU_OK;
 }
 

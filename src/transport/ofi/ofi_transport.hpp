@@ -86,6 +86,9 @@ struct OpContext {
 // progress context when the operation completed or failed.
 struct RmaContext : OpContext {
   void (*done)(RmaContext* self, tsu_status_t status) noexcept = nullptr;
+  // The peer it went to (set when posted): its successful completion shows
+  // that peer alive to the keep-alive watch.
+  uint32_t peer = UINT32_MAX;
 };
 
 // What a peer needs to address a registered segment (MemoryKey's bytes).
@@ -138,6 +141,8 @@ class OfiTransport final : public Transport {
   // without local registration and TSU_OFI_RMA says native.
   bool native_rma() const noexcept { return native_rma_; }
   std::size_t max_rma() const noexcept { return max_rma_; }
+  // Largest piece one native put or get is posted in (TSU_OFI_RMA_PIECE).
+  std::size_t rma_piece() const noexcept { return cfg_.rma_piece; }
   // `len` bytes from local `buf` to `rank`'s memory (or back, for read) at
   // the provider address `raddr` under `key`; completes through ctx->done.
   // TSU_EAGAIN: no room now.
