@@ -7,6 +7,8 @@
 # OUT/rR_{A,B}_pp.txt: tsu-bench pingpong 8 B..16 KiB and 12 KiB (half round
 # trip: median of 5 repetitions, best, protocol counts, mean and p99 of
 # single round trips); OUT/rR_fi.txt, OUT/rR_ucx.txt: the peers.  Needs root.
+# TSU_ENV: extra settings for the tsunagi runs (e.g. TSU_PROGRESS=manual);
+# PP_MIN: smallest pingpong size (8).
 set -u
 build=$(realpath "$1") la=$(realpath "$2") lb=$(realpath "$3") out=$4 rounds=${5:-4}
 mkdir -p "$out"; out=$(realpath "$out")
@@ -20,11 +22,12 @@ veth_pair_up "$a" "$b" 10.89.0
 export FI_TCP_IFACE=veth0
 sleep 1
 prov="tcp;ofi_rxm"
-serve() { ip netns exec "$b" "$@" & pids+=($!); sleep 1.5; }
+serve() { ip netns exec "$b" "$@" >/dev/null 2>&1 & pids+=($!); sleep 1.5; }
 reap() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; pids=(); }
 tsu_job() {  # tsu_job LIB ARGS...
   local lib=$1; shift
-  ip netns exec "$a" env LD_LIBRARY_PATH="$lib" TSU_NET=ofi TSU_OFI_IFACE=veth0 TSU_SEGMENT_SIZE=64M \
+  # shellcheck disable=SC2086  # TSU_ENV is a list of NAME=VALUE words
+  ip netns exec "$a" env LD_LIBRARY_PATH="$lib" ${TSU_ENV:-} TSU_NET=ofi TSU_OFI_IFACE=veth0 TSU_SEGMENT_SIZE=64M \
     "$build/tools/tsurun/tsurun" -n 2 --hosts "$a,$b" --spawn 'ip netns exec {host}' \
     --bootstrap-addr 10.89.0.1 --timeout 120 "$build/bench/tsu-bench" pingpong "$@" 2>>"$out/stderr.txt"
 }
@@ -33,7 +36,7 @@ for r in $(seq 1 "$rounds"); do
   order="A B"; ((r % 2 == 0)) && order="B A"
   for v in $order; do
     lib=$la; [[ $v == B ]] && lib=$lb
-    { tsu_job "$lib" --min 8 --max 16384 --iters 2000; tsu_job "$lib" --min 12288 --max 12288 --iters 2000; } \
+    { tsu_job "$lib" --min "${PP_MIN:-8}" --max 16384 --iters 2000; tsu_job "$lib" --min 12288 --max 12288 --iters 2000; } \
       >"$out/r${r}_${v}_pp.txt"
   done
   : >"$out/r${r}_fi.txt"
