@@ -8,7 +8,8 @@
 # trip: median of 5 repetitions, best, protocol counts, mean and p99 of
 # single round trips); OUT/rR_fi.txt, OUT/rR_ucx.txt: the peers.  Needs root.
 # TSU_ENV: extra settings for the tsunagi runs (e.g. TSU_PROGRESS=manual);
-# PP_MIN: smallest pingpong size (8).
+# PP_MIN: smallest pingpong size (8); PP_ARGS: more tsu-bench pingpong options
+# (e.g. --prepost).
 set -u
 build=$(realpath "$1") la=$(realpath "$2") lb=$(realpath "$3") out=$4 rounds=${5:-4}
 mkdir -p "$out"; out=$(realpath "$out")
@@ -36,7 +37,9 @@ for r in $(seq 1 "$rounds"); do
   order="A B"; ((r % 2 == 0)) && order="B A"
   for v in $order; do
     lib=$la; [[ $v == B ]] && lib=$lb
-    { tsu_job "$lib" --min "${PP_MIN:-8}" --max 16384 --iters 2000; tsu_job "$lib" --min 12288 --max 12288 --iters 2000; } \
+    # shellcheck disable=SC2086  # PP_ARGS is a list of options
+    { tsu_job "$lib" --min "${PP_MIN:-8}" --max 16384 --iters 2000 ${PP_ARGS:-}
+      tsu_job "$lib" --min 12288 --max 12288 --iters 2000 ${PP_ARGS:-}; } \
       >"$out/r${r}_${v}_pp.txt"
   done
   : >"$out/r${r}_fi.txt"
