@@ -565,9 +565,16 @@ TEST(Tagged, TryLockBusyFallsBackToEager) {
   // Flags in the main segments instead of barriers while the lock is held:
   // a barrier drives progress in manual mode, and progress would wait for
   // the queue lock this thread holds (the library never holds it across a
-  // blocking call; only this hook does).
+  // blocking call; only this hook does).  For the same reason rank 1 needs
+  // no request of its own while it holds the lock: its "held" flag is a
+  // store into its own segment that rank 0 reads with gets.  (A put from
+  // rank 1 ran on its progress thread with TSU_BYPASS=0, and that thread
+  // spins for the lock if any tagged message reaches it meanwhile: CI saw
+  // messaging.tagged_2.engine hang here once.)
   volatile uint64_t* flag = reinterpret_cast<volatile uint64_t*>(main_seg(5u << 20));
   *flag = 0;
+  volatile uint64_t* held = reinterpret_cast<volatile uint64_t*>(main_seg((5u << 20) + 128));
+  *held = 0;
   unsigned char* one = main_seg((5u << 20) + 64);
   const uint64_t set = 1;
   std::memcpy(one, &set, 8);
@@ -576,10 +583,20 @@ TEST(Tagged, TryLockBusyFallsBackToEager) {
   if (me == 1) {
     ASSERT_EQ(tsu_try_recv(0, 5, TSU_TAG_EXACT, rbuf, len, &st, r.cb(), nullptr), TSU_OK);
     msg.test_hold_lock(true);
-    ASSERT_EQ(mp::put_sync(tsu_gaddr(0, TSU_SEG_MAIN, 5u << 20), one_addr, 8), TSU_OK);  // held
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    *held = 1;
   }
   if (me == 0) {
-    ASSERT_TRUE(mp::wait_until([&] { return *flag == 1; }, "rank 1 holding the queue lock"));
+    uint64_t seen = 0;
+    const tsu_laddr_t seen_addr = tsu_laddr(TSU_SEG_MAIN, (5u << 20) + 192);
+    ASSERT_TRUE(mp::wait_until(
+        [&] {
+          EXPECT_EQ(mp::get_sync(seen_addr, tsu_gaddr(1, TSU_SEG_MAIN, (5u << 20) + 128), 8),
+                    TSU_OK);
+          std::memcpy(&seen, main_seg((5u << 20) + 192), 8);
+          return seen == 1;
+        },
+        "rank 1 holding the queue lock"));
     std::vector<unsigned char> out(len);
     fill(out.data(), len, 11);
     const tsu_msg_counters_t c0 = counters();
