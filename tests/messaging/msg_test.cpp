@@ -573,8 +573,8 @@ TEST(Tagged, TryLockBusyFallsBackToEager) {
   // messaging.tagged_2.engine hang here once.)
   volatile uint64_t* flag = reinterpret_cast<volatile uint64_t*>(main_seg(5u << 20));
   *flag = 0;
-  volatile uint64_t* held = reinterpret_cast<volatile uint64_t*>(main_seg((5u << 20) + 128));
-  *held = 0;
+  auto* held = reinterpret_cast<uint64_t*>(main_seg((5u << 20) + 128));
+  std::atomic_ref<uint64_t>(*held).store(0);
   unsigned char* one = main_seg((5u << 20) + 64);
   const uint64_t set = 1;
   std::memcpy(one, &set, 8);
@@ -583,8 +583,7 @@ TEST(Tagged, TryLockBusyFallsBackToEager) {
   if (me == 1) {
     ASSERT_EQ(tsu_try_recv(0, 5, TSU_TAG_EXACT, rbuf, len, &st, r.cb(), nullptr), TSU_OK);
     msg.test_hold_lock(true);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    *held = 1;
+    std::atomic_ref<uint64_t>(*held).store(1);  // after the lock is ours
   }
   if (me == 0) {
     uint64_t seen = 0;
