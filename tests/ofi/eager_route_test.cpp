@@ -5,6 +5,9 @@
 // under the protocol expected for its size, and every byte must arrive:
 //   EAGER_SIZES=8193,12288   sizes that must go eager
 //   RNDV_SIZES=16384,65536   sizes that must go by rendezvous
+// tsunagi raises tcp;ofi_rxm's eager limit only while its endpoint opens: the
+// process environment after tsu_init must be as the user left it
+// (FI_OFI_RXM_EAGER_LIMIT as given, unset where not given).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -85,6 +88,17 @@ TEST(OfiEagerRoute, SizesTakeTheExpectedProtocol) {
     EXPECT_EQ(a.rendezvous - b.rendezvous, 1u) << len << " B should have gone by rendezvous";
     EXPECT_EQ(a.eager - b.eager, 0u) << len << " B should have gone by rendezvous";
   }
+}
+
+TEST(OfiEagerRoute, LeavesTheEnvironmentAsItWas) {
+  // The fixture's settings (the ofi_netns_test ENV list) are what the user
+  // gave; tsu_init has run by now.
+  const char* given = std::getenv("RXM_EAGER_LIMIT_GIVEN");
+  const char* now = std::getenv("FI_OFI_RXM_EAGER_LIMIT");
+  if (!given || !*given)
+    EXPECT_EQ(now, nullptr) << "FI_OFI_RXM_EAGER_LIMIT left set to " << now;
+  else
+    EXPECT_STREQ(now, given);
 }
 
 }  // namespace

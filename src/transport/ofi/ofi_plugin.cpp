@@ -187,9 +187,11 @@ const core::SettingsTable<OfiConfig>& ofi_settings() {
                                       &O::bulk));
     r.push_back({"TSU_OFI_EAGER_MAX", "auto",
                  "ofi: tagged messages to ranks on other nodes up to this size go eager (one "
-                 "provider send, copied at the receiver) instead of by rendezvous; auto: what "
-                 "the provider sends in one piece (tcp;ofi_rxm: FI_OFI_RXM_BUFFER_SIZE, 16K, "
-                 "less tsunagi's header), TSU_EAGER_MAX for other providers; 0: TSU_EAGER_MAX",
+                 "provider send, copied at the receiver) instead of by rendezvous, and "
+                 "tcp;ofi_rxm's eager limit (FI_OFI_RXM_EAGER_LIMIT, unless set) is raised to "
+                 "send them in one piece; auto: 32K on tcp;ofi_rxm (what rxm sends in one piece "
+                 "where FI_OFI_RXM_EAGER_LIMIT is set or cannot apply), TSU_EAGER_MAX for other "
+                 "providers; 0: TSU_EAGER_MAX; the same on every rank",
                  "auto or a size up to TSU_OFI_MAX_MESSAGE",
                  [](const char* v, O& c) {
                    if (!strcasecmp(v, "auto")) {

@@ -7,6 +7,7 @@
 #include <rdma/fi_tagged.h>
 
 #include <poll.h>
+#include <strings.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -31,6 +32,43 @@ std::string fi_text(int rc) {
   const FabricLibrary* lib = fabric_library(ignored);
   const int e = rc < 0 ? -rc : rc;
   return lib ? std::string(lib->strerror(e)) : "error " + std::to_string(e);
+}
+
+// An environment variable set, where it was unset, for the life of this
+// object (an empty value sets nothing), and unset again after: providers
+// read their settings with getenv when a domain or endpoint opens, and a
+// value tsunagi chose should not reach endpoints other libraries open later.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (!value.empty() && !std::getenv(name)) set_ = setenv(name, value.c_str(), 0) == 0;
+  }
+  ~ScopedEnv() {
+    if (set_) unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  bool set_ = false;
+};
+
+// A libfabric size setting from the environment, `fallback` where it is
+// unset or not a number.
+std::size_t env_size(const char* name, std::size_t fallback) {
+  const char* v = std::getenv(name);
+  if (!v) return fallback;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 0);
+  return end != v && *end == '\0' ? static_cast<std::size_t>(n) : fallback;
+}
+
+// A libfabric boolean setting turned off (0, off, false, no).
+bool env_off(const char* name) {
+  const char* v = std::getenv(name);
+  return v && (!std::strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "false") ||
+               !strcasecmp(v, "no"));
 }
 
 // A transport-level string copy libfabric frees with fi_freeinfo.
@@ -120,6 +158,42 @@ bool OfiTransport::messages_need_completions() const noexcept {
   return std::strstr(prov, "ofi_rxd") != nullptr && lib_->version() < FI_VERSION(2, 4);
 }
 
+// The eager limit of tagged messages to other nodes (0: TSU_EAGER_MAX), and
+// the eager limit rxm is asked for (rxm_eager_limit_request_) so that it
+// sends such a message in one piece.
+//
+// tcp;ofi_rxm (libfabric 1.17) sends a message at once up to its eager
+// limit: the larger of FI_OFI_RXM_BUFFER_SIZE (16 KiB: the bounce buffers it
+// posts) and, over tcp with direct send and dynamic receive buffers (both on
+// by default), FI_OFI_RXM_EAGER_LIMIT.  The latter costs no memory: such a
+// message lands in the receive posted for it, or in a buffer rxm allocates
+// when it is unexpected.  A larger message takes rxm's read rendezvous.  Both
+// ends of a connection must have the same limit (rxm refuses the connection
+// otherwise), so every rank derives it from the same settings.
+std::size_t OfiTransport::rxm_eager_plan() {
+  rxm_eager_limit_request_.clear();
+  const bool is_auto = cfg_.eager_max == OfiConfig::kEagerAuto;
+  if (cfg_.eager_max == 0) return 0;
+  const char* prov = provider_name();
+  if (!std::strstr(prov, "ofi_rxm")) return is_auto ? 0 : std::min(cfg_.eager_max, cfg_.max_message);
+  const std::size_t want = std::min(is_auto ? kRxmTcpEagerAuto : cfg_.eager_max, cfg_.max_message);
+  const std::size_t buffer = env_size("FI_OFI_RXM_BUFFER_SIZE", 16384);
+  const bool limit_applies = std::strncmp(prov, "tcp;", 4) == 0 &&
+                             !env_off("FI_OFI_RXM_ENABLE_DYN_RBUF") &&
+                             !env_off("FI_OFI_RXM_ENABLE_DIRECT_SEND");
+  std::size_t piece = buffer;
+  if (limit_applies) {
+    if (std::getenv("FI_OFI_RXM_EAGER_LIMIT")) {
+      piece = std::max(piece, env_size("FI_OFI_RXM_EAGER_LIMIT", 0));
+    } else {
+      rxm_eager_limit_request_ = std::to_string(want + kPrefix);
+      piece = std::max(piece, want + kPrefix);
+    }
+  }
+  if (!is_auto) return want;
+  return std::min(piece > kPrefix ? piece - kPrefix : 0, cfg_.max_message);
+}
+
 tsu_status_t OfiTransport::open(std::string& error) {
   lib_ = fabric_library(error);
   if (!lib_) return TSU_ERR_UNREACHABLE;
@@ -187,24 +261,9 @@ tsu_status_t OfiTransport::open(std::string& error) {
   if (cfg_.max_message + kPrefix > max_msg) cfg_.max_message = max_msg - kPrefix;
   buffer_size_ = (kPrefix + cfg_.max_message + 63) & ~std::size_t{63};
   // Tagged messages to other nodes go eager up to what the provider sends in
-  // one piece: tcp;ofi_rxm sends a message up to its bounce buffer
-  // (FI_OFI_RXM_BUFFER_SIZE, 16 KiB) at once; a larger one takes its own
-  // rendezvous (request, read, read reply, done: a 16 KiB message ~2x
-  // slower than the RTS and payload of tsunagi's rendezvous, docs/ofi.md).
-  eager_max_ = cfg_.eager_max;
-  if (eager_max_ == OfiConfig::kEagerAuto) {
-    eager_max_ = 0;  // unknown provider: TSU_EAGER_MAX
-    if (std::strstr(provider_name(), "ofi_rxm")) {
-      std::size_t piece = 16384;
-      if (const char* v = std::getenv("FI_OFI_RXM_BUFFER_SIZE")) {
-        char* end = nullptr;
-        const unsigned long long n = std::strtoull(v, &end, 0);
-        if (end != v && *end == '\0' && n > 0) piece = static_cast<std::size_t>(n);
-      }
-      eager_max_ = piece > kPrefix ? piece - kPrefix : 0;
-    }
-  }
-  eager_max_ = std::min(eager_max_, cfg_.max_message);
+  // one piece (a larger one takes rxm's own rendezvous: request, read, read
+  // reply, done; a 16 KiB message ~2x slower than tsunagi's, docs/ofi.md).
+  eager_max_ = rxm_eager_plan();
   inject_size_ = info_->tx_attr->inject_size;
   msg_inject_size_ = inject_size_;
   if (messages_need_completions()) {
@@ -233,6 +292,8 @@ tsu_status_t OfiTransport::open(std::string& error) {
     error = std::string(what) + " (" + provider_name() + "): " + fi_text(r);
     return false;
   };
+  // rxm reads FI_OFI_RXM_EAGER_LIMIT when the domain and endpoint open.
+  const ScopedEnv rxm_eager("FI_OFI_RXM_EAGER_LIMIT", rxm_eager_limit_request_);
   if (!step(lib_->fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric") ||
       !step(fi_domain(fabric_, info_, &domain_, nullptr), "fi_domain"))
     return TSU_ERR_SYSTEM;
@@ -319,9 +380,11 @@ tsu_status_t OfiTransport::open(std::string& error) {
     }
   }
   TSU_LOG_INFO("ofi: rank %u on provider %s, domain %s, max message %zu B, inject %zu B, "
-               "eager tagged up to %zu B, %s, RMA %s",
+               "eager tagged up to %zu B%s%s, %s, RMA %s",
                rank_, provider_name(), info_->domain_attr->name, cfg_.max_message, inject_size_,
-               eager_max_, wait_fd_ >= 0 ? "wait fd" : "polled",
+               eager_max_, rxm_eager_limit_request_.empty() ? "" : " (FI_OFI_RXM_EAGER_LIMIT=",
+               rxm_eager_limit_request_.empty() ? "" : (rxm_eager_limit_request_ + ")").c_str(),
+               wait_fd_ >= 0 ? "wait fd" : "polled",
                native_rma_ ? "native" : "over messages");
   return TSU_OK;
 }

@@ -136,6 +136,7 @@ class OfiTransport final : public Transport {
   using NameResolver = std::function<bool(uint32_t rank, std::vector<std::byte>& name)>;
   void set_name_resolver(NameResolver resolve) { resolve_ = std::move(resolve); }
   const char* provider_name() const noexcept;
+  std::size_t rxm_eager_plan();
 
   // Native RMA (ofi_rma.hpp).  Whether it is on: the provider offers FI_RMA
   // without local registration and TSU_OFI_RMA says native.
@@ -328,6 +329,12 @@ class OfiTransport final : public Transport {
   OfiConfig cfg_;
   std::size_t buffer_size_ = 0;
   std::size_t eager_max_ = 0;  // eager tagged payloads up to this (0: TSU_EAGER_MAX)
+  // TSU_OFI_EAGER_MAX=auto over tcp;ofi_rxm: 32 KiB.  Measured 2026-11-29:
+  // eager halves the half round trip at 16-32 KiB against the bulk path;
+  // at 64-128 KiB it is no faster (docs/benchmarks-ofi.md).
+  static constexpr std::size_t kRxmTcpEagerAuto = 32u << 10;
+  // FI_OFI_RXM_EAGER_LIMIT set while the endpoint opens ("": none).
+  std::string rxm_eager_limit_request_;
   std::size_t inject_size_ = 0;
   // The largest message sent as an inject (no completion, no buffer held):
   // inject_size_, or 0 where the provider cannot take injects safely
