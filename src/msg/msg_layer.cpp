@@ -87,6 +87,9 @@ struct MsgLayer::NetPull {
   // copied out (providers differ in how, or whether, they complete a
   // truncated tagged receive: shm's never did, nor rxm's of zero bytes).
   std::unique_ptr<std::byte[]> bounce;
+  // A bulk receive: the sender's cookie, for the FIN that fails its request
+  // when this receive fails (0: not a bulk receive).
+  uint64_t sender_cookie = 0;
 };
 
 uint64_t MsgLayer::add_send(std::unique_ptr<SendReq>& req) noexcept {
@@ -385,6 +388,18 @@ void MsgLayer::on_bulk_done(void* ctx, uint32_t peer, uint64_t cookie,
   std::unique_ptr<NetPull> np = self->take_pull(cookie, peer);
   if (!np) return;
   if (np->bounce && st == TSU_OK && np->want) std::memcpy(np->l->buf, np->bounce.get(), np->want);
+  if (st != TSU_OK && st != TSU_ERR_TRUNCATED && st != TSU_ERR_PEER_LOST && np->sender_cookie) {
+    // The receive failed with its sender alive (a provider error, or a
+    // refusal held until the sender was heard from).  The sender's request
+    // waits for its own send's completion, which such a failure may never
+    // bring (tcp;ofi_rxm completes a rendezvous send when the receiver has
+    // read it): a FIN with the error fails it.  Its payload stays posted in
+    // the provider until finalize (libfabric has no cancel for a send);
+    // nothing reads the buffer any more, for no receive names its key again
+    // (until the sender's cookies wrap at 2^32).
+    TSU_LOG_ERROR("bulk receive from rank %u failed: %s", np->src, tsu_strerror(st));
+    self->send_fin(np->src, np->sender_cookie, st);
+  }
   if (st == TSU_OK && np->len > np->l->cap) st = TSU_ERR_TRUNCATED;
   self->complete(*np->l, np->src, np->tag, np->len, st);
 }
@@ -565,6 +580,7 @@ void MsgLayer::pull(std::unique_ptr<Local> lp, uint32_t src, uint64_t tag, std::
     auto np =
         std::unique_ptr<NetPull>(new (std::nothrow) NetPull{nullptr, src, tag, len, n, 0, {}});
     void* into = l.buf;
+    if (np) np->sender_cookie = cookie;
     if (np && n < len) {
       np->bounce.reset(new (std::nothrow) std::byte[len]);
       into = np->bounce.get();
