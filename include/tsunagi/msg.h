@@ -10,8 +10,8 @@
  * one thread to one rank that both match a receive are matched in send order.
  *
  * Protocols (docs/messaging.md): eager up to TSU_EAGER_MAX (copied through
- * the target's message queue; to a rank on another node over ofi, up to
- * TSU_OFI_EAGER_MAX), rendezvous above (the receiver copies straight
+ * the target's message queue; to a rank on another node up to
+ * TSU_OFI_EAGER_MAX or TSU_UDP_EAGER_MAX, 32 KiB), rendezvous above (the receiver copies straight
  * from the sender's buffer: one copy), and seed 004's single-copy eager: from
  * TSU_SCEAGER_MIN up, a sender that finds the matching receive already posted
  * and its buffer in a shared segment (tsu_segment_alloc or the main segment)

@@ -132,7 +132,8 @@ class Transport {
   // The largest tagged payload best sent to `peer` as one eager message
   // (copied once at the receiver) rather than by rendezvous; 0: no opinion,
   // the job's TSU_EAGER_MAX applies.  ofi: what the provider sends in one
-  // piece (above it tcp;ofi_rxm adds round trips of its own).
+  // piece (above it tcp;ofi_rxm adds round trips of its own); udp: 32 KiB
+  // (one message of a few datagrams saves the rendezvous' round trip).
   virtual std::size_t eager_max(uint32_t peer) const noexcept {
     (void)peer;
     return 0;

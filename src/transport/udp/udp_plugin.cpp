@@ -135,6 +135,12 @@ const core::SettingsTable<UdpConfig>& udp_settings() {
                                       "udp: largest message; RMA is split into pieces this big",
                                       &U::max_message, 1024, 64u << 20,
                                       "a size between 1K and 64M"));
+    r.push_back(core::size_setting<U>("TSU_UDP_EAGER_MAX", "32K",
+                                      "udp: tagged messages to ranks on other nodes up to this "
+                                      "size go eager (one message, copied at the receiver) "
+                                      "instead of by rendezvous (RTS, CTS, DATA, FIN); 0: "
+                                      "TSU_EAGER_MAX; at most TSU_UDP_MAX_MESSAGE",
+                                      &U::eager_max, 0, 64u << 20, "a size up to 64M"));
     r.push_back(core::duration_setting<U>("TSU_UDP_RTO_INIT", "20ms",
                                           "udp: retransmission timeout before an RTT is measured",
                                           &U::initial_rto_ns, 10'000));

@@ -23,6 +23,7 @@
 
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <atomic>
@@ -50,6 +51,10 @@ struct UdpConfig {
   uint32_t window = 1024;       // datagrams in flight per peer (power of two)
   uint32_t queue = 4096;        // datagrams queued per peer (power of two, >= window)
   std::size_t max_message = 256u << 10;  // largest message payload
+  // Tagged messages to ranks on other nodes up to this size go eager
+  // (TSU_UDP_EAGER_MAX; 0: TSU_EAGER_MAX): one message of a few datagrams
+  // instead of RTS, CTS, DATA and FIN.
+  std::size_t eager_max = 32u << 10;
   uint64_t initial_rto_ns = 20'000'000;
   uint64_t min_rto_ns = 10'000'000;
   uint64_t max_rto_ns = 1'000'000'000;
@@ -114,6 +119,9 @@ class UdpTransport final : public Transport {
   const char* name() const noexcept override { return "udp"; }
   uint32_t capabilities() const noexcept override { return kCapMessages; }
   std::size_t max_message_payload() const noexcept override { return cfg_.max_message; }
+  std::size_t eager_max(uint32_t peer) const noexcept override {
+    return peer < size_ && peer != rank_ ? std::min(cfg_.eager_max, cfg_.max_message) : 0;
+  }
   tsu_status_t send_message(uint32_t dst, const core::MessageHeader& header,
                             const void* payload) noexcept override;
   std::size_t poll(const core::MessageHandlerTable& handlers) noexcept override;

@@ -1,13 +1,15 @@
-// Which protocol a tagged message to a rank on another node takes over ofi
-// (TSU_OFI_EAGER_MAX): eager up to what the provider sends in one piece,
-// rendezvous above.  Two ranks on two hosts exchange messages of the sizes
-// the environment names, both ways at once, and each send must be counted
-// under the protocol expected for its size, and every byte must arrive:
+// Which protocol a tagged message to a rank on another node takes over a
+// network route (Transport::eager_max: TSU_OFI_EAGER_MAX over ofi,
+// TSU_UDP_EAGER_MAX over udp): eager up to the route's limit, rendezvous
+// above.  Two ranks on two hosts exchange messages of the sizes the
+// environment names, both ways at once; each send must be counted under the
+// protocol expected for its size, and every byte must arrive:
 //   EAGER_SIZES=8193,12288   sizes that must go eager
 //   RNDV_SIZES=16384,65536   sizes that must go by rendezvous
-// tsunagi raises tcp;ofi_rxm's eager limit only while its endpoint opens: the
-// process environment after tsu_init must be as the user left it
-// (FI_OFI_RXM_EAGER_LIMIT as given, unset where not given).
+// Over ofi, tsunagi raises tcp;ofi_rxm's eager limit only while its endpoint
+// opens: the process environment after tsu_init must be as the user left it
+// (FI_OFI_RXM_EAGER_LIMIT as given, unset where not given; over udp nothing
+// sets it).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -68,12 +70,12 @@ void exchange(size_t len, tsu_msg_counters_t& before, tsu_msg_counters_t& after)
   mp::barrier();
 }
 
-TEST(OfiEagerRoute, SizesTakeTheExpectedProtocol) {
+TEST(EagerRoute, SizesTakeTheExpectedProtocol) {
   ASSERT_EQ(mp::size(), 2u) << "two ranks, one per host";
   uint32_t n0 = 0, n1 = 0;
   ASSERT_EQ(tsu_node_of(0, &n0), TSU_OK);
   ASSERT_EQ(tsu_node_of(1, &n1), TSU_OK);
-  ASSERT_NE(n0, n1) << "the ranks must be on two hosts (the route under test is ofi)";
+  ASSERT_NE(n0, n1) << "the ranks must be on two hosts (the route under test is the network)";
   const std::vector<size_t> eager = sizes_from("EAGER_SIZES"), rndv = sizes_from("RNDV_SIZES");
   ASSERT_FALSE(eager.empty() && rndv.empty()) << "set EAGER_SIZES and/or RNDV_SIZES";
   for (size_t len : eager) {
@@ -90,7 +92,7 @@ TEST(OfiEagerRoute, SizesTakeTheExpectedProtocol) {
   }
 }
 
-TEST(OfiEagerRoute, LeavesTheEnvironmentAsItWas) {
+TEST(EagerRoute, LeavesTheEnvironmentAsItWas) {
   // The fixture's settings (the ofi_netns_test ENV list) are what the user
   // gave; tsu_init has run by now.
   const char* given = std::getenv("RXM_EAGER_LIMIT_GIVEN");
