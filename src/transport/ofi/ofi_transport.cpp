@@ -175,7 +175,8 @@ std::size_t OfiTransport::rxm_eager_plan() {
   const bool is_auto = cfg_.eager_max == OfiConfig::kEagerAuto;
   if (cfg_.eager_max == 0) return 0;
   const char* prov = provider_name();
-  if (!std::strstr(prov, "ofi_rxm")) return is_auto ? 0 : std::min(cfg_.eager_max, cfg_.max_message);
+  if (!std::strstr(prov, "ofi_rxm"))
+    return is_auto ? 0 : std::min(cfg_.eager_max, cfg_.max_message);
   const std::size_t want = std::min(is_auto ? kRxmTcpEagerAuto : cfg_.eager_max, cfg_.max_message);
   const std::size_t buffer = env_size("FI_OFI_RXM_BUFFER_SIZE", 16384);
   const bool limit_applies = std::strncmp(prov, "tcp;", 4) == 0 &&
