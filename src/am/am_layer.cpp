@@ -45,7 +45,11 @@ std::size_t AmLayer::max_payload(uint32_t dst) const noexcept {
 tsu_status_t AmLayer::try_send(uint32_t dst, const MessageHeader& h, const void* payload) noexcept {
   transport::Transport* t = rt_.message_route(dst);
   if (!t) return TSU_ERR_UNREACHABLE;
-  if (queued_[dst].load(std::memory_order_acquire)) return TSU_EAGAIN;
+  // Messages queued for `dst` go first: nothing may overtake them.  If `dst`
+  // is lost they only wait for the next poll to drop them, so a new request
+  // to it fails now, as it would with the queue empty.
+  if (queued_[dst].load(std::memory_order_acquire))
+    return t->is_peer_lost(dst) ? TSU_ERR_PEER_LOST : TSU_EAGAIN;
   return t->send_message(dst, h, payload);
 }
 
@@ -281,7 +285,8 @@ tsu_status_t AmLayer::send_user(const char* fn, uint32_t dst, uint32_t id, const
   }
   // Long: room in the ring first (so a refused request wrote nothing), then
   // the payload by RMA, then the notice.
-  if (queued_[dst].load(std::memory_order_acquire)) return TSU_EAGAIN;
+  if (queued_[dst].load(std::memory_order_acquire))
+    return t->is_peer_lost(dst) ? transport_error(fn, dst, TSU_ERR_PEER_LOST) : TSU_EAGAIN;
   transport::Transport* mem = rt_.route(dst);
   transport::Access a;
   tsu_status_t st = mem ? mem->resolve(*long_addr, len, a) : TSU_ERR_UNREACHABLE;

@@ -163,8 +163,11 @@ int main() {
                                           tsu_gaddr(victim, TSU_SEG_MAIN, 0), cb_for(late_long));
   if (st != TSU_ERR_PEER_LOST &&
       !(st == TSU_OK && wait_for([&] { return late_long.calls.load() > 0; }, 5) &&
-        late_long.status.load() == TSU_ERR_PEER_LOST))
+        late_long.status.load() == TSU_ERR_PEER_LOST)) {
+    std::printf("rank %u: late long AM: returned %s, %d callbacks, last status %s\n", me,
+                tsu_strerror(st), late_long.calls.load(), tsu_strerror(late_long.status.load()));
     return fail(me, "late long AM to the lost rank");
+  }
   if (tsu_try_send(victim, 1, out.data(), kRndv, tsu_cb_none()) != TSU_ERR_PEER_LOST)
     return fail(me, "late rendezvous send to the lost rank");
   // One-sided requests on its memory fail too (on one node they no longer
