@@ -297,8 +297,10 @@ void ProgressEngine::idle_sleep(IdleWake wake, uint64_t max_ns) noexcept {
   const uint32_t seen = doorbell_.value();
   uint64_t timeout = std::min(kMaxSleepNs, max_ns);
   std::size_t prepared = 0;
+  bool refused = false;  // by a transport (work of its own, or busy polling)
   for (; may_sleep && prepared < transports_.size(); ++prepared) {
     may_sleep = transports_[prepared]->prepare_sleep();
+    refused = !may_sleep;
     timeout = std::min(timeout, transports_[prepared]->max_sleep_ns());
   }
   // Re-check after publishing "asleep" (doorbell.hpp, step 3).
@@ -330,6 +332,11 @@ void ProgressEngine::idle_sleep(IdleWake wake, uint64_t max_ns) noexcept {
   }
   for (std::size_t i = 0; i < prepared; ++i) transports_[i]->end_sleep();
   end_sleep_all();
+  // A transport that keeps the engine awake (TSU_OFI_WAIT=none polls for
+  // ever) must not keep the threads sharing this core from it: on a node
+  // with fewer cores than busy threads, a woken issuer waited a time slice
+  // (4 ms) behind the polling engine (docs/ofi.md, "Busy polling").
+  if (refused) sched_yield();
 }
 
 void ProgressEngine::nap_while_driven(DriverLook& look,
@@ -368,6 +375,12 @@ void ProgressEngine::thread_main() {
   uint64_t idle_since = 0, next_check = 0, commands_seen = 0, next_growth = 0;
   long switches = 0;
   bool preempted = false;  // in this idle gap
+  // A transport polled for ever (busy_polling): the idle engine yields at
+  // every pass, so that the threads sharing its core (issuers waiting for a
+  // reply, the peer rank on an oversubscribed node) run at once.
+  const bool yield_when_idle =
+      std::any_of(transports_.begin(), transports_.end(),
+                  [](const transport::Transport* t) { return t->busy_polling(); });
   DriverLook drivers;
   drivers.schedulers_only = true;
   while (!stop_.load(std::memory_order_acquire)) {
@@ -425,6 +438,10 @@ void ProgressEngine::thread_main() {
       // the ring's head: a request pushed now starts after one line transfer
       // instead of waiting for the rest of a pass.  The watch is short, so
       // arriving messages are still polled every few hundred nanoseconds.
+      if (yield_when_idle) {
+        sched_yield();
+        continue;
+      }
       for (int i = 0; i < kIdleRingWatch && !any_ready(); ++i) util::cpu_relax();
       continue;
     }

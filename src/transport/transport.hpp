@@ -195,6 +195,10 @@ class Transport {
   // clears it in end_sleep().
   virtual bool prepare_sleep() noexcept { return true; }
   virtual void end_sleep() noexcept {}
+  // True when prepare_sleep() always refuses (the user asked for busy
+  // polling, TSU_OFI_WAIT=none): the idle engine then yields its core at
+  // every pass instead of spinning on it.
+  virtual bool busy_polling() const noexcept { return false; }
   // A descriptor that becomes readable when the transport has work (or -1),
   // and how long the engine may sleep before poll() is needed again (timers).
   virtual int wait_fd() const noexcept { return -1; }

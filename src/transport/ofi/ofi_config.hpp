@@ -53,6 +53,10 @@ struct OfiConfig {
   // (TSU_OFI_EAGER_MAX); kEagerAuto: what the provider sends in one piece.
   static constexpr std::size_t kEagerAuto = SIZE_MAX;
   std::size_t eager_max = kEagerAuto;
+  // TSU_OFI_WAIT: fd (true): the completion queue has a wait descriptor and
+  // an idle engine sleeps on it; none (false): no wait object (tcp;ofi_rxm
+  // then signals nothing per completion) and the engine never sleeps.
+  bool cq_wait = true;
   RmaFault fault = RmaFault::kNone;      // TSU_OFI_TEST_FAULT
   // Watched peers (Transport::watch_peer): one silent this long is pinged
   // (it answers), one silent for peer_timeout is lost.

@@ -207,6 +207,19 @@ const core::SettingsTable<OfiConfig>& ofi_settings() {
                    return c.eager_max == OfiConfig::kEagerAuto ? std::string("auto")
                                                               : std::to_string(c.eager_max);
                  }});
+    r.push_back({"TSU_OFI_WAIT", "fd",
+                 "ofi: fd: the completion queue has a wait descriptor, and an idle progress "
+                 "engine sleeps on it; none: no wait object and the engine never sleeps "
+                 "(busy polling: lower latency, a core per progress thread or waiting caller "
+                 "busy even when idle)",
+                 "fd or none",
+                 [](const char* v, O& c) {
+                   if (!strcasecmp(v, "fd")) c.cq_wait = true;
+                   else if (!strcasecmp(v, "none")) c.cq_wait = false;
+                   else return false;
+                   return true;
+                 },
+                 [](const O& c) { return std::string(c.cq_wait ? "fd" : "none"); }});
     r.push_back(core::bool_setting<O>("TSU_OFI_BUNDLE", "1",
                                       "ofi: 1: messages staged for one peer (an engine batch, "
                                       "the replies of one poll) leave packed in one provider "

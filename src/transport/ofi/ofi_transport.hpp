@@ -191,6 +191,7 @@ class OfiTransport final : public Transport {
                             const void* payload) noexcept override;
   std::size_t poll(const core::MessageHandlerTable& handlers) noexcept override;
   bool prepare_sleep() noexcept override;
+  bool busy_polling() const noexcept override { return !cfg_.cq_wait; }
   // Between these (one executor batch) sends, writes and reads are staged
   // and posted at batch_end, each with FI_MORE but the last.
   void batch_begin() noexcept override;
