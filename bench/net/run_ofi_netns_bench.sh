@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tsunagi over libfabric beside its peers and limits, in one run, across two
 # network namespaces on one veth pair (10.98.0.1 <-> 10.98.0.2):
-#   - tsunagi over ofi (tcp;ofi_rxm, pinned to veth0) and over its own udp:
+#   - tsunagi over ofi (tcp;ofi_rxm, pinned to veth0; with the default
+#     TSU_OFI_WAIT=fd and, as "ofi_none", busy polling) and over its own udp:
 #     tsu-bench-net tsu (8 B put/get/fetch-add latency, bandwidth 8 B..64 MiB,
 #     put rate by threads), tsu-bench pingpong (tagged) and am;
 #   - fi-rma-pingpong (bench/peers): raw fi_write/fi_read/fi_fetch_atomic
@@ -66,13 +67,15 @@ else
 fi
 
 # tsunagi: rank 0 in a, rank 1 in b, the bootstrap served from a.
-tsu_job() {  # tsu_job NET LOG PROGRAM ARGS...
-  local net=$1 log=$2; shift 2
-  ip netns exec "$a" env TSU_NET="$net" TSU_OFI_IFACE=veth0 TSU_SEGMENT_SIZE=160M \
+tsu_job() {  # tsu_job NET LOG PROGRAM ARGS...   (NET: ofi, ofi_none or udp)
+  local net=${1%_none} wait=fd log=$2
+  [[ $1 == ofi_none ]] && wait=none  # busy polling (docs/ofi.md)
+  shift 2
+  ip netns exec "$a" env TSU_NET="$net" TSU_OFI_WAIT=$wait TSU_OFI_IFACE=veth0 TSU_SEGMENT_SIZE=160M \
     "$build/tools/tsurun/tsurun" -n 2 --hosts "$a,$b" --spawn 'ip netns exec {host}' \
     --bootstrap-addr 10.98.0.1 --timeout 300 "$@" 2>>"$out/$log"
 }
-for net in ofi udp; do
+for net in ofi ofi_none udp; do
   echo "== tsunagi over $net"
   : >"$out/tsu_$net.stderr"
   tsu_job "$net" "tsu_$net.stderr" "$build/bench/net/tsu-bench-net" tsu $( ((quick)) && echo --quick) |

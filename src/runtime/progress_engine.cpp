@@ -297,10 +297,10 @@ void ProgressEngine::idle_sleep(IdleWake wake, uint64_t max_ns) noexcept {
   const uint32_t seen = doorbell_.value();
   uint64_t timeout = std::min(kMaxSleepNs, max_ns);
   std::size_t prepared = 0;
-  bool refused = false;  // by a transport (work of its own, or busy polling)
+  bool busy = false;  // refused by a transport that never sleeps
   for (; may_sleep && prepared < transports_.size(); ++prepared) {
     may_sleep = transports_[prepared]->prepare_sleep();
-    refused = !may_sleep;
+    busy = !may_sleep && transports_[prepared]->busy_polling();
     timeout = std::min(timeout, transports_[prepared]->max_sleep_ns());
   }
   // Re-check after publishing "asleep" (doorbell.hpp, step 3).
@@ -332,11 +332,12 @@ void ProgressEngine::idle_sleep(IdleWake wake, uint64_t max_ns) noexcept {
   }
   for (std::size_t i = 0; i < prepared; ++i) transports_[i]->end_sleep();
   end_sleep_all();
-  // A transport that keeps the engine awake (TSU_OFI_WAIT=none polls for
-  // ever) must not keep the threads sharing this core from it: on a node
-  // with fewer cores than busy threads, a woken issuer waited a time slice
-  // (4 ms) behind the polling engine (docs/ofi.md, "Busy polling").
-  if (refused) sched_yield();
+  // A transport that keeps the engine awake for ever (TSU_OFI_WAIT=none)
+  // must not keep the threads sharing this core from it: on a node with
+  // fewer cores than busy threads, a woken issuer waited a time slice (4 ms)
+  // behind the polling engine (docs/ofi.md, "Busy polling").  (A transport
+  // refusing for work of its own is polled again at once, as before.)
+  if (busy) sched_yield();
 }
 
 void ProgressEngine::nap_while_driven(DriverLook& look,
