@@ -19,6 +19,7 @@
 #include "core/config.hpp"
 #include "core/doorbell.hpp"
 #include "core/thread_context.hpp"
+#include "transport/transport.hpp"
 
 namespace {
 
@@ -76,6 +77,22 @@ class CountingPoller final : public Poller {
   bool idle() const noexcept override { return idle_.load(); }
   std::atomic<uint64_t> polls{0};
   std::atomic<bool> idle_{true};
+};
+
+// A transport whose prepare_sleep refuses: with `busy` it says it always
+// will (busy_polling, as ofi with TSU_OFI_WAIT=none), else it lets the
+// engine sleep.
+class RefusingTransport final : public tsu::transport::Transport {
+ public:
+  const char* name() const noexcept override { return "refusing"; }
+  uint32_t capabilities() const noexcept override { return tsu::transport::kCapMessages; }
+  bool prepare_sleep() noexcept override {
+    asked.fetch_add(1);
+    return !busy.load();
+  }
+  bool busy_polling() const noexcept override { return busy.load(); }
+  std::atomic<uint64_t> asked{0};
+  std::atomic<bool> busy{true};
 };
 
 struct Calls {
@@ -263,6 +280,29 @@ TEST(ProgressEngine, BusyPollerOrExecutorKeepsTheThreadAwake) {
 }
 
 
+
+// A busy-polling transport keeps the progress thread awake (it never
+// sleeps, and comes back to ask again and again: it yields between passes
+// rather than blocking), and commands still run; once the transport lets it,
+// the idle engine sleeps.
+TEST(ProgressEngine, BusyPollingTransportKeepsTheThreadAwake) {
+  RefusingTransport t;  // outlives the engine (the fixture stops it)
+  EngineFixture f(TSU_PROGRESS_THREAD);
+  f.engine->add_transport(&t);
+  std::string error;
+  ASSERT_EQ(f.engine->start(error), TSU_OK) << error;
+  ASSERT_TRUE(eventually([&] { return t.asked.load() >= 1000; }));
+  EXPECT_EQ(f.engine->stats().sleeps.load(), 0u) << "slept with a busy-polling transport";
+  Calls c;
+  ASSERT_TRUE(f.submit(3, &c));
+  ASSERT_TRUE(eventually([&] { return c.n.load() == 1; }));
+  EXPECT_EQ(c.last.load(), TSU_OK);
+  const uint64_t asked = t.asked.load();
+  ASSERT_TRUE(eventually([&] { return t.asked.load() >= asked + 1000; }));
+  EXPECT_EQ(f.engine->stats().sleeps.load(), 0u);
+  t.busy.store(false);
+  EXPECT_TRUE(eventually([&] { return f.engine->stats().sleeps.load() > 0; }));
+}
 
 // Thread rings (submit_own): each issuing thread gets its own ring, made on
 // its first request, possibly while the engine sleeps; that request must wake
