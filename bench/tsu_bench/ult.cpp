@@ -1,6 +1,10 @@
 // tsu-bench ult: user-level threads beside Boost.Fiber, pthreads and the raw
-// Boost.Context jump (the limit of any switch), in one run:
-//   switch        one context switch (two threads yielding to each other)
+// Boost.Context switch (the limit), in one run:
+//   switch        one context switch (two threads yielding to each other):
+//                 running different functions (the return out of every
+//                 switch is mispredicted: the common case), the same one
+//                 (every return predicted: the best case), and one of the two
+//                 computing in floating point (src/ult/fp_state.hpp)
 //   create+join   an empty thread, created and joined (stack from the pool)
 //   mutex         uncontended lock + unlock
 // and with 2 ranks (tsurun -n 2), rank 0 -> rank 1:
@@ -18,6 +22,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cfenv>
 #include <boost/context/detail/fcontext.hpp>
 #include <boost/fiber/all.hpp>
 #include <chrono>
@@ -63,11 +68,18 @@ Stat stat_of(std::vector<double> v) {
   return s;
 }
 
-// Per-op time of `batch(n)` (which does n ops): reps batches.
+// Per-op time of `batch(n)` (which does n ops): reps batches.  Every batch
+// starts with the floating-point status flags clear: this function's own
+// arithmetic raises FE_INEXACT, and a context made before that (the raw
+// row's other stack, Boost.Fiber's dispatcher) would otherwise differ from
+// this thread's MXCSR, which makes every switch between them slow on some
+// Intel cores (src/ult/fp_state.hpp) and would measure that, not the switch.
 Stat per_op(int reps, long n, const std::function<void(long)>& batch) {
+  std::feclearexcept(FE_ALL_EXCEPT);
   batch(n / 10 + 1);  // warm up
   std::vector<double> v, cpu;
   for (int r = 0; r < reps; ++r) {
+    std::feclearexcept(FE_ALL_EXCEPT);  // (process_cpu_ns is exact: no flag)
     const double c0 = process_cpu_ns();
     const auto t0 = Clock::now();
     batch(n);
@@ -95,19 +107,88 @@ namespace bctx = boost::context::detail;
 void bounce(bctx::transfer_t t) {
   for (;;) t = bctx::jump_fcontext(t.fctx, nullptr);
 }
+// A bare jump loop: no call around the jump, no return after it (Boost's
+// jump_fcontext itself leaves by an indirect jump, which the CPU predicts
+// from the branch history).  The floor of any switch.
 Stat raw_switch(int reps, long n) {
   std::vector<char> stack(64 * 1024);
+  std::feclearexcept(FE_ALL_EXCEPT);  // (the other context keeps the flags of now: see per_op)
   bctx::fcontext_t ctx = bctx::make_fcontext(stack.data() + stack.size(), stack.size(), bounce);
   return per_op(reps, n, [&](long k) {
     for (long i = 0; i < k; ++i) ctx = bctx::jump_fcontext(ctx, nullptr).fctx;
   });  // one iteration = two jumps
 }
 
+// The limit of a yield *call*: a function that switches and returns to its
+// caller in the resumed context, as tsu_ult_yield and boost::this_fiber::yield
+// do.  That return is predicted from the return stack of the context that
+// called: right only when the resumed one called from the same place.
+// raw_yield_jump's return never is (jump_fcontext's own call stays on the
+// return stack); raw_yield_ontop's is when the call sites match (the on-top
+// function returns straight to the resumed caller).
+bctx::transfer_t raw_on_top(bctx::transfer_t t) { return t; }
+__attribute__((noipa)) bctx::fcontext_t raw_yield_jump(bctx::fcontext_t c) {
+  return bctx::jump_fcontext(c, nullptr).fctx;
+}
+__attribute__((noipa)) bctx::fcontext_t raw_yield_ontop(bctx::fcontext_t c) {
+  return bctx::ontop_fcontext(c, nullptr, raw_on_top).fctx;
+}
+using RawYield = bctx::fcontext_t (*)(bctx::fcontext_t);
+template <RawYield Y>
+__attribute__((noipa)) bctx::fcontext_t raw_yield_loop(bctx::fcontext_t c, long k) {
+  for (long i = 0; i < k; ++i) c = Y(c);
+  return c;
+}
+template <RawYield Y>  // the same loop, another function: another call site
+// (noipa: no clone of either loop for a constant k, which would be another site)
+__attribute__((noipa)) bctx::fcontext_t raw_yield_loop_other(bctx::fcontext_t c, long k) {
+  for (long i = 0; i < k; ++i) {
+    asm volatile("nop");  // (keeps the two loops apart: no identical-code folding)
+    c = Y(c);
+  }
+  return c;
+}
+template <RawYield Y, bool kSameSite>
+void raw_yield_partner(bctx::transfer_t t) {
+  for (;;)
+    t.fctx = kSameSite ? raw_yield_loop<Y>(t.fctx, 1L << 62) : raw_yield_loop_other<Y>(t.fctx, 1L << 62);
+}
+// Per switch (half a round trip).
+template <RawYield Y, bool kSameSite>
+Stat raw_yield_call(int reps, long n) {
+  std::vector<char> stack(64 * 1024);
+  std::feclearexcept(FE_ALL_EXCEPT);
+  bctx::fcontext_t ctx = bctx::make_fcontext(stack.data() + stack.size(), stack.size(),
+                                             raw_yield_partner<Y, kSameSite>);
+  Stat s = per_op(reps, n, [&](long k) { ctx = raw_yield_loop<Y>(ctx, k); });
+  s.median /= 2, s.mean /= 2, s.p99 /= 2, s.cpu /= 2;
+  return s;
+}
+// The better of the two primitives for a yield call.
+Stat best(const Stat& a, const Stat& b) { return a.median <= b.median ? a : b; }
+
 // ---- tsunagi-ult --------------------------------------------------------------------
 struct Loop {
   long n;
+  bool fp = false;  // compute in floating point between yields
 };
+// A computing thread's work between yields: raises FE_INEXACT, as nearly any
+// floating-point work does.
+volatile double g_fp_sink = 1.0;
+inline void fp_step() {
+  g_fp_sink = g_fp_sink * 1.1;  // inexact
+  if (g_fp_sink > 1e300) g_fp_sink = 1.0;
+}
 void* yield_n(void* a) {
+  const Loop& l = *static_cast<Loop*>(a);
+  for (long i = 0; i < l.n; ++i) {
+    if (l.fp) fp_step();
+    tsu_ult_yield();
+  }
+  return nullptr;
+}
+// The same loop as another function: two threads running different code.
+void* yield_n_other(void* a) {
   const long n = static_cast<Loop*>(a)->n;
   for (long i = 0; i < n; ++i) tsu_ult_yield();
   return nullptr;
@@ -131,6 +212,33 @@ Stat ult_switch(int reps, long n) {
       tsu_ult_t a, b;
       tsu_ult_create(&a, nullptr, yield_n, &l);
       tsu_ult_create(&b, nullptr, yield_n, &l);
+      tsu_ult_join(a, nullptr);
+      tsu_ult_join(b, nullptr);
+    });
+  });
+}
+// Switch between two threads running different functions.
+Stat ult_switch_other_code(int reps, long n) {
+  return per_op(reps, n, [](long k) {
+    Loop l{k / 2};
+    in_ult([&] {
+      tsu_ult_t a, b;
+      tsu_ult_create(&a, nullptr, yield_n, &l);
+      tsu_ult_create(&b, nullptr, yield_n_other, &l);
+      tsu_ult_join(a, nullptr);
+      tsu_ult_join(b, nullptr);
+    });
+  });
+}
+// Switch between a thread computing in floating point and one not (the same
+// function: only the floating-point state differs from the first row).
+Stat ult_switch_fp(int reps, long n) {
+  return per_op(reps, n, [](long k) {
+    Loop computing{k / 2, true}, plain{k / 2, false};
+    in_ult([&] {
+      tsu_ult_t a, b;
+      tsu_ult_create(&a, nullptr, yield_n, &computing);
+      tsu_ult_create(&b, nullptr, yield_n, &plain);
       tsu_ult_join(a, nullptr);
       tsu_ult_join(b, nullptr);
     });
@@ -170,6 +278,34 @@ Stat fiber_switch(int reps, long n) {
       for (long i = 0; i < k / 2; ++i) boost::this_fiber::yield();
     };
     boost::fibers::fiber a(body), b(body);
+    a.join();
+    b.join();
+  });
+}
+// Boost.Fiber's body: one lambda type for both fibers, like yield_n.
+struct FiberLoop {
+  long n;
+  bool fp;
+  void operator()() const {
+    for (long i = 0; i < n; ++i) {
+      if (fp) fp_step();
+      boost::this_fiber::yield();
+    }
+  }
+};
+Stat fiber_switch_other_code(int reps, long n) {
+  return per_op(reps, n, [](long k) {
+    auto other = [k] {
+      for (long i = 0; i < k / 2; ++i) boost::this_fiber::yield();
+    };
+    boost::fibers::fiber a(FiberLoop{k / 2, false}), b(other);
+    a.join();
+    b.join();
+  });
+}
+Stat fiber_switch_fp(int reps, long n) {
+  return per_op(reps, n, [](long k) {
+    boost::fibers::fiber a(FiberLoop{k / 2, true}), b(FiberLoop{k / 2, false});
     a.join();
     b.join();
   });
@@ -281,14 +417,25 @@ int run_ult(const UltOptions& o) {
                 o.workers, reps, iters);
     std::printf("Local, ns per operation: median over reps (mean, p99; cpu: median process CPU "
                 "time per op, all threads)\n\n");
-    std::printf("| operation | tsunagi-ult | Boost.Fiber | pthreads | raw fcontext jump (limit) |\n");
+    std::printf("| operation | tsunagi-ult | Boost.Fiber | pthreads | raw fcontext yield call (limit) |\n");
     std::printf("|---|---|---|---|---|\n");
-    const Stat raw = raw_switch(reps, iters);
-    Stat raw1 = raw;  // one round trip = two jumps: per switch, halve
-    raw1.median /= 2, raw1.mean /= 2, raw1.p99 /= 2, raw1.cpu /= 2;
-    std::printf("| switch (yield to another thread) | %s | %s | %s | %s |\n",
+    const Stat raw_other = best(raw_yield_call<raw_yield_jump, false>(reps, iters),
+                                raw_yield_call<raw_yield_ontop, false>(reps, iters));
+    std::printf("| switch, the two threads yielding from different call sites | %s | %s | %s | %s |\n",
+                cell(ult_switch_other_code(reps, iters)).c_str(),
+                cell(fiber_switch_other_code(reps, iters)).c_str(),
+                cell(pthread_switch(reps, iters / 10)).c_str(), cell(raw_other).c_str());
+    std::fflush(stdout);
+    const Stat raw_same = best(raw_yield_call<raw_yield_jump, true>(reps, iters),
+                               raw_yield_call<raw_yield_ontop, true>(reps, iters));
+    std::printf("| switch, both yielding from one call site (every return predicted) | %s | "
+                "%s | - | %s |\n",
                 cell(ult_switch(reps, iters)).c_str(), cell(fiber_switch(reps, iters)).c_str(),
-                cell(pthread_switch(reps, iters / 10)).c_str(), cell(raw1).c_str());
+                cell(raw_same).c_str());
+    std::fflush(stdout);
+    std::printf("| switch, one of the two computing in floating point | %s | %s | - | - |\n",
+                cell(ult_switch_fp(reps, iters)).c_str(),
+                cell(fiber_switch_fp(reps, iters)).c_str());
     std::fflush(stdout);
     std::printf("| create + join, empty thread | %s | %s | %s | - |\n",
                 cell(ult_create_join(reps, iters)).c_str(),
@@ -297,6 +444,13 @@ int run_ult(const UltOptions& o) {
     std::printf("| mutex lock + unlock, uncontended | %s | %s | %s | - |\n",
                 cell(ult_mutex(reps, iters)).c_str(), cell(fiber_mutex(reps, iters)).c_str(),
                 cell(pthread_mutex(reps, iters)).c_str());
+    Stat bare = raw_switch(reps, iters);
+    bare.median /= 2, bare.mean /= 2, bare.p99 /= 2, bare.cpu /= 2;
+    std::printf("\nThe limit column: a function that switches and returns to its caller in the "
+                "resumed context (Boost.Context's jump_fcontext or ontop_fcontext inside it, "
+                "whichever is faster).  A bare jump loop, no call around the jump: %s ns per "
+                "switch (no return to predict: the floor of any switch).\n",
+                cell(bare).c_str());
     std::fflush(stdout);
   }
   tsu_barrier();

@@ -56,11 +56,25 @@ extern "C" {
 enum {
   TSU_ULT_CONFIG_WORKERS = 1u << 0,
   TSU_ULT_CONFIG_STACK_SIZE = 1u << 1,
-  TSU_ULT_CONFIG_GUARD = 1u << 2
+  TSU_ULT_CONFIG_GUARD = 1u << 2,
+  TSU_ULT_CONFIG_FP_FLAGS = 1u << 3
+};
+
+/* tsu_ult_config_t.fp_flags: what a ULT's floating-point status flags do
+ * across a switch (docs/ult.md, "Floating-point state").  Rounding and
+ * exception modes are each thread's own either way. */
+enum {
+  /* Default.  FE_INEXACT reads as raised in a ULT once it has switched; the
+   * other flags are the thread's own.  Keeps switches fast on cores where a
+   * switch that changes MXCSR is slow (some Intel Xeons: ~70 ns, not ~5). */
+  TSU_ULT_FP_FLAGS_FAST = 0,
+  /* Every flag is the thread's own, FE_INEXACT too (Boost.Context's own
+   * behaviour); a switch between threads whose flags differ may be slow. */
+  TSU_ULT_FP_FLAGS_EXACT = 1
 };
 
 /* Values come from the defaults, then the environment (TSU_ULT_WORKERS,
- * TSU_ULT_STACK_SIZE, TSU_ULT_GUARD), then the fields whose bit is set in
+ * TSU_ULT_STACK_SIZE, TSU_ULT_GUARD, TSU_ULT_FP_FLAGS), then the fields whose bit is set in
  * field_mask.  Set struct_size to sizeof(tsu_ult_config_t). */
 typedef struct tsu_ult_config {
   size_t struct_size;
@@ -73,7 +87,8 @@ typedef struct tsu_ult_config {
   int32_t guard;      /* 1: a PROT_NONE page under every stack; an overflow
                          is reported with the thread's name and the process
                          aborts (default: 1 in debug builds, 0 in release)    */
-  int32_t reserved2;  /* must be 0 */
+  int32_t fp_flags;   /* TSU_ULT_FP_FLAGS_FAST (default) or TSU_ULT_FP_FLAGS_EXACT
+                         (this field was `reserved2`, always 0: the default)  */
 } tsu_ult_config_t;
 
 /** Starts the workers.  config may be NULL.  Local without tsunagi: call once
@@ -83,7 +98,8 @@ typedef struct tsu_ult_config {
  * @retval TSU_ERR_ALREADY_INITIALIZED the scheduler runs already (so also from a ULT).
  * @retval TSU_ERR_CONFIG       a TSU_ULT_* variable or a field of `config` is invalid
  *                              (struct_size too small, workers > 4096, stack_size
- *                              outside 16 KiB .. 1 GiB, guard not 0 or 1); the reason is
+ *                              outside 16 KiB .. 1 GiB, guard not 0 or 1, fp_flags not
+ *                              one of TSU_ULT_FP_FLAGS_*); the reason is
  *                              printed to stderr, not kept in tsu_last_error.
  * @retval TSU_ERR_NO_MEMORY    no memory for the scheduler.
  * @retval (tsu_am_register's)  with tsunagi initialized: an error of registering the

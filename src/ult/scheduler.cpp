@@ -132,6 +132,13 @@ bool load_settings(const tsu_ult_config_t* config, Settings& out, const char*& e
     }
     out.guard = v[0] == '1';
   }
+  if (const char* v = std::getenv("TSU_ULT_FP_FLAGS")) {
+    if (std::strcmp(v, "fast") && std::strcmp(v, "exact")) {
+      error = "TSU_ULT_FP_FLAGS: expected fast or exact";
+      return false;
+    }
+    out.fp_exact = v[0] == 'e';
+  }
   if (const char* v = std::getenv("TSU_ULT_TEST_FAULTS")) {
     // Test-only: a comma-separated list of fault names (scheduler.hpp).
     const char* p = v;
@@ -155,7 +162,7 @@ bool load_settings(const tsu_ult_config_t* config, Settings& out, const char*& e
     }
   }
   if (config) {
-    if (config->struct_size < offsetof(tsu_ult_config_t, reserved2)) {
+    if (config->struct_size < offsetof(tsu_ult_config_t, fp_flags)) {
       error = "tsu_ult_config_t.struct_size is too small";
       return false;
     }
@@ -179,6 +186,17 @@ bool load_settings(const tsu_ult_config_t* config, Settings& out, const char*& e
         return false;
       }
       out.guard = config->guard == 1;
+    }
+    if (config->field_mask & TSU_ULT_CONFIG_FP_FLAGS) {
+      if (config->struct_size < offsetof(tsu_ult_config_t, fp_flags) + sizeof(int32_t)) {
+        error = "tsu_ult_config_t.struct_size is too small for fp_flags";
+        return false;
+      }
+      if (config->fp_flags != TSU_ULT_FP_FLAGS_FAST && config->fp_flags != TSU_ULT_FP_FLAGS_EXACT) {
+        error = "tsu_ult_config_t.fp_flags: TSU_ULT_FP_FLAGS_FAST or TSU_ULT_FP_FLAGS_EXACT";
+        return false;
+      }
+      out.fp_exact = config->fp_flags == TSU_ULT_FP_FLAGS_EXACT;
     }
   }
   return true;

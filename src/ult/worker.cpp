@@ -46,6 +46,7 @@ Worker::Worker(Scheduler& s, uint32_t index)
       stacks_(s.stack_pool()),
       fault_queue_oom_(s.settings().faults.queue_oom),
       solo_(s.settings().workers == 1),
+      fp_exact_(s.settings().fp_exact),
       nursery_watch_(s.settings().workers) {}
 
 Worker::~Worker() {
@@ -69,6 +70,7 @@ void Worker::join_thread() {
 bool Worker::prepare(Ult* u) noexcept {
   u->stack = stacks_.take(u->stack_size);
   if (!u->stack.base) return false;
+  fp_before_switch(fp_exact_);  // (make_fcontext saves the caller's MXCSR for it)
   u->fctx = make_fcontext(u->stack.top(), u->stack.size, &Worker::entry);
   u->fresh = true;
 #if TSU_ULT_TSAN
@@ -108,6 +110,7 @@ Worker* Worker::switch_to(Ult* from, Ult* to, Action a, Spinlock* release) noexc
   release_ = release;
   if (to && !ready_to_run(to)) to = nullptr;  // (the loop checks before it switches)
   current_ = to;
+  fp_before_switch(fp_exact_);
   WorkerCounters::bump(counters.switches);
   SanitizerContext& from_san = from ? from->san : sched_san_;
   if (!to) {

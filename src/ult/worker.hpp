@@ -33,6 +33,7 @@
 
 #include "context.hpp"
 #include "cpu_share_watch.hpp"
+#include "fp_state.hpp"
 #include "run_queue.hpp"
 #include "spinlock.hpp"
 #include "stack_pool.hpp"
@@ -113,6 +114,7 @@ class Worker {
     next->state.store(State::kRunning, std::memory_order_relaxed);
     next->worker = this;
     WorkerCounters::bump(counters.switches);
+    fp_before_switch(fp_exact_);
     sanitizer_before_switch(self->san, next->san, false);
     return next;
   }
@@ -317,6 +319,7 @@ class Worker {
   }
   const bool fault_queue_oom_;  // TSU_ULT_TEST_FAULTS=queue_oom
   const bool solo_;             // the scheduler's only worker: nobody steals here
+  const bool fp_exact_;         // TSU_ULT_FP_FLAGS=exact (fp_state.hpp)
   // Woken parked threads (and threads enqueue() could not put on the run
   // queue: out of memory): a stack (Ult::wake_next) pushed by any thread
   // with a compare-exchange, emptied whole by the owner with one exchange
