@@ -170,7 +170,11 @@ Stat best(const Stat& a, const Stat& b) { return a.median <= b.median ? a : b; }
 // ---- tsunagi-ult --------------------------------------------------------------------
 struct Loop {
   long n;
-  bool fp = false;  // compute in floating point between yields
+  bool fp = false;     // compute in floating point between yields
+  bool fresh = false;  // start with the status flags clear: a thread that has
+                       // not computed in floating point, in a process whose
+                       // threads started so (else this one inherits the
+                       // flags this program's own arithmetic raised)
 };
 // A computing thread's work between yields: raises FE_INEXACT, as nearly any
 // floating-point work does.
@@ -181,6 +185,7 @@ inline void fp_step() {
 }
 void* yield_n(void* a) {
   const Loop& l = *static_cast<Loop*>(a);
+  if (l.fresh) std::feclearexcept(FE_ALL_EXCEPT);
   for (long i = 0; i < l.n; ++i) {
     if (l.fp) fp_step();
     tsu_ult_yield();
@@ -234,7 +239,7 @@ Stat ult_switch_other_code(int reps, long n) {
 // function: only the floating-point state differs from the first row).
 Stat ult_switch_fp(int reps, long n) {
   return per_op(reps, n, [](long k) {
-    Loop computing{k / 2, true}, plain{k / 2, false};
+    Loop computing{k / 2, true}, plain{k / 2, false, true};
     in_ult([&] {
       tsu_ult_t a, b;
       tsu_ult_create(&a, nullptr, yield_n, &computing);
@@ -286,7 +291,9 @@ Stat fiber_switch(int reps, long n) {
 struct FiberLoop {
   long n;
   bool fp;
+  bool fresh = false;  // as Loop::fresh
   void operator()() const {
+    if (fresh) std::feclearexcept(FE_ALL_EXCEPT);
     for (long i = 0; i < n; ++i) {
       if (fp) fp_step();
       boost::this_fiber::yield();
@@ -305,7 +312,7 @@ Stat fiber_switch_other_code(int reps, long n) {
 }
 Stat fiber_switch_fp(int reps, long n) {
   return per_op(reps, n, [](long k) {
-    boost::fibers::fiber a(FiberLoop{k / 2, true}), b(FiberLoop{k / 2, false});
+    boost::fibers::fiber a(FiberLoop{k / 2, true}), b(FiberLoop{k / 2, false, true});
     a.join();
     b.join();
   });
