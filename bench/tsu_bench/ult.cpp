@@ -210,44 +210,30 @@ void in_ult(F f) {
   tsu_ult_join(t, nullptr);
 }
 
-Stat ult_switch(int reps, long n) {
-  return per_op(reps, n, [](long k) {
-    Loop l{k / 2};
+// Two threads on one worker yielding to each other, k/2 times each: a runs
+// fa with a copy of la, b runs fb with a copy of lb (their n set here).
+Stat ult_pair(int reps, long n, tsu_ult_fn_t fa, Loop la, tsu_ult_fn_t fb, Loop lb) {
+  return per_op(reps, n, [=](long k) {
+    Loop l_a = la, l_b = lb;
+    l_a.n = l_b.n = k / 2;
     in_ult([&] {
       tsu_ult_t a, b;
-      tsu_ult_create(&a, nullptr, yield_n, &l);
-      tsu_ult_create(&b, nullptr, yield_n, &l);
+      tsu_ult_create(&a, nullptr, fa, &l_a);
+      tsu_ult_create(&b, nullptr, fb, &l_b);
       tsu_ult_join(a, nullptr);
       tsu_ult_join(b, nullptr);
     });
   });
 }
+Stat ult_switch(int reps, long n) { return ult_pair(reps, n, yield_n, {}, yield_n, {}); }
 // Switch between two threads running different functions.
 Stat ult_switch_other_code(int reps, long n) {
-  return per_op(reps, n, [](long k) {
-    Loop l{k / 2};
-    in_ult([&] {
-      tsu_ult_t a, b;
-      tsu_ult_create(&a, nullptr, yield_n, &l);
-      tsu_ult_create(&b, nullptr, yield_n_other, &l);
-      tsu_ult_join(a, nullptr);
-      tsu_ult_join(b, nullptr);
-    });
-  });
+  return ult_pair(reps, n, yield_n, {}, yield_n_other, {});
 }
 // Switch between a thread computing in floating point and one not (the same
-// function: only the floating-point state differs from the first row).
+// function: only the floating-point state differs from ult_switch).
 Stat ult_switch_fp(int reps, long n) {
-  return per_op(reps, n, [](long k) {
-    Loop computing{k / 2, true}, plain{k / 2, false, true};
-    in_ult([&] {
-      tsu_ult_t a, b;
-      tsu_ult_create(&a, nullptr, yield_n, &computing);
-      tsu_ult_create(&b, nullptr, yield_n, &plain);
-      tsu_ult_join(a, nullptr);
-      tsu_ult_join(b, nullptr);
-    });
-  });
+  return ult_pair(reps, n, yield_n, Loop{0, true}, yield_n, Loop{0, false, true});
 }
 Stat ult_create_join(int reps, long n) {
   Stat s;
