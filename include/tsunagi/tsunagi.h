@@ -992,6 +992,28 @@ TSU_API tsu_status_t tsu_set_park_hook(tsu_park_fn_t park, tsu_unpark_fn_t unpar
  *         0 already woken (or waiter NULL): resume the thread now. */
 TSU_API int tsu_waiter_commit(tsu_waiter_t *waiter, void *token);
 
+/** A layer's finalize hook (see tsu_add_finalize_hook). */
+typedef void (*tsu_finalize_hook_fn_t)(void *ctx);
+#define TSU_FINALIZE_HOOKS_MAX 16u
+/** For layers that call tsunagi from pthreads of their own (a user-level
+ * thread scheduler's workers, a runtime's helper thread): tsu_finalize calls
+ * fn(ctx) first, on its own pthread, before it completes or tears down
+ * anything, latest added first.  fn must return only once those pthreads
+ * make no more tsunagi calls (calls after tsu_finalize returned are safe:
+ * they say TSU_ERR_NOT_INITIALIZED).  fn may call tsunagi (the runtime is
+ * whole) but not tsu_init or tsu_finalize.  Hooks belong to this tsu_init:
+ * they run once and are gone after tsu_finalize.
+ * @retval TSU_OK               added.
+ * @retval TSU_ERR_NULL_POINTER fn is NULL.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_LIMIT        TSU_FINALIZE_HOOKS_MAX hooks are set. */
+TSU_API tsu_status_t tsu_add_finalize_hook(tsu_finalize_hook_fn_t fn, void *ctx);
+/** Removes a hook that tsu_add_finalize_hook added with the same fn and ctx.
+ * @retval TSU_OK               removed.
+ * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.
+ * @retval TSU_ERR_INVALID_ARG  no such hook. */
+TSU_API tsu_status_t tsu_remove_finalize_hook(tsu_finalize_hook_fn_t fn, void *ctx);
+
 /* ------------------------------------------------------------------------- */
 /* Statistics                                                                  */
 /* ------------------------------------------------------------------------- */

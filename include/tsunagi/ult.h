@@ -84,9 +84,17 @@ typedef struct tsu_ult_config {
   uint32_t reserved;  /* must be 0 */
   size_t stack_size;  /* default stack of a ULT (bytes, rounded up to pages;
                          default 128 KiB); memory is taken as it is touched  */
-  int32_t guard;      /* 1: a PROT_NONE page under every stack; an overflow
-                         is reported with the thread's name and the process
-                         aborts (default: 1 in debug builds, 0 in release)    */
+  int32_t guard;      /* 1: a PROT_NONE page under every stack (default: 1 in
+                         debug builds, 0 in release).  A thread that runs into
+                         it gets a report on stderr naming the thread, then the
+                         process ends with SIGABRT (abort()).  It catches a
+                         stack that grows into it page by page; a single frame
+                         larger than a page (a big local array, alloca) can
+                         jump over it into other memory, which it cannot
+                         catch: give such threads a stack_size that fits, or
+                         build with -fstack-clash-protection, which makes the
+                         compiler touch large frames page by page.  Without
+                         the guard an overflow is not detected at all.        */
   int32_t fp_flags;   /* TSU_ULT_FP_FLAGS_FAST (default) or TSU_ULT_FP_FLAGS_EXACT
                          (this field was `reserved2`, always 0: the default)  */
 } tsu_ult_config_t;
@@ -118,9 +126,15 @@ TSU_API tsu_status_t tsu_ult_init(const tsu_ult_config_t *config);
  * @retval TSU_ERR_UNSUPPORTED  called from a ULT.
  * @retval TSU_ERR_PEER_LOST    a rank was lost: the survivors agreed without it
  *                              (every join on it has failed); stopped all the same.
+ * @retval TSU_ERR_NOT_INITIALIZED also: tsu_finalize ran before it (the wrong
+ *                              order, with any number of ranks).  tsu_finalize
+ *                              first stops the scheduler's own use of tsunagi
+ *                              (tsu_add_finalize_hook): joins of threads on other
+ *                              ranks that had not ended fail with
+ *                              TSU_ERR_NOT_INITIALIZED; this call then waits for
+ *                              this rank's threads and stops the workers.
  * @retval (the collective's)   with tsunagi initialized: an error of the final
- *                              exchange (e.g. TSU_ERR_UNREACHABLE,
- *                              TSU_ERR_NOT_INITIALIZED after tsu_finalize); the
+ *                              exchange (e.g. TSU_ERR_UNREACHABLE); the
  *                              scheduler is stopped all the same. */
 TSU_API tsu_status_t tsu_ult_finalize(void);
 
@@ -137,7 +151,8 @@ typedef void *(*tsu_ult_fn_t)(void *arg);    /* like a pthread's start routine *
 enum {
   TSU_ULT_ATTR_STACK_SIZE = 1u << 0,
   TSU_ULT_ATTR_DETACHED = 1u << 1,
-  TSU_ULT_ATTR_NAME = 1u << 2
+  TSU_ULT_ATTR_NAME = 1u << 2,
+  TSU_ULT_ATTR_MIGRATABLE = 1u << 3
 };
 #define TSU_ULT_NAME_MAX 23u /* longer names are cut */
 
@@ -145,9 +160,16 @@ enum {
 typedef struct tsu_ult_attr {
   size_t struct_size;   /* sizeof(tsu_ult_attr_t)                            */
   uint64_t field_mask;  /* TSU_ULT_ATTR_* bits of the fields that are set     */
-  size_t stack_size;    /* bytes; 0 or unset: the scheduler's default         */
+  size_t stack_size;    /* bytes; 0 or unset: the scheduler's default.  Every
+                           stack the thread runs on has at least this many
+                           usable bytes, on whichever rank and worker it runs */
   int32_t detached;     /* 1: cannot be joined; its resources go at its end   */
-  int32_t reserved;     /* must be 0                                         */
+  int32_t migratable;   /* tsu_ult_spawn to a named rank: 1 lets the load
+                           balancer move the thread to another rank before it
+                           starts; 0 (default) keeps it on that rank.  Threads
+                           spawned with TSU_ULT_ANY_RANK may always move;
+                           tsu_ult_create's never leave their rank (ignored).
+                           (This field was `reserved`, always 0: the default.) */
   const char *name;     /* copied; used by stack-overflow reports and dumps   */
 } tsu_ult_attr_t;
 
@@ -161,7 +183,8 @@ typedef struct tsu_ult_attr {
  * @retval TSU_ERR_NOT_INITIALIZED the scheduler does not run.
  * @retval TSU_ERR_NULL_POINTER fn is NULL, or out is NULL for a joinable thread.
  * @retval TSU_ERR_INVALID_ARG  attr->struct_size too small, a stack_size set outside
- *                              4 KiB .. 1 GiB, or detached not 0 or 1.
+ *                              4 KiB .. 1 GiB, or detached or migratable (when set)
+ *                              not 0 or 1.
  * @retval TSU_ERR_NO_MEMORY    no memory for the thread's record or its queue entry. */
 TSU_API tsu_status_t tsu_ult_create(tsu_ult_t *out, const tsu_ult_attr_t *attr, tsu_ult_fn_t fn,
                                     void *arg);
@@ -184,7 +207,8 @@ TSU_API tsu_status_t tsu_ult_exit(void *value);
  * @retval TSU_ERR_INVALID_ARG  thread is detached, is being joined by another thread,
  *                              or is the caller; or (a spawned thread) its function
  *                              id is not registered on the rank that ran it: the
- *                              handle is then not freed.
+ *                              handle is then not freed, and stays valid: release
+ *                              it with tsu_ult_detach (a join again says the same).
  * @retval TSU_ERR_NO_MEMORY    the thread never ran (no stack, or the running rank
  *                              could not create it); the handle is gone.
  * @retval TSU_ERR_TRUNCATED    (a spawned thread) its function wrote more than
@@ -196,7 +220,9 @@ TSU_API tsu_status_t tsu_ult_exit(void *value);
 TSU_API tsu_status_t tsu_ult_join(tsu_ult_t thread, void **value);
 
 /** The thread's resources go when it ends (at once if it has ended); it
- * cannot be joined any more and the handle must not be used again.
+ * cannot be joined any more and the handle must not be used again.  Also
+ * releases a handle whose join returned TSU_ERR_INVALID_ARG because its
+ * function id was not registered where it ran.
  * @retval TSU_OK               detached.
  * @retval TSU_ERR_NOT_INITIALIZED the scheduler does not run.
  * @retval TSU_ERR_NULL_POINTER thread is NULL.
@@ -335,9 +361,10 @@ TSU_API void *tsu_ult_getspecific(tsu_ult_key_t key);
 /* A thread started with tsu_ult_spawn runs a function named by an id that
  * every rank registered (never a raw pointer), with its argument and its
  * exit value passed by value (at most TSU_ULT_ARG_MAX / TSU_ULT_VALUE_MAX
- * bytes).  It may run on any rank: the one named, or with TSU_ULT_ANY_RANK
- * the least loaded one, and a rank with nothing to run may take it from a
- * loaded rank before it starts (docs/ult.md, "Load balancing").  Only the
+ * bytes).  It runs on the rank named, or with TSU_ULT_ANY_RANK on the least
+ * loaded one; a rank with nothing to run may take a thread from a loaded rank
+ * before it starts, but only one spawned with TSU_ULT_ANY_RANK or with
+ * attr->migratable set (docs/ult.md, "Load balancing").  Only the
  * creating rank (a handle) and the running rank (the thread) keep its
  * details; the exit value comes back to the creator when the thread ends.
  * Spawn and exit messages to one rank are batched (one active message per
@@ -373,8 +400,12 @@ typedef void (*tsu_ult_remote_fn_t)(const void *arg, size_t arg_len, void *value
 TSU_API tsu_status_t tsu_ult_register(uint32_t fn_id, tsu_ult_remote_fn_t fn);
 
 /** Starts fn_id(arg) on `rank` (this rank included), or on a rank chosen by
- * the balancer with TSU_ULT_ANY_RANK.  attr: name and detached are used
- * (stack_size applies on the running rank too).  *out (may be NULL when
+ * the balancer with TSU_ULT_ANY_RANK.  A thread spawned to a named rank runs
+ * there (tsu_rank() in it is `rank`), unless attr->migratable lets the
+ * balancer move it; one spawned with TSU_ULT_ANY_RANK may be moved to an idle
+ * rank before it starts.  attr: stack_size (honoured on the running rank,
+ * wherever the thread moves), detached, migratable and name (the name is
+ * kept on the spawning rank only).  *out (may be NULL when
  * detached) is joined with tsu_ult_join_value (or tsu_ult_join, which
  * gives the value NULL).  Without tsunagi (a job of one rank) an unregistered
  * id is not refused here: the join returns TSU_ERR_INVALID_ARG.
@@ -400,7 +431,8 @@ TSU_API tsu_status_t tsu_ult_spawn(tsu_ult_t *out, uint32_t rank, uint32_t fn_id
  * @retval TSU_ERR_INVALID_ARG  thread was not made by tsu_ult_spawn (use tsu_ult_join),
  *                              is detached, is being joined, or is the caller; or its
  *                              function id is not registered on the rank that ran
- *                              it: the handle is then not freed and nothing copied.
+ *                              it: the handle is then not freed and nothing copied
+ *                              (release it with tsu_ult_detach).
  * @retval TSU_ERR_TRUNCATED    cap was too small (the value is cut), or the function
  *                              wrote more than TSU_ULT_VALUE_MAX bytes (cut to that);
  *                              the handle is gone.

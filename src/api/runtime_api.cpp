@@ -21,6 +21,14 @@ namespace {
 std::mutex g_init_mutex;  // serializes init and finalize
 uint64_t g_epoch = 0;     // guarded by g_init_mutex
 bool g_finalized = false; // guarded by g_init_mutex: a job ended in this process
+
+// Layers' finalize hooks (tsu_add_finalize_hook), guarded by g_init_mutex.
+struct FinalizeHook {
+  tsu_finalize_hook_fn_t fn;
+  void* ctx;
+};
+FinalizeHook g_finalize_hooks[TSU_FINALIZE_HOOKS_MAX];
+uint32_t g_finalize_hook_count = 0;
 }  // namespace
 
 extern "C" {
@@ -59,6 +67,11 @@ tsu_status_t tsu_finalize(void) {
   if (core::in_progress_context())
     return core::fail(TSU_ERR_UNSUPPORTED,
                       "tsu_finalize: cannot be called from a completion callback");
+  // Layers' own pthreads stop calling us first (their hooks return only then).
+  while (g_finalize_hook_count > 0) {
+    const FinalizeHook h = g_finalize_hooks[--g_finalize_hook_count];
+    h.fn(h.ctx);
+  }
   std::string error;
   const tsu_status_t st = rt->finalize(error);
   g_finalized = true;
@@ -71,6 +84,30 @@ tsu_status_t tsu_finalize(void) {
 }
 
 int tsu_initialized(void) { return runtime() != nullptr; }
+
+tsu_status_t tsu_add_finalize_hook(tsu_finalize_hook_fn_t fn, void* ctx) {
+  if (!fn) return core::fail(TSU_ERR_NULL_POINTER, "tsu_add_finalize_hook: fn is NULL");
+  std::lock_guard lock(g_init_mutex);
+  if (!runtime()) return api::not_initialized("tsu_add_finalize_hook");
+  if (g_finalize_hook_count == TSU_FINALIZE_HOOKS_MAX)
+    return core::fail(TSU_ERR_LIMIT, "tsu_add_finalize_hook: %u hooks are set already",
+                      TSU_FINALIZE_HOOKS_MAX);
+  g_finalize_hooks[g_finalize_hook_count++] = FinalizeHook{fn, ctx};
+  return TSU_OK;
+}
+
+tsu_status_t tsu_remove_finalize_hook(tsu_finalize_hook_fn_t fn, void* ctx) {
+  std::lock_guard lock(g_init_mutex);
+  if (!runtime()) return api::not_initialized("tsu_remove_finalize_hook");
+  for (uint32_t i = g_finalize_hook_count; i-- > 0;) {
+    if (g_finalize_hooks[i].fn != fn || g_finalize_hooks[i].ctx != ctx) continue;
+    for (uint32_t j = i + 1; j < g_finalize_hook_count; ++j)
+      g_finalize_hooks[j - 1] = g_finalize_hooks[j];
+    --g_finalize_hook_count;
+    return TSU_OK;
+  }
+  return core::fail(TSU_ERR_INVALID_ARG, "tsu_remove_finalize_hook: no such hook");
+}
 
 tsu_status_t tsu_rank(uint32_t* rank) {
   core::Runtime* rt = runtime();

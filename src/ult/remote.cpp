@@ -1,5 +1,6 @@
 #include "remote.hpp"
 
+#include <sched.h>
 #include <time.h>
 
 #include <algorithm>
@@ -19,8 +20,8 @@ struct SpawnRecord {
   uint32_t creator;
   uint32_t fn_id;
   uint16_t arg_len;
-  uint16_t flags;  // 1: detached
-  uint32_t reserved;
+  uint16_t flags;       // kSpawnDetached | kSpawnMigratable
+  uint32_t stack_size;  // bytes (at most 1 GiB); 0: the runner's default
 };
 
 namespace {
@@ -47,6 +48,14 @@ struct ValueRecord {
 // travels in the values batch, so a full queue delays it (the batch retries)
 // and never drops it.
 constexpr uint16_t kValueMoved = 1;
+constexpr uint16_t kSpawnDetached = 1;
+constexpr uint16_t kSpawnMigratable = 2;
+constexpr uint32_t kStackSizeMax = 1u << 30;  // as tsu_ult_attr_t.stack_size
+
+uint16_t spawn_flags(const RemoteInfo& info) {
+  return static_cast<uint16_t>((info.detached ? kSpawnDetached : 0) |
+                               (info.migratable ? kSpawnMigratable : 0));
+}
 static_assert(sizeof(SpawnRecord) == 24 && sizeof(ValueRecord) == 16);
 
 constexpr std::size_t pad8(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
@@ -122,7 +131,10 @@ struct Handlers {
     for_each_record<SpawnRecord>(
         payload, len, args[0],
         [&](const SpawnRecord& rec) {
-          return rec.arg_len <= TSU_ULT_ARG_MAX && rec.creator < r->size_ ? rec.arg_len : kBadRecord;
+          return rec.arg_len <= TSU_ULT_ARG_MAX && rec.creator < r->size_ &&
+                         rec.stack_size <= kStackSizeMax
+                     ? rec.arg_len
+                     : kBadRecord;
         },
         [&](const SpawnRecord& rec, const unsigned char* arg) {
           auto* info = RecordPool<RemoteInfo>::make();
@@ -131,7 +143,9 @@ struct Handlers {
           info->creator = rec.creator;
           info->runner.store(r->rank_, std::memory_order_relaxed);
           info->fn_id = rec.fn_id;
-          info->detached = (rec.flags & 1) != 0;
+          info->detached = (rec.flags & kSpawnDetached) != 0;
+          info->migratable = (rec.flags & kSpawnMigratable) != 0;
+          info->stack_size = rec.stack_size;
           info->arg_len = rec.arg_len;
           std::memcpy(info->arg, arg, rec.arg_len);
           if (rec.creator != src) r->migrated_.fetch_add(1, std::memory_order_relaxed);
@@ -368,8 +382,7 @@ void* Remote::run_spawned(void* a) {
   return nullptr;
 }
 
-void Remote::start_local(RemoteInfo* info, bool home, const tsu_ult_attr_t* attr,
-                         Ult** out) noexcept {
+void Remote::start_local(RemoteInfo* info, bool home, const char* name, Ult** out) noexcept {
   // Threads run here for a handle elsewhere are detached here: the creator
   // holds the handle (a proxy).  Our own spawns keep the record as the handle.
   const bool ours = home;
@@ -380,7 +393,8 @@ void Remote::start_local(RemoteInfo* info, bool home, const tsu_ult_attr_t* attr
   c.detached = ours ? info->detached : true;
   c.remote = info;
   c.origin_rank = info->creator;
-  if (attr && (attr->field_mask & TSU_ULT_ATTR_NAME)) c.name = attr->name;
+  c.stack_size = info->stack_size;  // (0: this rank's default)
+  c.name = name;
   Ult* u = nullptr;
   if (create_thread(sched_, c, &u) != TSU_OK) {
     if (!ours && !info->detached) {
@@ -394,16 +408,16 @@ void Remote::start_local(RemoteInfo* info, bool home, const tsu_ult_attr_t* attr
 }
 
 tsu_status_t Remote::spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const void* arg,
-                           std::size_t len, const tsu_ult_attr_t* attr) {
+                           std::size_t len, const CreateArgs& attr) {
+  if (closed()) return TSU_ERR_NOT_INITIALIZED;  // tsu_finalize ran
   if (fn_id > TSU_ULT_FN_MAX || !g_fns[fn_id].load(std::memory_order_acquire))
     return TSU_ERR_INVALID_ARG;
   if (len > TSU_ULT_ARG_MAX || (len && !arg)) return TSU_ERR_INVALID_ARG;
-  bool detached = false;
-  if (attr && (attr->field_mask & TSU_ULT_ATTR_DETACHED)) {
-    if (attr->detached != 0 && attr->detached != 1) return TSU_ERR_INVALID_ARG;
-    detached = attr->detached == 1;
-  }
+  const bool detached = attr.detached;
   if (!out && !detached) return TSU_ERR_NULL_POINTER;
+  // Only threads the program let the balancer place may move: a named rank
+  // is where the thread's data is.
+  const bool migratable = rank == TSU_ULT_ANY_RANK || attr.migratable;
   if (rank == TSU_ULT_ANY_RANK) rank = pick_any();
   if (rank >= size_) return TSU_ERR_BAD_RANK;
   if (lost_[rank].load(std::memory_order_acquire)) return TSU_ERR_PEER_LOST;
@@ -412,12 +426,14 @@ tsu_status_t Remote::spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
   info->creator = rank_;
   info->runner.store(rank, std::memory_order_relaxed);
   info->fn_id = fn_id;
+  info->stack_size = static_cast<uint32_t>(attr.stack_size);  // (read_attr: at most 1 GiB)
   info->detached = detached;
+  info->migratable = migratable;
   info->arg_len = static_cast<uint16_t>(len);
   if (rank == rank_) {
     if (len) std::memcpy(info->arg, arg, len);
     Ult* u = nullptr;
-    start_local(info, true, attr, &u);
+    start_local(info, true, attr.name, &u);
     if (!u) return TSU_ERR_NO_MEMORY;
     if (out) *out = detached ? nullptr : reinterpret_cast<tsu_ult_t>(u);
     return TSU_OK;
@@ -492,8 +508,8 @@ void Remote::queue_spawn(uint32_t dst, const RemoteInfo& info, const void* arg,
                          bool flush_now) noexcept {
   Batch& b = *out_[dst];
   std::lock_guard lock(b.mu);
-  const SpawnRecord rec{info.token, info.creator, info.fn_id, info.arg_len,
-                        static_cast<uint16_t>(info.detached ? 1 : 0), 0};
+  const SpawnRecord rec{info.token,   info.creator,      info.fn_id,
+                        info.arg_len, spawn_flags(info), info.stack_size};
   append(b, b.spawns, &rec, sizeof rec, arg, info.arg_len);
   // A full chunk leaves at once; so does everything when asked to.
   if (flush_now || b.spawns.size() > 1) send_chunks(dst, b, true);
@@ -553,7 +569,7 @@ void Remote::fail_chunk(uint32_t dst, const Chunk& c, tsu_status_t st) noexcept 
     SpawnRecord rec;
     std::memcpy(&rec, c.data.data() + off, sizeof rec);
     off += sizeof rec + pad8(rec.arg_len);
-    if (!rec.token || (rec.flags & 1)) continue;  // detached: nobody waits
+    if (!rec.token || (rec.flags & kSpawnDetached)) continue;  // detached: nobody waits
     if (rec.creator == rank_) {
       complete_proxy(rec.token, st, nullptr, 0);
     } else if (rec.creator != dst && rec.creator < size_) {
@@ -751,7 +767,9 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
   for (uint32_t i = 0; i < sched_.worker_count() && taken.size() < max; ++i) {
     sched_.worker(i).queue().take_if(
         [](const Ult* u) {
-          return u->remote && !u->proxy && u->state.load(std::memory_order_relaxed) == State::kNew;
+          // Not started, and placed by the balancer or let move by its spawner.
+          return u->remote && !u->proxy && u->remote->migratable &&
+                 u->state.load(std::memory_order_relaxed) == State::kNew;
         },
         max - static_cast<uint32_t>(taken.size()), taken);
   }
@@ -790,8 +808,9 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
       }
       u->join_lock.unlock();
       info->detached = detached;
-      const SpawnRecord rec{detached ? 0 : token, rank_, info->fn_id, info->arg_len,
-                            static_cast<uint16_t>(detached ? 1 : 0), 0};
+      const SpawnRecord rec{detached ? 0 : token, rank_,
+                            info->fn_id,          info->arg_len,
+                            spawn_flags(*info),   info->stack_size};
       if (u->home) u->home->live_remove(u);
       sched_.note_finished();  // no longer runs here
       migrated_.fetch_add(1, std::memory_order_relaxed);
@@ -811,8 +830,8 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
       queue_spawn(thief, rec, arg);
     } else {
       // A runner's record (detached here): no value comes into it.
-      const SpawnRecord rec{info->token, info->creator, info->fn_id, info->arg_len,
-                            static_cast<uint16_t>(info->detached ? 1 : 0), 0};
+      const SpawnRecord rec{info->token,   info->creator,      info->fn_id,
+                            info->arg_len, spawn_flags(*info), info->stack_size};
       queue_spawn(thief, rec, info->arg);
       if (!info->detached) {
         if (info->creator == rank_) {
@@ -843,7 +862,27 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
   else if (!faults.handover_eagain) send_chunks(thief, b, true);
 }
 
-void Remote::poll(Worker& w, bool idle) noexcept {
+void Remote::poll(Worker&, bool idle) noexcept {
+  in_poll_.fetch_add(1, std::memory_order_seq_cst);
+  if (!closed_.load(std::memory_order_seq_cst)) poll_open(idle);
+  in_poll_.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void Remote::on_tsunagi_finalize(void* remote) noexcept { static_cast<Remote*>(remote)->close(); }
+
+void Remote::close() noexcept {
+  closed_.store(true, std::memory_order_seq_cst);
+  while (in_poll_.load(std::memory_order_seq_cst) != 0) sched_yield();
+  // No value can come any more: end the joins of threads elsewhere.
+  std::vector<uint64_t> tokens;
+  {
+    SpinGuard lock(proxies_lock_);
+    proxies_.for_each([&](uint64_t t, Ult*) { tokens.push_back(t); });
+  }
+  for (uint64_t t : tokens) complete_proxy(t, TSU_ERR_NOT_INITIALIZED, nullptr, 0);
+}
+
+void Remote::poll_open(bool idle) noexcept {
   if (has_outgoing()) flush();
   tsu_progress();  // manual progress: the workers drive it (harmless otherwise)
   if (!lb_.enabled || size_ == 1) return;
@@ -852,7 +891,6 @@ void Remote::poll(Worker& w, bool idle) noexcept {
   if (now - last < lb_.period_ns ||
       !last_lb_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed))
     return;
-  (void)w;
   const uint32_t mine = runnable();
   const uint32_t prev = last_sent_load_.load(std::memory_order_relaxed);
   const uint32_t diff = mine > prev ? mine - prev : prev - mine;

@@ -21,6 +21,7 @@ namespace tsu::ult {
 
 class Scheduler;
 class Worker;
+struct CreateArgs;   // scheduler.hpp
 struct SpawnRecord;  // remote.cpp
 
 // A spawned thread's details, kept by its creator (in the handle, a "proxy"
@@ -30,7 +31,9 @@ struct RemoteInfo {
   uint32_t creator = 0;       // creating rank
   std::atomic<uint32_t> runner{0};  // running rank (as the creator knows it; moves)
   uint32_t fn_id = 0;
+  uint32_t stack_size = 0;    // the thread's stack (bytes; 0: the running rank's default)
   bool detached = false;
+  bool migratable = false;    // the balancer may move it ("any", or attr->migratable)
   bool home = false;          // spawned here for here: the running record is the handle
   uint16_t arg_len = 0;
   uint16_t value_len = 0;
@@ -92,11 +95,17 @@ class Remote {
   ~Remote();
   // Collective: registers the layer's handlers.
   tsu_status_t start();
+  // attr: what read_attr made of the caller's tsu_ult_attr_t (fn, arg unused).
   tsu_status_t spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const void* arg,
-                     std::size_t len, const tsu_ult_attr_t* attr);
+                     std::size_t len, const CreateArgs& attr);
   // The scheduler's pass: sends batched messages, exchanges load, asks for
-  // work when idle, drives progress when idle.  Any worker, any time.
+  // work when idle, drives progress when idle.  Any worker, any time; does
+  // nothing once closed.
   void poll(Worker& w, bool idle) noexcept;
+  // tsu_finalize's hook (tsu_add_finalize_hook): the workers stop calling
+  // tsunagi, and joins of threads elsewhere fail with TSU_ERR_NOT_INITIALIZED.
+  static void on_tsunagi_finalize(void* remote) noexcept;
+  bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
   bool has_outgoing() const noexcept {
     return outgoing_.load(std::memory_order_acquire) != 0 ||
            has_orphans_.load(std::memory_order_relaxed);
@@ -187,7 +196,9 @@ class Remote {
   void complete_proxy(uint64_t token, tsu_status_t st, const void* v, std::size_t len) noexcept;
   // Runs a spawned thread here: `home` for our own spawns (the record is the
   // handle), else for a creator elsewhere (or our own thread coming back).
-  void start_local(RemoteInfo* info, bool home, const tsu_ult_attr_t* attr, Ult** out) noexcept;
+  void start_local(RemoteInfo* info, bool home, const char* name, Ult** out) noexcept;
+  void poll_open(bool idle) noexcept;  // poll's body
+  void close() noexcept;
   uint32_t pick_any() noexcept;
   uint32_t runnable() const noexcept;
   void give_work(uint32_t thief, uint32_t max) noexcept;
@@ -221,6 +232,12 @@ class Remote {
   std::atomic<uint64_t> last_lb_ns_{0};
   std::atomic<uint32_t> last_sent_load_{0};
   std::atomic<bool> asking_{false};  // a work request is out
+  // Closing (tsu_finalize's hook) against the workers' passes, Dekker-style:
+  // a pass counts itself in, then reads closed_; close() sets closed_, then
+  // waits for the count to drain (all seq_cst).  So every pass either sees
+  // closed_ and makes no tsunagi call, or close() waits for it to end.
+  std::atomic<bool> closed_{false};
+  std::atomic<uint32_t> in_poll_{0};
   std::atomic<uint64_t> asked_ns_{0};
 };
 

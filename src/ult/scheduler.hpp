@@ -127,6 +127,7 @@ struct CreateArgs {
   void* arg = nullptr;
   std::size_t stack_size = 0;  // 0: the default
   bool detached = false;
+  bool migratable = false;  // (spawns only: the balancer may move it)
   const char* name = nullptr;
   RemoteInfo* remote = nullptr;  // owned by the record from here on
   uint32_t origin_rank = 0;

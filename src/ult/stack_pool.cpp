@@ -5,7 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include "scheduler.hpp"
@@ -119,23 +120,39 @@ void write_all(const char* s) noexcept {
   }
 }
 
+// Decimal or hex digits of v into buf (async-signal-safe); returns buf.
+const char* format_u64(char (&buf)[24], uint64_t v, unsigned base) noexcept {
+  char* p = buf + sizeof buf - 1;
+  *p = '\0';
+  do {
+    *--p = "0123456789abcdef"[v % base];
+    v /= base;
+  } while (v != 0);
+  return p;
+}
+
 void on_fault(int sig, siginfo_t* info, void* uctx) {
   const auto* addr = static_cast<const std::byte*>(info->si_addr);
   const long page = sysconf(_SC_PAGESIZE);
   char name[64];
   uint64_t id = 0;
   if (current_stack_guard_hit(addr, static_cast<std::size_t>(page), name, sizeof name, id)) {
-    char line[200];
-    // snprintf is not async-signal-safe in general, but with %s/%llu and no
-    // locale work it does not allocate; the process is about to die anyway.
-    std::snprintf(line, sizeof line,
-                  "tsunagi-ult: stack overflow in user-level thread %llu '%s' (fault at %p, "
-                  "in the guard page under its stack; raise the stack size with "
-                  "tsu_ult_attr_t.stack_size or TSU_ULT_STACK_SIZE)\n",
-                  static_cast<unsigned long long>(id), name, info->si_addr);
-    write_all(line);
+    // Written piece by piece (no buffer to cut it short, nothing that is
+    // not async-signal-safe), then the process ends as ult.h says.
+    char num[24];
+    write_all("tsunagi-ult: stack overflow in user-level thread ");
+    write_all(format_u64(num, id, 10));
+    write_all(" '");
+    write_all(name);
+    write_all("' (fault at 0x");
+    write_all(format_u64(num, reinterpret_cast<uintptr_t>(info->si_addr), 16));
+    write_all(", in the guard page under its stack; raise the stack size with "
+              "tsu_ult_attr_t.stack_size or TSU_ULT_STACK_SIZE)\n");
+    signal(SIGABRT, SIG_DFL);
+    abort();
   }
-  // Hand over to whatever handled the signal before us (default: die).
+  // Not an overflow: hand over to whatever handled the signal before us
+  // (default: die).
   struct sigaction& old = sig == SIGSEGV ? g_old_segv : g_old_bus;
   if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction) {
     old.sa_sigaction(sig, info, uctx);

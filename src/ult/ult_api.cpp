@@ -65,6 +65,12 @@ tsu_status_t wait_for_end(Scheduler& s, Ult* u) {
     u->join_lock.unlock();
   }
   // done is set: nobody else touches the record any more.
+  if (u->error == TSU_ERR_INVALID_ARG) {
+    // Its function id was not registered where it ran: the handle stays the
+    // caller's (ult.h), joinable again or detachable, so it must not keep
+    // naming this (gone) waiter as its joiner.
+    u->joiner = nullptr;
+  }
   return u->error;
 }
 
@@ -79,6 +85,10 @@ tsu_status_t read_attr(const tsu_ult_attr_t* attr, CreateArgs& c) {
   if (attr->field_mask & TSU_ULT_ATTR_DETACHED) {
     if (attr->detached != 0 && attr->detached != 1) return TSU_ERR_INVALID_ARG;
     c.detached = attr->detached == 1;
+  }
+  if (attr->field_mask & TSU_ULT_ATTR_MIGRATABLE) {
+    if (attr->migratable != 0 && attr->migratable != 1) return TSU_ERR_INVALID_ARG;
+    c.migratable = attr->migratable == 1;
   }
   if (attr->field_mask & TSU_ULT_ATTR_NAME) c.name = attr->name;
   return TSU_OK;
@@ -134,7 +144,10 @@ tsu_status_t tsu_ult_init(const tsu_ult_config_t* config) {
       return TSU_ERR_NO_MEMORY;
     }
     sched->set_remote(remote);
-    const tsu_status_t st = remote->start();
+    tsu_status_t st = remote->start();
+    // tsu_finalize before tsu_ult_finalize (the wrong order) must find the
+    // workers no longer calling tsunagi: they stop in its hook.
+    if (st == TSU_OK) st = tsu_add_finalize_hook(&Remote::on_tsunagi_finalize, remote);
     if (st != TSU_OK) {
       delete remote;
       delete sched;
@@ -152,7 +165,14 @@ tsu_status_t tsu_ult_finalize(void) {
   if (!s) return TSU_ERR_NOT_INITIALIZED;
   if (current_worker()) return TSU_ERR_UNSUPPORTED;  // from a pthread only
   tsu_status_t st = TSU_OK;
-  if (Remote* r = s->remote()) st = r->finish();  // collective: no rank has work left
+  if (Remote* r = s->remote()) {
+    if (r->closed()) {
+      st = TSU_ERR_NOT_INITIALIZED;  // tsu_finalize ran first: no collective possible
+    } else {
+      st = r->finish();  // collective: no rank has work left
+      tsu_remove_finalize_hook(&Remote::on_tsunagi_finalize, r);
+    }
+  }
   s->stop();
   if (const char* v = std::getenv("TSU_STATS"); v && std::strcmp(v, "0") != 0) tsu_ult_dump();
   set_scheduler(nullptr);
@@ -215,7 +235,7 @@ tsu_status_t tsu_ult_spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
   if (!s) return TSU_ERR_NOT_INITIALIZED;
   CreateArgs c;
   if (const tsu_status_t st = read_attr(attr, c); st != TSU_OK) return st;
-  if (Remote* r = s->remote()) return r->spawn(out, rank, fn_id, arg, arg_len, attr);
+  if (Remote* r = s->remote()) return r->spawn(out, rank, fn_id, arg, arg_len, c);
   // Without tsunagi: a job of one rank.
   if (rank != 0 && rank != TSU_ULT_ANY_RANK) return TSU_ERR_BAD_RANK;
   if (fn_id > TSU_ULT_FN_MAX || arg_len > TSU_ULT_ARG_MAX || (arg_len && !arg))

@@ -1,5 +1,6 @@
 // A rank lost in the middle of a hand-over of threads (load balancing):
-// rank 1 holds queued spawned threads (its own, and rank 0's), rank 2 asks
+// rank 1 holds queued spawned threads (its own, and rank 0's, spawned with
+// attr.migratable so the balancer may move them), rank 2 asks
 // it for work and is lost before or right after receiving them.  Every
 // join of a thread handed to rank 2 must return TSU_ERR_PEER_LOST (never
 // hang), the others their value; the survivors finalize.  Run on 3
@@ -81,9 +82,14 @@ int main() {
     sleep_ms(100);  // it runs now: what follows stays queued behind it
   }
   if (tsu_barrier() != TSU_OK) return fail("barrier");  // (rank 0's must queue too)
+  // Spawned on rank 1 and let move (a thread on a named rank moves only so).
+  tsu_ult_attr_t movable{};
+  movable.struct_size = sizeof movable;
+  movable.field_mask = TSU_ULT_ATTR_MIGRATABLE;
+  movable.migratable = 1;
   if (g_rank != 2) {
     for (auto& t : mine)
-      if (const tsu_status_t st = tsu_ult_spawn(&t, 1, kWork, nullptr, 0, nullptr); st != TSU_OK)
+      if (const tsu_status_t st = tsu_ult_spawn(&t, 1, kWork, nullptr, 0, &movable); st != TSU_OK)
         return fail("spawn work", st);
   }
   if (tsu_barrier() != TSU_OK) return fail("barrier");
@@ -93,8 +99,9 @@ int main() {
     // spawn, so our idle worker asks it for half of them.
     tsu_ult_attr_t attr{};
     attr.struct_size = sizeof attr;
-    attr.field_mask = TSU_ULT_ATTR_DETACHED;
+    attr.field_mask = TSU_ULT_ATTR_DETACHED | TSU_ULT_ATTR_MIGRATABLE;
     attr.detached = 1;
+    attr.migratable = 1;
     for (int i = 0; i < 64; ++i)
       if (tsu_ult_spawn(nullptr, 1, kWork, nullptr, 0, &attr) != TSU_OK)
         return fail("spawn detached");
