@@ -438,6 +438,8 @@ TSU_API tsu_status_t tsu_ult_spawn(tsu_ult_t *out, uint32_t rank, uint32_t fn_id
  *                              the handle is gone.
  * @retval TSU_ERR_PEER_LOST    the rank running it was lost before it ended; the
  *                              handle is gone.
+ * @retval TSU_ERR_NOT_INITIALIZED also: tsu_finalize ran before the thread (on another
+ *                              rank) had sent its value; the handle is gone.
  * @retval TSU_ERR_UNREACHABLE  its spawn could not be sent to its rank; the handle is
  *                              gone.
  * @retval TSU_ERR_NO_MEMORY    the running rank could not create the thread or give

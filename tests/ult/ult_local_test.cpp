@@ -471,6 +471,47 @@ TEST_F(Ult, BadArguments) {
   EXPECT_EQ(tsu_ult_join(nullptr, nullptr), TSU_ERR_NULL_POINTER);
 }
 
+// Without tsunagi an unregistered function id is not refused at the spawn:
+// the join says TSU_ERR_INVALID_ARG and keeps the handle, which stays
+// joinable (the same answer) and detachable.  The join must really wait
+// (the thread has not run yet when it starts): then it left its waiter
+// named in the handle and the detach was refused.
+TEST_F(Ult, HandleOfAnUnregisteredSpawnCanBeDetached) {
+  start(2);
+  constexpr uint32_t kNeverRegistered = TSU_ULT_FN_MAX;
+  for (int joins = 1; joins <= 2; ++joins) {
+    tsu_ult_t t;
+    ASSERT_EQ(tsu_ult_spawn(&t, 0, kNeverRegistered, nullptr, 0, nullptr), TSU_OK);
+    for (int j = 0; j < joins; ++j)
+      EXPECT_EQ(tsu_ult_join_value(t, nullptr, 0, nullptr), TSU_ERR_INVALID_ARG);
+    EXPECT_EQ(tsu_ult_detach(t), TSU_OK);
+  }
+  // From a ULT too (its join may run the thread inline).
+  run_in_ult([](void*) -> void* {
+    tsu_ult_t t;
+    EXPECT_EQ(tsu_ult_spawn(&t, 0, kNeverRegistered, nullptr, 0, nullptr), TSU_OK);
+    EXPECT_EQ(tsu_ult_join(t, nullptr), TSU_ERR_INVALID_ARG);
+    EXPECT_EQ(tsu_ult_detach(t), TSU_OK);
+    return nullptr;
+  });
+}
+
+TEST_F(Ult, MigratableAttributeIsChecked) {
+  start(1);
+  tsu_ult_attr_t attr{};
+  attr.struct_size = sizeof attr;
+  attr.field_mask = TSU_ULT_ATTR_MIGRATABLE;
+  attr.migratable = 3;
+  tsu_ult_t t;
+  EXPECT_EQ(tsu_ult_create(&t, &attr, twice, nullptr), TSU_ERR_INVALID_ARG);
+  EXPECT_EQ(tsu_ult_spawn(&t, 0, 1, nullptr, 0, &attr), TSU_ERR_INVALID_ARG);
+  attr.migratable = 1;  // (a created thread never leaves its rank: accepted, no effect)
+  ASSERT_EQ(tsu_ult_create(&t, &attr, twice, reinterpret_cast<void*>(21)), TSU_OK);
+  void* v = nullptr;
+  EXPECT_EQ(tsu_ult_join(t, &v), TSU_OK);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(v), 42u);
+}
+
 // Settings from the environment: a bad value is refused (TSU_ERR_CONFIG, the
 // variable named on stderr) and nothing starts; a good one is taken.
 TEST_F(Ult, BadSpinSettingsAreRefused) {
