@@ -665,6 +665,72 @@ TEST_F(Ult, SuspendedThreadsCostFewPages) {
   EXPECT_LT((during - before) / long{kN}, 16) << "KiB per suspended thread";
 }
 
+// A million started threads suspended at once, half waiting for a mutex and
+// half on a condition variable: each holds its stack, of which only the
+// pages it touched are backed (ult.h, docs/ult.md: 128 KiB reserved, a page
+// or two touched).  Then all are woken and end.
+struct Suspended {
+  tsu_ult_mutex_t held = TSU_ULT_MUTEX_INITIALIZER;  // locked by the test
+  tsu_ult_mutex_t mu = TSU_ULT_MUTEX_INITIALIZER;
+  tsu_ult_cond_t cond = TSU_ULT_COND_INITIALIZER;
+  bool go = false;  // guarded by mu
+  std::atomic<uint32_t> waiting{0}, done{0};
+};
+void* wait_on_mutex(void* a) {
+  auto* s = static_cast<Suspended*>(a);
+  s->waiting.fetch_add(1);
+  tsu_ult_mutex_lock(&s->held);
+  tsu_ult_mutex_unlock(&s->held);
+  s->done.fetch_add(1);
+  return nullptr;
+}
+void* wait_on_cond(void* a) {
+  auto* s = static_cast<Suspended*>(a);
+  tsu_ult_mutex_lock(&s->mu);
+  s->waiting.fetch_add(1);
+  while (!s->go) tsu_ult_cond_wait(&s->cond, &s->mu);
+  tsu_ult_mutex_unlock(&s->mu);
+  s->done.fetch_add(1);
+  return nullptr;
+}
+
+TEST_F(Ult, AMillionSuspendedThreads) {
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "RSS per thread is not meaningful under a sanitizer (see "
+                  "SuspendedThreadsCostFewPages for the small version)";
+#endif
+  constexpr uint32_t kN = 1'000'000;
+  start(2, 0);
+  Suspended s;
+  ASSERT_EQ(tsu_ult_mutex_lock(&s.held), TSU_OK);
+  const long before = rss_kib();
+  tsu_ult_attr_t attr{};
+  attr.struct_size = sizeof attr;
+  attr.field_mask = TSU_ULT_ATTR_DETACHED;
+  attr.detached = 1;
+  for (uint32_t i = 0; i < kN; ++i)
+    ASSERT_EQ(tsu_ult_create(nullptr, &attr, i % 2 ? wait_on_cond : wait_on_mutex, &s), TSU_OK);
+  // Until every one has started and is about to block (the last few block
+  // a moment later: the measurement allows for them).
+  while (s.waiting.load() < kN) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const long during = rss_kib();
+  tsu_ult_counters_t c{};
+  ASSERT_EQ(tsu_ult_counters(&c), TSU_OK);
+  EXPECT_GE(c.stacks, kN);  // each holds a stack of its own
+  EXPECT_EQ(s.done.load(), 0u);
+  ASSERT_EQ(tsu_ult_mutex_lock(&s.mu), TSU_OK);
+  s.go = true;
+  ASSERT_EQ(tsu_ult_cond_broadcast(&s.cond), TSU_OK);
+  ASSERT_EQ(tsu_ult_mutex_unlock(&s.mu), TSU_OK);
+  ASSERT_EQ(tsu_ult_mutex_unlock(&s.held), TSU_OK);
+  ASSERT_EQ(tsu_ult_finalize(), TSU_OK);  // waits for every thread
+  EXPECT_EQ(s.done.load(), kN);
+  const long per_thread = (during - before) * 1024 / long{kN};
+  std::printf("a million suspended threads: %ld bytes of RSS each\n", per_thread);
+  EXPECT_LT(per_thread, 16 * 1024) << "bytes per suspended thread";
+}
+
 // ---- A join of a thread that has not started runs it inline on the joiner --------
 
 // Every thread created has ended (the last end is counted just after it
