@@ -122,3 +122,8 @@ if(NOT dyn MATCHES "Shared library: \\[libtsunagi-ult\\.so" OR
   message(FATAL_ERROR "ult-only should need libtsunagi-ult and not libtsunagi itself:\n${dyn}")
 endif()
 run(${clean} ${WORK_DIR}/ult-only)
+# The C++ layer of the ULT library (<tsunagi/ult.hpp>) from the installed
+# headers.
+run(c++ -std=c++20 ${SOURCE_DIR}/tests/abi/header_ult_cxx.cpp ${ult_flags}
+    -Wl,-rpath,${libdir} -pthread -o ${WORK_DIR}/ult-cxx-pc)
+run(${clean} ${prefix}/bin/tsurun -n 2 --timeout 60 ${WORK_DIR}/ult-cxx-pc)
