@@ -1,8 +1,20 @@
-# Installs the build into a scratch prefix, then builds tests/abi/consumer
-# against it twice (CMake package, pkg-config) and runs it with the installed
-# tsurun on 3 ranks.
+# Installs the build into a scratch prefix, outside the loader's search path
+# as /opt/tsunagi would be, then:
+#  1. every installed ELF file finds the libraries it needs with a clean
+#     environment, and the installed libraries carry an $ORIGIN run path
+#     (libtsunagi-ult finds libtsunagi beside it; issue 43);
+#  2. builds tests/abi/consumer against it twice (CMake package, pkg-config)
+#     and runs it with the installed tsurun;
+#  3. the same for libtsunagi-ult, and a program linked against
+#     libtsunagi-ult alone, whose libtsunagi comes only through
+#     libtsunagi-ult's run path.
+# Every program starts under `env -i PATH=/usr/bin:/bin`: no LD_LIBRARY_PATH
+# of the caller's can hide a library that the installed files do not find.
+# A program's own run path (-Wl,-rpath,<prefix>/lib) is the user's business.
+cmake_minimum_required(VERSION 3.25)  # policies of this project (IN_LIST)
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
+set(clean env -i PATH=/usr/bin:/bin)
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
@@ -11,13 +23,63 @@ function(run)
   endif()
 endfunction()
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
-run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/abi/consumer -B ${WORK_DIR}/build -G ${GENERATOR}
-    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_RPATH=${prefix}/lib)
-run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
-run(${prefix}/bin/tsurun -n 3 --timeout 60 ${WORK_DIR}/build/consumer)
-# pkg-config route
 file(GLOB_RECURSE pc_file ${prefix}/*/tsunagi.pc)
 get_filename_component(pc_dir "${pc_file}" DIRECTORY)
+get_filename_component(libdir "${pc_dir}" DIRECTORY)
+
+# 1. The installed files on their own.
+file(GLOB_RECURSE installed LIST_DIRECTORIES false ${prefix}/*)
+set(elf_count 0)
+foreach(f IN LISTS installed)
+  if(IS_SYMLINK ${f})
+    continue()
+  endif()
+  file(READ ${f} magic LIMIT 4 HEX)
+  if(NOT magic STREQUAL "7f454c46")
+    continue()
+  endif()
+  math(EXPR elf_count "${elf_count} + 1")
+  execute_process(COMMAND readelf -d ${f} OUTPUT_VARIABLE dyn RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "readelf -d ${f} failed")
+  endif()
+  # The run path as a list; it may keep entries of its own besides ours
+  # (pmix's pkg-config adds its library directory).
+  string(REGEX MATCH "Library (run)?path: \\[([^]\n]*)\\]" runpath_line "${dyn}")
+  string(REPLACE ":" ";" runpath "${CMAKE_MATCH_2}")
+  if(f MATCHES "\\.so(\\.[0-9]+)*$" AND NOT "$ORIGIN" IN_LIST runpath)
+    message(FATAL_ERROR "${f}: run path '${runpath}' lacks $ORIGIN (it must find the "
+                        "libraries installed beside it)")
+  endif()
+  if(dyn MATCHES "Shared library: \\[libtsunagi" AND NOT runpath MATCHES "(^|;)\\$ORIGIN")
+    message(FATAL_ERROR "${f} needs a library of ours but its run path '${runpath}' has "
+                        "no entry relative to \$ORIGIN")
+  endif()
+  # ldd resolves the whole tree of dependencies, the libraries' own included.
+  execute_process(COMMAND ${clean} ldd ${f} OUTPUT_VARIABLE deps ERROR_VARIABLE deps
+                  RESULT_VARIABLE rc)
+  if(deps MATCHES "not found" OR (NOT rc EQUAL 0 AND NOT deps MATCHES "not a dynamic"))
+    message(FATAL_ERROR "ldd ${f} (clean environment):\n${deps}")
+  endif()
+endforeach()
+if(elf_count LESS 3)  # libtsunagi, libtsunagi-ult, tsurun at least
+  message(FATAL_ERROR "found only ${elf_count} ELF files under ${prefix}")
+endif()
+# Real starts of the installed programs that link our libraries.
+run(${clean} ${prefix}/bin/tsu-info)
+if(EXISTS ${prefix}/bin/tsu-bench)
+  run(${clean} ${prefix}/bin/tsu-bench --help)
+endif()
+file(GLOB tree_search ${prefix}/*/tsunagi/examples/ult_tree_search)
+if(tree_search)
+  run(${clean} ${prefix}/bin/tsurun -n 2 --timeout 60 ${tree_search} 10)
+endif()
+
+# 2. libtsunagi: CMake package and pkg-config.
+run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/abi/consumer -B ${WORK_DIR}/build -G ${GENERATOR}
+    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_RPATH=${libdir})
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+run(${clean} ${prefix}/bin/tsurun -n 3 --timeout 60 ${WORK_DIR}/build/consumer)
 set(ENV{PKG_CONFIG_PATH} ${pc_dir})
 execute_process(COMMAND pkg-config --cflags --libs tsunagi OUTPUT_VARIABLE flags
                 OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc)
@@ -26,20 +88,42 @@ if(NOT rc EQUAL 0)
 endif()
 separate_arguments(flags UNIX_COMMAND "${flags}")
 run(c++ -std=c++20 ${SOURCE_DIR}/tests/abi/consumer/consumer.cpp ${flags}
-    -Wl,-rpath,${pc_dir}/.. -pthread -o ${WORK_DIR}/consumer-pc)
-run(${prefix}/bin/tsurun -n 2 --timeout 60 ${WORK_DIR}/consumer-pc)
-# The user-level thread library: CMake package (tsunagi::ult) and pkg-config
-# (tsunagi-ult), a C program using <tsunagi/ult.h> alone, on 2 ranks.
+    -Wl,-rpath,${libdir} -pthread -o ${WORK_DIR}/consumer-pc)
+run(${clean} ${prefix}/bin/tsurun -n 2 --timeout 60 ${WORK_DIR}/consumer-pc)
+
+# 3. The user-level thread library: CMake package (tsunagi::ult) and
+# pkg-config (tsunagi-ult), a C program using <tsunagi/ult.h> alone.
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/abi/ult_consumer -B ${WORK_DIR}/ult-build
-    -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_RPATH=${prefix}/lib)
+    -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_RPATH=${libdir})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/ult-build)
-run(${prefix}/bin/tsurun -n 2 --timeout 60 ${WORK_DIR}/ult-build/ult_consumer)
+run(${clean} ${prefix}/bin/tsurun -n 2 --timeout 60 ${WORK_DIR}/ult-build/ult_consumer)
 execute_process(COMMAND pkg-config --cflags --libs tsunagi-ult OUTPUT_VARIABLE ult_flags
                 OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "pkg-config tsunagi-ult failed")
 endif()
+# Requires: tsunagi, so that a program calling tsu_init links with these flags.
+if(NOT ult_flags MATCHES "-ltsunagi-ult" OR NOT ult_flags MATCHES "-ltsunagi( |$)")
+  message(FATAL_ERROR "pkg-config --libs tsunagi-ult: '${ult_flags}' (want -ltsunagi-ult -ltsunagi)")
+endif()
 separate_arguments(ult_flags UNIX_COMMAND "${ult_flags}")
 run(cc -std=c11 ${SOURCE_DIR}/tests/abi/ult_consumer/ult_consumer.c ${ult_flags}
-    -Wl,-rpath,${pc_dir}/.. -pthread -o ${WORK_DIR}/ult-consumer-pc)
-run(${prefix}/bin/tsurun -n 3 --timeout 60 ${WORK_DIR}/ult-consumer-pc)
+    -Wl,-rpath,${libdir} -pthread -o ${WORK_DIR}/ult-consumer-pc)
+run(${clean} ${prefix}/bin/tsurun -n 3 --timeout 60 ${WORK_DIR}/ult-consumer-pc)
+# A program that calls libtsunagi-ult only, linked --as-needed (the default
+# of some distributions): libtsunagi drops out of its own dependencies, and
+# its run path (which the loader does not apply to a library's dependencies)
+# no longer finds it; libtsunagi-ult's run path must.
+run(cc -std=c11 ${SOURCE_DIR}/tests/abi/ult_only/ult_only.c -Wl,--as-needed ${ult_flags}
+    -Wl,-rpath,${libdir} -pthread -o ${WORK_DIR}/ult-only)
+execute_process(COMMAND readelf -d ${WORK_DIR}/ult-only OUTPUT_VARIABLE dyn)
+if(NOT dyn MATCHES "Shared library: \\[libtsunagi-ult\\.so" OR
+   dyn MATCHES "Shared library: \\[libtsunagi\\.so")
+  message(FATAL_ERROR "ult-only should need libtsunagi-ult and not libtsunagi itself:\n${dyn}")
+endif()
+run(${clean} ${WORK_DIR}/ult-only)
+# The C++ layer of the ULT library (<tsunagi/ult.hpp>) from the installed
+# headers.
+run(c++ -std=c++20 ${SOURCE_DIR}/tests/abi/header_ult_cxx.cpp ${ult_flags}
+    -Wl,-rpath,${libdir} -pthread -o ${WORK_DIR}/ult-cxx-pc)
+run(${clean} ${prefix}/bin/tsurun -n 2 --timeout 60 ${WORK_DIR}/ult-cxx-pc)
