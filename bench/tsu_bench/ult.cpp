@@ -1,4 +1,5 @@
-// tsu-bench ult: user-level threads beside Boost.Fiber, pthreads and the raw
+// tsu-bench ult: user-level threads beside Boost.Fiber, Argobots (when built
+// with it: ult_argobots.cpp), pthreads and the raw
 // Boost.Context switch (the limit), in one run:
 //   switch        one context switch (two threads yielding to each other):
 //                 running different functions (the return out of every
@@ -36,60 +37,12 @@
 #include <vector>
 
 #include "subcommands.hpp"
+#include "ult_measure.hpp"
 
 namespace bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double ns_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
-}
-
-struct Stat {
-  double median = 0, mean = 0, p99 = 0;
-  double cpu = -1;  // median per-op CPU time of the process (all threads), when measured
-  bool valid = false;
-};
-// CPU time of the whole process: on a loaded machine wall time includes
-// being descheduled; with one worker the busy thread is the only one running.
-double process_cpu_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-}
-Stat stat_of(std::vector<double> v) {
-  Stat s;
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  s.median = v[v.size() / 2];
-  s.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-  s.p99 = v[std::min(v.size() - 1, static_cast<std::size_t>(static_cast<double>(v.size()) * 0.99))];
-  s.valid = true;
-  return s;
-}
-
-// Per-op time of `batch(n)` (which does n ops): reps batches.  Every batch
-// starts with the floating-point status flags clear: this function's own
-// arithmetic raises FE_INEXACT, and a context made before that (the raw
-// row's other stack, Boost.Fiber's dispatcher) would otherwise differ from
-// this thread's MXCSR, which makes every switch between them slow on some
-// Intel cores (src/ult/fp_state.hpp) and would measure that, not the switch.
-Stat per_op(int reps, long n, const std::function<void(long)>& batch) {
-  std::feclearexcept(FE_ALL_EXCEPT);
-  batch(n / 10 + 1);  // warm up
-  std::vector<double> v, cpu;
-  for (int r = 0; r < reps; ++r) {
-    std::feclearexcept(FE_ALL_EXCEPT);  // (process_cpu_ns is exact: no flag)
-    const double c0 = process_cpu_ns();
-    const auto t0 = Clock::now();
-    batch(n);
-    v.push_back(ns_since(t0) / static_cast<double>(n));
-    cpu.push_back((process_cpu_ns() - c0) / static_cast<double>(n));
-  }
-  Stat s = stat_of(v);
-  s.cpu = stat_of(cpu).median;
-  return s;
-}
+using namespace ult_measure;
 
 std::string cell(const Stat& s) {
   if (!s.valid) return "-";
@@ -410,32 +363,39 @@ int run_ult(const UltOptions& o) {
                 o.workers, reps, iters);
     std::printf("Local, ns per operation: median over reps (mean, p99; cpu: median process CPU "
                 "time per op, all threads)\n\n");
-    std::printf("| operation | tsunagi-ult | Boost.Fiber | pthreads | raw fcontext yield call (limit) |\n");
-    std::printf("|---|---|---|---|---|\n");
+    std::printf("| operation | tsunagi-ult | Boost.Fiber | Argobots%s | pthreads | raw fcontext "
+                "yield call (limit) |\n",
+                argobots_built() ? "" : " (not built)");
+    std::printf("|---|---|---|---|---|---|\n");
     const Stat raw_other = best(raw_yield_call<raw_yield_jump, false>(reps, iters),
                                 raw_yield_call<raw_yield_ontop, false>(reps, iters));
-    std::printf("| switch, the two threads yielding from different call sites | %s | %s | %s | %s |\n",
+    std::printf("| switch, the two threads yielding from different call sites | %s | %s | %s | %s "
+                "| %s |\n",
                 cell(ult_switch_other_code(reps, iters)).c_str(),
                 cell(fiber_switch_other_code(reps, iters)).c_str(),
+                cell(abt_switch(reps, iters, true)).c_str(),
                 cell(pthread_switch(reps, iters / 10)).c_str(), cell(raw_other).c_str());
     std::fflush(stdout);
     const Stat raw_same = best(raw_yield_call<raw_yield_jump, true>(reps, iters),
                                raw_yield_call<raw_yield_ontop, true>(reps, iters));
     std::printf("| switch, both yielding from one call site (every return predicted) | %s | "
-                "%s | - | %s |\n",
+                "%s | %s | - | %s |\n",
                 cell(ult_switch(reps, iters)).c_str(), cell(fiber_switch(reps, iters)).c_str(),
+                cell(abt_switch(reps, iters, false)).c_str(),
                 cell(raw_same).c_str());
     std::fflush(stdout);
-    std::printf("| switch, one of the two computing in floating point | %s | %s | - | - |\n",
+    std::printf("| switch, one of the two computing in floating point | %s | %s | - | - | - |\n",
                 cell(ult_switch_fp(reps, iters)).c_str(),
                 cell(fiber_switch_fp(reps, iters)).c_str());
     std::fflush(stdout);
-    std::printf("| create + join, empty thread | %s | %s | %s | - |\n",
+    std::printf("| create + join, empty thread | %s | %s | %s | %s | - |\n",
                 cell(ult_create_join(reps, iters)).c_str(),
                 cell(fiber_create_join(reps, iters)).c_str(),
+                cell(abt_create_join(reps, iters)).c_str(),
                 cell(pthread_create_join(reps, iters / 100 + 1)).c_str());
-    std::printf("| mutex lock + unlock, uncontended | %s | %s | %s | - |\n",
+    std::printf("| mutex lock + unlock, uncontended | %s | %s | %s | %s | - |\n",
                 cell(ult_mutex(reps, iters)).c_str(), cell(fiber_mutex(reps, iters)).c_str(),
+                cell(abt_mutex(reps, iters)).c_str(),
                 cell(pthread_mutex(reps, iters)).c_str());
     Stat bare = raw_switch(reps, iters);
     bare.median /= 2, bare.mean /= 2, bare.p99 /= 2, bare.cpu /= 2;
