@@ -41,7 +41,7 @@ struct Settings {
   // later: 20-60 us between namespaces here, past spin_ns, and waking a
   // sleeping worker costs as much again on an idle core).
   uint64_t remote_spin_ns = 200'000;
-  bool fp_exact = false;      // TSU_ULT_FP_FLAGS=exact: per-thread FE_INEXACT (fp_state.hpp)
+  bool fp_exact = false;      // TSU_ULT_FP_FLAGS=exact: every flag per thread (fp_state.hpp)
   TestFaults faults;          // TSU_ULT_TEST_FAULTS (tests only)
 };
 // Defaults, then TSU_ULT_* variables, then `config`.  False and `error` set

@@ -70,7 +70,7 @@ void Worker::join_thread() {
 bool Worker::prepare(Ult* u) noexcept {
   u->stack = stacks_.take(u->stack_size);
   if (!u->stack.base) return false;
-  fp_before_switch(fp_exact_);  // (make_fcontext saves the caller's MXCSR for it)
+  mxcsr_before_switch(fp_exact_);  // (make_fcontext saves the caller's MXCSR for it)
   u->fctx = make_fcontext(u->stack.top(), u->stack.size, &Worker::entry);
   u->fresh = true;
 #if TSU_ULT_TSAN
@@ -110,7 +110,8 @@ Worker* Worker::switch_to(Ult* from, Ult* to, Action a, Spinlock* release) noexc
   release_ = release;
   if (to && !ready_to_run(to)) to = nullptr;  // (the loop checks before it switches)
   current_ = to;
-  fp_before_switch(fp_exact_);
+  fp_before_switch(fp_exact_, from ? &from->x87_flags : nullptr, to ? &to->x87_flags : nullptr,
+                   x87_env_);
   WorkerCounters::bump(counters.switches);
   SanitizerContext& from_san = from ? from->san : sched_san_;
   if (!to) {
@@ -219,12 +220,18 @@ __attribute__((noinline)) void Worker::run_inline(Ult* host, Ult* u) noexcept {
   host->state.store(State::kBlocked, std::memory_order_relaxed);
   u->state.store(State::kRunning, std::memory_order_relaxed);
   w->current_ = u;
+  // No switch parts u's floating-point environment from the host's: u
+  // starts with the host's, and in exact mode the host gets its own back
+  // when u ends (fp_state.hpp).
+  const bool fp_exact = w->fp_exact_;
+  const FpSaved host_fp = fp_exact ? fp_save_exact() : FpSaved{};
   std::jmp_buf env;
   u->inline_exit = &env;
-  // (host and u are not modified after setjmp: valid after a longjmp.)
+  // (host, u and the FP locals are not modified after setjmp: valid after a longjmp.)
   if (setjmp(env) == 0) end_inline(u, u->fn(u->arg));
   // u ended here or in tsu_ult_exit (longjmp): on the worker it ended on.
   Worker* now = u->worker;
+  if (fp_exact) fp_restore_exact(host_fp, now->x87_env_);
   host->san = u->san;
   u->san = SanitizerContext{};
   u->stack = Stack{};

@@ -114,7 +114,7 @@ class Worker {
     next->state.store(State::kRunning, std::memory_order_relaxed);
     next->worker = this;
     WorkerCounters::bump(counters.switches);
-    fp_before_switch(fp_exact_);
+    fp_before_switch(fp_exact_, &self->x87_flags, &next->x87_flags, x87_env_);
     sanitizer_before_switch(self->san, next->san, false);
     return next;
   }
@@ -320,6 +320,7 @@ class Worker {
   const bool fault_queue_oom_;  // TSU_ULT_TEST_FAULTS=queue_oom
   const bool solo_;             // the scheduler's only worker: nobody steals here
   const bool fp_exact_;         // TSU_ULT_FP_FLAGS=exact (fp_state.hpp)
+  X87Env x87_env_{};            // scratch of fp_before_switch (no stack frame on yield)
   // Woken parked threads (and threads enqueue() could not put on the run
   // queue: out of memory): a stack (Ult::wake_next) pushed by any thread
   // with a compare-exchange, emptied whole by the owner with one exchange
