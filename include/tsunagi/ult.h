@@ -93,7 +93,9 @@ typedef struct tsu_ult_config {
   size_t struct_size;
   uint64_t field_mask;
   uint32_t workers;   /* worker pthreads; 0 = default: the CPUs this process
-                         may use divided by the ranks on its node, at least 1 */
+                         may use divided by the ranks on its node, at least 1.
+                         Counted for TSU_YIELD=auto (tsu_set_busy_threads):
+                         more than that turns yielding on */
   uint32_t reserved;  /* must be 0 */
   size_t stack_size;  /* default stack of a ULT (bytes, rounded up to pages;
                          default 128 KiB); memory is taken as it is touched  */
@@ -216,8 +218,12 @@ TSU_API tsu_status_t tsu_ult_join(tsu_ult_t thread, void **value);
  * @retval TSU_ERR_INVALID_ARG  thread is detached already or being joined. */
 TSU_API tsu_status_t tsu_ult_detach(tsu_ult_t thread);
 
-/** Lets the worker run other ready ULTs (FIFO); returns at once if there are
- * none.  From a pthread (also without the scheduler): sched_yield.
+/** Lets the worker run other ready ULTs (FIFO).  With none, it gives the
+ * worker's CPU away (sched_yield) where threads outnumber CPUs
+ * (tsu_yield_when_idle at tsu_ult_init, which counts the workers) or another
+ * thread has lately taken this worker's CPU, so a loop that waits by
+ * yielding lets the thread it waits for run; otherwise it returns at once.
+ * From a pthread (also without the scheduler): sched_yield.
  * @retval TSU_OK               always. */
 TSU_API tsu_status_t tsu_ult_yield(void);
 
