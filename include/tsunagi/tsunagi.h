@@ -196,9 +196,9 @@ TSU_API tsu_status_t tsu_node_count(uint32_t *count);
 
 /** Runs pending progress work (commands, completions, callbacks) in the calling
  * thread.  Required in TSU_PROGRESS_MANUAL mode; harmless in thread mode.
- * When it finds nothing to do and TSU_YIELD is on (auto: more ranks on the
- * node than CPUs), it also calls sched_yield, so a polling loop on a shared
- * CPU lets the peer it waits for run.
+ * When it finds nothing to do and TSU_YIELD is on (auto: more threads on the
+ * node than CPUs, see tsu_set_busy_threads), it also calls sched_yield, so a
+ * polling loop on a shared CPU lets the peer it waits for run.
  * @retval TSU_OK               always once initialized (whether or not there was work).
  * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize. */
 TSU_API tsu_status_t tsu_progress(void);
@@ -956,6 +956,27 @@ typedef int (*tsu_wait_hook_fn_t)(void *ctx);
  * @retval TSU_OK               always: the hook is set (or removed); nothing is
  *                              checked. */
 TSU_API tsu_status_t tsu_set_wait_hook(tsu_wait_hook_fn_t fn, void *ctx);
+
+/** Tells tsunagi how many pthreads of this process run or poll without
+ * sleeping (default 1: the thread that calls tsunagi), e.g. a user-level
+ * thread scheduler's workers (libtsunagi-ult passes its worker count at
+ * tsu_ult_init, and 0 at tsu_ult_finalize).  TSU_YIELD=auto turns yielding
+ * on (tsu_yield_when_idle) when the node's ranks times this count (each rank
+ * taken to run as many as this one) exceed the CPUs this process may use at
+ * tsu_init.  Progress threads are not counted: they spin briefly, then sleep
+ * (counting them made the 8 B pingpong of two ranks on two CPUs 30-50x slower).
+ * threads 0: back to 1.  Per process; works before tsu_init (kept for it)
+ * and after tsu_finalize.
+ * @retval TSU_OK               always: the count is set. */
+TSU_API tsu_status_t tsu_set_busy_threads(uint32_t threads);
+
+/** Whether a wait that found nothing to do gives the CPU away (sched_yield):
+ * TSU_YIELD, with auto resolved as tsu_set_busy_threads says.  Schedulers
+ * running their own spinning waits should follow it.  Before tsu_init (and
+ * after tsu_finalize): TSU_YIELD from the environment, auto counting this
+ * process's busy threads alone against its CPUs.
+ * @return 1 yes, 0 no. */
+TSU_API int tsu_yield_when_idle(void);
 
 /** A blocking call's waiter record, handed to a park hook (opaque; it lives
  * in the waiting call's frame until the call returns). */

@@ -62,14 +62,27 @@ enum {
 
 /* tsu_ult_config_t.fp_flags: what a ULT's floating-point status flags do
  * across a switch (docs/ult.md, "Floating-point state").  Rounding and
- * exception modes are each thread's own either way. */
+ * exception modes are each thread's own either way (but see the inline
+ * thread below).  On x86 a flag is held by the SSE unit (MXCSR: double and
+ * float arithmetic) or by the x87 unit (its status word: long double and
+ * other x87 arithmetic, and glibc's feraiseexcept for FE_OVERFLOW,
+ * FE_UNDERFLOW and FE_INEXACT on x86-64); fetestexcept reads both. */
 enum {
-  /* Default.  FE_INEXACT reads as raised in a ULT once it has switched; the
-   * other flags are the thread's own.  Keeps switches fast on cores where a
-   * switch that changes MXCSR is slow (some Intel Xeons: ~70 ns, not ~5). */
+  /* Default.  Keeps switches fast on cores where a switch that changes MXCSR
+   * is slow (some Intel Xeons: ~70 ns, not ~5).  Not each thread's own:
+   *  - FE_INEXACT reads as raised in a ULT once it has switched;
+   *  - every flag held by the x87 unit belongs to the worker pthread and is
+   *    shared by the ULTs that run there (one raises it, the others read it;
+   *    a feclearexcept clears it for all of them);
+   *  - a thread its joiner runs inline (a ULT creates it and joins it before
+   *    it started) shares the joiner's environment: the rounding mode,
+   *    exception masks and flags it sets are the joiner's after the join.
+   * The other flags held by MXCSR are the thread's own. */
   TSU_ULT_FP_FLAGS_FAST = 0,
-  /* Every flag is the thread's own, FE_INEXACT too (Boost.Context's own
-   * behaviour); a switch between threads whose flags differ may be slow. */
+  /* Every flag is the thread's own, as with pthreads: FE_INEXACT, the x87
+   * unit's flags (saved and restored at each switch), and those of a thread
+   * run inline.  A switch costs more: ~70 ns between threads whose MXCSR
+   * differs on such Xeons, and reading the x87 flags ~5 ns on AMD EPYC. */
   TSU_ULT_FP_FLAGS_EXACT = 1
 };
 
@@ -80,7 +93,9 @@ typedef struct tsu_ult_config {
   size_t struct_size;
   uint64_t field_mask;
   uint32_t workers;   /* worker pthreads; 0 = default: the CPUs this process
-                         may use divided by the ranks on its node, at least 1 */
+                         may use divided by the ranks on its node, at least 1.
+                         Counted for TSU_YIELD=auto (tsu_set_busy_threads):
+                         more than that turns yielding on */
   uint32_t reserved;  /* must be 0 */
   size_t stack_size;  /* default stack of a ULT (bytes, rounded up to pages;
                          default 128 KiB); memory is taken as it is touched  */
@@ -229,8 +244,12 @@ TSU_API tsu_status_t tsu_ult_join(tsu_ult_t thread, void **value);
  * @retval TSU_ERR_INVALID_ARG  thread is detached already or being joined. */
 TSU_API tsu_status_t tsu_ult_detach(tsu_ult_t thread);
 
-/** Lets the worker run other ready ULTs (FIFO); returns at once if there are
- * none.  From a pthread (also without the scheduler): sched_yield.
+/** Lets the worker run other ready ULTs (FIFO).  With none, it gives the
+ * worker's CPU away (sched_yield) where threads outnumber CPUs
+ * (tsu_yield_when_idle at tsu_ult_init, which counts the workers) or another
+ * thread has lately taken this worker's CPU, so a loop that waits by
+ * yielding lets the thread it waits for run; otherwise it returns at once.
+ * From a pthread (also without the scheduler): sched_yield.
  * @retval TSU_OK               always. */
 TSU_API tsu_status_t tsu_ult_yield(void);
 

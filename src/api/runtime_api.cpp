@@ -163,6 +163,29 @@ tsu_status_t tsu_progress(void) {
   return TSU_OK;
 }
 
+tsu_status_t tsu_set_busy_threads(uint32_t threads) {
+  // (Under the init lock: the runtime stays while it is told.)
+  std::lock_guard lock(g_init_mutex);
+  core::set_busy_threads(threads ? threads : 1);
+  if (core::Runtime* rt = runtime()) {
+    rt->update_yield();
+    TSU_LOG_INFO("busy threads %u: yield=%d", core::busy_threads(), rt->yield_when_idle());
+  }
+  return TSU_OK;
+}
+
+int tsu_yield_when_idle(void) {
+  if (core::Runtime* rt = runtime()) return rt->yield_when_idle() ? 1 : 0;
+  // No job: TSU_YIELD from the environment (auto if it does not parse), and
+  // auto counts this process's busy threads alone.
+  core::Config cfg;
+  std::string error;
+  if (core::config_from_env(cfg, [](const char* n) { return std::getenv(n); }, error) != TSU_OK)
+    cfg.yield_idle = -1;
+  if (cfg.yield_idle >= 0) return cfg.yield_idle;
+  return core::busy_threads() > core::affinity_cpus() ? 1 : 0;
+}
+
 tsu_status_t tsu_set_wait_hook(tsu_wait_hook_fn_t fn, void* ctx) {
   core::set_wait_hook(fn, ctx);
   return TSU_OK;

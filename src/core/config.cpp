@@ -146,8 +146,10 @@ const SettingsTable<Config>& config_settings() {
                                "issuing thread served by one; thread progress only",
                                &C::progress_threads, 1, 64, false, "1 to 64"));
     r.push_back({"TSU_YIELD", "auto",
-                 "1: tsu_progress() calls sched_yield when it found nothing to do (ranks sharing "
-                 "a CPU); auto: when the node has more ranks than CPUs",
+                 "1: tsu_progress() calls sched_yield when it found nothing to do (threads sharing "
+                 "a CPU), and so do the ULT workers' waits; auto: when the node's ranks x busy "
+                 "threads exceed the CPUs (busy: 1, or a ULT scheduler's workers; "
+                 "tsu_set_busy_threads)",
                  "0, 1 or auto",
                  [](const char* v, C& c) {
                    bool on = false;

@@ -29,6 +29,20 @@ namespace tsu::core {
 std::atomic<Runtime*> g_runtime{nullptr};
 
 namespace {
+std::atomic<uint32_t> g_busy_threads{1};
+}  // namespace
+
+void set_busy_threads(uint32_t n) noexcept { g_busy_threads.store(n, std::memory_order_relaxed); }
+uint32_t busy_threads() noexcept { return g_busy_threads.load(std::memory_order_relaxed); }
+
+uint32_t affinity_cpus() noexcept {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return static_cast<uint32_t>(std::max(CPU_COUNT(&set), 1));
+}
+
+namespace {
 // What each rank publishes at init ("tsu.rank.<r>").
 struct RankRecord {
   int32_t pid;
@@ -172,25 +186,33 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
   TSU_LOG_INFO("initialized: rank %u of %u, node %u of %u, bypass=%d, progress=%s, yield=%d",
                rt->rank_, rt->size_, rt->node_of_[rt->rank_], rt->node_count_, cfg.bypass,
                cfg.progress_mode == TSU_PROGRESS_MANUAL ? "manual" : "thread",
-               rt->yield_when_idle_);
+               rt->yield_when_idle());
   out = std::move(rt);
   return TSU_OK;
 }
 
-// More ranks on this node than CPUs this process may run on: a waiting rank
-// then holds a CPU a peer needs (TSU_YIELD=auto, as Open MPI's oversubscription
-// detection).  The affinity is the one at tsu_init.
-bool Runtime::oversubscribed() const noexcept { return cpus_per_node_rank() < 1; }
+// TSU_YIELD=auto: more threads poll on this node than this process may run
+// on, so a thread that polls holds a CPU another one needs (as Open MPI's
+// oversubscription detection, but counting threads, not ranks).  Each rank
+// counts its busy threads (tsu_set_busy_threads: the application's, a ULT
+// scheduler's workers) and takes its node peers to run as many (there is no
+// exchange).  Progress threads do not count: they spin briefly and sleep,
+// and where they were counted the yields handed the CPU to a spinning one
+// (two ranks on two CPUs, 8 B pingpong: 0.45 -> 13-25 us median,
+// docs/benchmarks-ult.md "Oversubscription").
+// The CPUs are those at tsu_init.
+bool Runtime::oversubscribed() const noexcept {
+  return uint64_t{node_ranks_} * busy_threads() > cpus_;
+}
 
-// CPUs in this rank's affinity mask at tsu_init over the ranks on its node
-// (1 when the mask cannot be read).
+void Runtime::update_yield() noexcept {
+  yield_when_idle_.store(cfg_.yield_idle >= 0 ? cfg_.yield_idle == 1 : oversubscribed(),
+                         std::memory_order_relaxed);
+}
+
+// CPUs in this rank's affinity mask at tsu_init over the ranks on its node.
 double Runtime::cpus_per_node_rank() const noexcept {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-  uint32_t node_ranks = 0;
-  for (uint32_t r = 0; r < size_; ++r) node_ranks += node_of_[r] == node_of_[rank_];
-  return static_cast<double>(CPU_COUNT(&set)) / std::max<uint32_t>(node_ranks, 1);
+  return static_cast<double>(cpus_) / std::max<uint32_t>(node_ranks_, 1);
 }
 
 tsu_status_t Runtime::connect_peers(std::string& error) {
@@ -251,7 +273,10 @@ tsu_status_t Runtime::connect_peers(std::string& error) {
     }
     node_count_ = static_cast<uint32_t>(node_ids.size());
   }
-  yield_when_idle_ = cfg_.yield_idle >= 0 ? cfg_.yield_idle == 1 : oversubscribed();
+  cpus_ = affinity_cpus();
+  node_ranks_ = 0;
+  for (uint32_t r = 0; r < size_; ++r) node_ranks_ += node_of_[r] == node_of_[rank_];
+  update_yield();
 
   routes_.assign(size_, nullptr);
   msg_routes_.assign(size_, nullptr);

@@ -170,7 +170,9 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   bool bypass() const noexcept { return cfg_.bypass; }
   bool manual_progress() const noexcept { return cfg_.progress_mode == TSU_PROGRESS_MANUAL; }
   // TSU_YIELD: tsu_progress() gives the CPU away when it found no work.
-  bool yield_when_idle() const noexcept { return yield_when_idle_; }
+  bool yield_when_idle() const noexcept { return yield_when_idle_.load(std::memory_order_relaxed); }
+  // Decides TSU_YIELD=auto again: tsu_set_busy_threads changed the count.
+  void update_yield() noexcept;
   SegmentTable& segments() noexcept { return segments_; }
   ThreadRegistry& threads() noexcept { return threads_; }
   ProgressEngine& engine() noexcept { return *engine_; }
@@ -196,6 +198,8 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   tsu_status_t open_node_transports(std::string& error);
   double cpus_per_node_rank() const noexcept;
   bool oversubscribed() const noexcept;
+  uint32_t cpus_ = 1;        // in this rank's affinity mask at tsu_init
+  uint32_t node_ranks_ = 1;  // ranks on this rank's node
   tsu_status_t connect_network(const std::vector<bool>& remote, std::string& error);
   static void on_peer_lost(void* ctx, uint32_t rank) noexcept;
   tsu_status_t announce_segment(tsu_seg_t seg, void* base, std::size_t size, bool user_memory,
@@ -215,7 +219,7 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   uint32_t size_ = 1;
   uint32_t node_count_ = 1;
   std::vector<uint32_t> node_of_;
-  bool yield_when_idle_ = false;
+  std::atomic<bool> yield_when_idle_{false};  // read by tsu_progress, set by update_yield
   std::unique_ptr<bootstrap::Bootstrap> boot_;
   SegmentTable segments_;
   std::unique_ptr<transport::NodeTransport> self_;  // the rank itself ("self")
@@ -269,5 +273,13 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
 
 // The live runtime, or null before tsu_init / after tsu_finalize.
 extern std::atomic<Runtime*> g_runtime;
+
+// tsu_set_busy_threads: this process's pthreads that run or poll without
+// sleeping (1 until set: the thread that calls tsunagi).  Kept across
+// tsu_init and tsu_finalize.
+void set_busy_threads(uint32_t n) noexcept;
+uint32_t busy_threads() noexcept;
+// CPUs in the calling thread's affinity mask (1 when it cannot be read).
+uint32_t affinity_cpus() noexcept;
 
 }  // namespace tsu::core

@@ -19,18 +19,68 @@
 // given up: inside a ULT, FE_INEXACT reads as raised once the thread has
 // switched.  TSU_ULT_FP_FLAGS=exact (tsu_ult_config_t.fp_flags) keeps
 // Boost's exact per-thread flags, at the cost above where they differ.
+//
+// The x87 status word holds flags of its own (raised by long double and x87
+// code, and by glibc's feraiseexcept for overflow, underflow and inexact);
+// fetestexcept reads them OR'ed with MXCSR's.  Boost.Context does not save
+// it.  In exact mode we do: each thread's x87 flags are saved in its record
+// when it switches away and put back when it is resumed, only where they
+// differ from what the CPU holds (fnclex, or fnstenv + fldenv: 30-120 ns).
+// The fast mode leaves them to the worker's pthread, shared by its threads:
+// reading them (fnstsw) on every switch cost 5-7 ns a switch on the AMD
+// EPYC VM (about as much as the stmxcsr of the fast mode: docs/ult.md).
 #pragma once
+
+#include <cstdint>
 
 #if defined(__x86_64__) || (defined(__i386__) && defined(__SSE__))
 #include <xmmintrin.h>
 #define TSU_ULT_HAS_MXCSR 1
 #endif
+#if defined(__x86_64__) || defined(__i386__)
+#define TSU_ULT_HAS_X87 1
+#endif
 
 namespace tsu::ult {
 
-// Call before a context saves its state (a switch away from it, or
-// make_fcontext, which saves the caller's MXCSR as the new context's).
-__attribute__((always_inline)) inline void fp_before_switch([[maybe_unused]] bool exact) noexcept {
+// What fnstenv writes (the 28-byte protected-mode layout).
+struct X87Env {
+  uint16_t cw, cw_pad, sw, sw_pad;
+  uint32_t rest[5];
+};
+
+// The x87 exception flags (IE DE ZE OE UE PE: FE_* values on x86).
+constexpr uint8_t kX87Flags = 0x3f;
+
+__attribute__((always_inline)) inline uint8_t x87_read_flags() noexcept {
+#if TSU_ULT_HAS_X87
+  uint16_t sw;
+  asm volatile("fnstsw %0" : "=a"(sw));
+  return static_cast<uint8_t>(sw & kX87Flags);
+#else
+  return 0;
+#endif
+}
+
+// Makes the CPU's x87 flags `flags` (rare: the caller found them different).
+__attribute__((always_inline)) inline void x87_load_flags([[maybe_unused]] uint8_t flags,
+                                                          [[maybe_unused]] X87Env& scratch) noexcept {
+#if TSU_ULT_HAS_X87
+  if (!flags) {
+    asm volatile("fnclex");
+    return;
+  }
+  asm volatile("fnstenv %0" : "=m"(scratch));
+  // The flags, with no exception pending (ES and B clear); fldenv also puts
+  // back the control word, whose exceptions fnstenv masked.
+  scratch.sw = static_cast<uint16_t>((scratch.sw & ~0x80ffu) | flags);
+  asm volatile("fldenv %0" : : "m"(scratch));
+#endif
+}
+
+// The MXCSR half, also before make_fcontext (which saves the caller's MXCSR
+// as the new context's).
+__attribute__((always_inline)) inline void mxcsr_before_switch([[maybe_unused]] bool exact) noexcept {
 #if TSU_ULT_HAS_MXCSR
   constexpr unsigned kInexact = 1u << 5;  // MXCSR.PE, the sticky precision flag
   if (exact) return;
@@ -38,6 +88,53 @@ __attribute__((always_inline)) inline void fp_before_switch([[maybe_unused]] boo
   if (!(m & kInexact)) [[unlikely]]
     _mm_setcsr(m | kInexact);
 #endif
+}
+
+// Call before a switch.  from / to: the x87 flags saved for the leaving and
+// the resumed thread (nullptr: the worker's loop, whose flags nobody reads);
+// in exact mode the CPU holds the resumed thread's after it.
+__attribute__((always_inline)) inline void fp_before_switch(bool exact, uint8_t* from, const uint8_t* to,
+                                                            X87Env& scratch) noexcept {
+  if (!exact) {
+    mxcsr_before_switch(false);
+    return;
+  }
+  const uint8_t now = x87_read_flags();
+  if (from) *from = now;
+  if (to && *to != now) [[unlikely]]
+    x87_load_flags(*to, scratch);
+}
+
+// A thread run inline by its joiner (Worker::run_inline) shares no switch
+// with it.  In exact mode the joiner's environment is saved before and put
+// back after, so what the thread changes ends with it; the fast mode leaves
+// it shared (saving it costs 3.7 ns of a 35 ns create + join: docs/ult.md).
+struct FpSaved {
+  unsigned mxcsr = 0;
+  uint16_t x87_cw = 0;
+  uint8_t x87_flags = 0;
+};
+inline FpSaved fp_save_exact() noexcept {
+  FpSaved s;
+#if TSU_ULT_HAS_MXCSR
+  s.mxcsr = _mm_getcsr();
+#endif
+#if TSU_ULT_HAS_X87
+  asm volatile("fnstcw %0" : "=m"(s.x87_cw));
+#endif
+  s.x87_flags = x87_read_flags();
+  return s;
+}
+// (ldmxcsr and fldcw of an unchanged value cost under 1 ns; reading
+// MXCSR to compare costs 6 on the AMD EPYC VM.)
+inline void fp_restore_exact([[maybe_unused]] const FpSaved& s, X87Env& scratch) noexcept {
+#if TSU_ULT_HAS_MXCSR
+  _mm_setcsr(s.mxcsr);
+#endif
+#if TSU_ULT_HAS_X87
+  asm volatile("fldcw %0" : : "m"(s.x87_cw));
+#endif
+  if (x87_read_flags() != s.x87_flags) x87_load_flags(s.x87_flags, scratch);
 }
 
 }  // namespace tsu::ult

@@ -257,6 +257,7 @@ Ult* Scheduler::new_record(Worker* w) noexcept {
     u->keys = nullptr;
     u->san = SanitizerContext{};
     u->next = nullptr;
+    u->x87_flags = 0;
     u->state.store(State::kNew, std::memory_order_relaxed);
     u->error = TSU_OK;
     u->remote = nullptr;

@@ -41,7 +41,10 @@ struct Settings {
   // later: 20-60 us between namespaces here, past spin_ns, and waking a
   // sleeping worker costs as much again on an idle core).
   uint64_t remote_spin_ns = 200'000;
-  bool fp_exact = false;      // TSU_ULT_FP_FLAGS=exact: per-thread FE_INEXACT (fp_state.hpp)
+  bool fp_exact = false;      // TSU_ULT_FP_FLAGS=exact: every flag per thread (fp_state.hpp)
+  // tsu_yield_when_idle() at init (TSU_YIELD; auto: more threads than CPUs,
+  // the workers counted): a worker with nothing to run gives its CPU away.
+  bool yield_cpu = false;
   TestFaults faults;          // TSU_ULT_TEST_FAULTS (tests only)
 };
 // Defaults, then TSU_ULT_* variables, then `config`.  False and `error` set

@@ -50,6 +50,7 @@ struct Ult {
   Ult* next = nullptr;       // private lists (a worker's waiting list, free lists)
   Ult* wake_next = nullptr;  // a worker's woken stack (Worker::unpark_hook)
   bool park_drive = false;   // parked with TSU_PARK_DRIVE_PROGRESS (owner only)
+  uint8_t x87_flags = 0;     // its x87 status flags while switched away (fp_state.hpp)
   std::atomic<State> state{State::kNew};  // read by dumps from other threads
   tsu_status_t error = TSU_OK;            // set when it could not run (no stack)
   RemoteInfo* remote = nullptr;    // spawned threads (remote.hpp), owned

@@ -130,8 +130,15 @@ tsu_status_t tsu_ult_init(const tsu_ult_config_t* config) {
     std::fprintf(stderr, "tsu_ult_init: %s\n", error);
     return TSU_ERR_CONFIG;
   }
+  // The workers compete for the CPUs: tsunagi counts them for TSU_YIELD=auto
+  // (also a later tsu_init), and their own waits follow its decision.
+  tsu_set_busy_threads(s.workers);
+  s.yield_cpu = tsu_yield_when_idle() == 1;
   auto* sched = new (std::nothrow) Scheduler(s);
-  if (!sched) return TSU_ERR_NO_MEMORY;
+  if (!sched) {
+    tsu_set_busy_threads(0);
+    return TSU_ERR_NO_MEMORY;
+  }
   // With tsunagi running, threads can cross ranks: collective from here on.
   Remote* remote = nullptr;
   if (tsu_initialized()) {
@@ -141,6 +148,7 @@ tsu_status_t tsu_ult_init(const tsu_ult_config_t* config) {
     remote = new (std::nothrow) Remote(*sched, rank, size, lb);
     if (!remote) {
       delete sched;
+      tsu_set_busy_threads(0);
       return TSU_ERR_NO_MEMORY;
     }
     sched->set_remote(remote);
@@ -151,6 +159,7 @@ tsu_status_t tsu_ult_init(const tsu_ult_config_t* config) {
     if (st != TSU_OK) {
       delete remote;
       delete sched;
+      tsu_set_busy_threads(0);
       return st;
     }
   }
@@ -178,6 +187,7 @@ tsu_status_t tsu_ult_finalize(void) {
   set_scheduler(nullptr);
   delete s->remote();
   delete s;
+  tsu_set_busy_threads(0);
   return st;
 }
 

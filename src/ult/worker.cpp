@@ -47,6 +47,7 @@ Worker::Worker(Scheduler& s, uint32_t index)
       fault_queue_oom_(s.settings().faults.queue_oom),
       solo_(s.settings().workers == 1),
       fp_exact_(s.settings().fp_exact),
+      yield_cpu_(s.settings().yield_cpu),
       nursery_watch_(s.settings().workers) {}
 
 Worker::~Worker() {
@@ -70,7 +71,7 @@ void Worker::join_thread() {
 bool Worker::prepare(Ult* u) noexcept {
   u->stack = stacks_.take(u->stack_size);
   if (!u->stack.base) return false;
-  fp_before_switch(fp_exact_);  // (make_fcontext saves the caller's MXCSR for it)
+  mxcsr_before_switch(fp_exact_);  // (make_fcontext saves the caller's MXCSR for it)
   u->fctx = make_fcontext(u->stack.top(), u->stack.size, &Worker::entry);
   u->fresh = true;
 #if TSU_ULT_TSAN
@@ -110,7 +111,8 @@ Worker* Worker::switch_to(Ult* from, Ult* to, Action a, Spinlock* release) noexc
   release_ = release;
   if (to && !ready_to_run(to)) to = nullptr;  // (the loop checks before it switches)
   current_ = to;
-  fp_before_switch(fp_exact_);
+  fp_before_switch(fp_exact_, from ? &from->x87_flags : nullptr, to ? &to->x87_flags : nullptr,
+                   x87_env_);
   WorkerCounters::bump(counters.switches);
   SanitizerContext& from_san = from ? from->san : sched_san_;
   if (!to) {
@@ -219,12 +221,18 @@ __attribute__((noinline)) void Worker::run_inline(Ult* host, Ult* u) noexcept {
   host->state.store(State::kBlocked, std::memory_order_relaxed);
   u->state.store(State::kRunning, std::memory_order_relaxed);
   w->current_ = u;
+  // No switch parts u's floating-point environment from the host's: u
+  // starts with the host's, and in exact mode the host gets its own back
+  // when u ends (fp_state.hpp).
+  const bool fp_exact = w->fp_exact_;
+  const FpSaved host_fp = fp_exact ? fp_save_exact() : FpSaved{};
   std::jmp_buf env;
   u->inline_exit = &env;
-  // (host and u are not modified after setjmp: valid after a longjmp.)
+  // (host, u and the FP locals are not modified after setjmp: valid after a longjmp.)
   if (setjmp(env) == 0) end_inline(u, u->fn(u->arg));
   // u ended here or in tsu_ult_exit (longjmp): on the worker it ended on.
   Worker* now = u->worker;
+  if (fp_exact) fp_restore_exact(host_fp, now->x87_env_);
   host->san = u->san;
   u->san = SanitizerContext{};
   u->stack = Stack{};
@@ -291,7 +299,14 @@ void Worker::yield(Ult* self) noexcept {
   // The slow path (tsu_ult_yield tried yield_fast first): the remote layer's
   // pass now and then, then the next thread by the usual order.
   maybe_poll();
-  if (Ult* next = next_local()) switch_to(self, next, Action::kRequeue);
+  if (Ult* next = next_local()) {
+    switch_to(self, next, Action::kRequeue);
+    return;
+  }
+  // Nothing else to run here: a thread that yields in a loop waits for
+  // another (on another worker, or another process); holding the CPU that
+  // one needs costs a time slice a turn where threads outnumber CPUs.
+  if (cpu_wanted(now_ns())) sched_yield();
 }
 
 void Worker::take_woken() noexcept {
@@ -427,7 +442,7 @@ int Worker::wait_hook(void*) {
   // progress thread, the peer rank) have the CPU once per round.
   if (w->rq_.size_hint() == 0 && ++w->hook_polls_ >= w->waiting_count_ + 1) {
     w->hook_polls_ = 0;
-    if (w->cpu_watch_.shared(now_ns())) sched_yield();
+    if (w->cpu_wanted(now_ns())) sched_yield();
   }
   w->switch_to(self, next, Action::kPark);
   // Parked threads are resumed only by their own worker: still on `w`.
@@ -525,7 +540,7 @@ void Worker::loop() {
       // give the CPU away once per pass, so that on a shared CPU the peer
       // rank runs (spinning without it cost 8-12 ms round trips).
       // (Only where another thread wants this CPU: cpu_share_watch.hpp.)
-      if (++drive_idle > 32 && cpu_watch_.shared(now_ns())) sched_yield(); else cpu_relax();
+      if (++drive_idle > 32 && cpu_wanted(now_ns())) sched_yield(); else cpu_relax();
       continue;
     }
     drive_idle = 0;
@@ -545,7 +560,7 @@ void Worker::loop() {
     // The longer spin only while this CPU is ours: where another thread
     // wants it (ranks sharing cores), polling for the answer would take the
     // CPU from whoever computes it (the remote spawn rate fell 25% so).
-    const bool cpu_shared = cpu_watch_.shared(now);
+    const bool cpu_shared = cpu_wanted(now);
     const bool spinning =
         now - idle_since < (cpu_shared ? sched_.settings().spin_ns : spin_ns);
     if (spinning && !cpu_shared) {

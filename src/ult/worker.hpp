@@ -114,7 +114,7 @@ class Worker {
     next->state.store(State::kRunning, std::memory_order_relaxed);
     next->worker = this;
     WorkerCounters::bump(counters.switches);
-    fp_before_switch(fp_exact_);
+    fp_before_switch(fp_exact_, &self->x87_flags, &next->x87_flags, x87_env_);
     sanitizer_before_switch(self->san, next->san, false);
     return next;
   }
@@ -320,6 +320,8 @@ class Worker {
   const bool fault_queue_oom_;  // TSU_ULT_TEST_FAULTS=queue_oom
   const bool solo_;             // the scheduler's only worker: nobody steals here
   const bool fp_exact_;         // TSU_ULT_FP_FLAGS=exact (fp_state.hpp)
+  const bool yield_cpu_;        // more threads than CPUs (Settings::yield_cpu)
+  X87Env x87_env_{};            // scratch of fp_before_switch (no stack frame on yield)
   // Woken parked threads (and threads enqueue() could not put on the run
   // queue: out of memory): a stack (Ult::wake_next) pushed by any thread
   // with a compare-exchange, emptied whole by the owner with one exchange
@@ -332,6 +334,9 @@ class Worker {
   uint32_t tick_ = 0;
   uint32_t hook_polls_ = 0;
   CpuShareWatch cpu_watch_;  // whether to offer the CPU while idle
+  // Whether a wait here should give the CPU away: counted (more threads
+  // than CPUs) or measured (another thread took this one's CPU).
+  bool cpu_wanted(uint64_t now) noexcept { return yield_cpu_ || cpu_watch_.shared(now); }
   uint32_t poll_tick_ = 0;
   uint32_t sent_batches_ = 0;  // spawn/value batches sent on this pthread (note_sent)
   bool polling_ = false;  // inside the remote layer's pass (no parking)

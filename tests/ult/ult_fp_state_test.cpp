@@ -1,12 +1,15 @@
 // A ULT's floating-point environment across switches (docs/ult.md,
 // "Floating-point state"): rounding mode and the status flags other than
-// FE_INEXACT stay each thread's own; FE_INEXACT does too with
-// TSU_ULT_FP_FLAGS=exact, and by default reads as raised once the thread has
-// switched (x86, src/ult/fp_state.hpp).  And the setting is validated.
+// FE_INEXACT stay each thread's own; with TSU_ULT_FP_FLAGS=exact every flag
+// does (FE_INEXACT and the x87 unit's flags too), and a thread its joiner runs
+// inline keeps its changes to itself; by default FE_INEXACT reads as raised
+// once a thread has switched and the x87 flags are the worker's (x86,
+// src/ult/fp_state.hpp).  And the setting is validated.
 #include <gtest/gtest.h>
 #include <tsunagi/ult.h>
 
 #include <cfenv>
+#include <cfloat>
 #include <cstddef>
 #include <cstdlib>
 #include <string>
@@ -86,6 +89,125 @@ TEST_F(UltFpState, RoundingModeAndRareFlagsStayPerThread) {
     }
     ASSERT_EQ(tsu_ult_finalize(), TSU_OK);
   }
+}
+
+// FE_OVERFLOW raised where the x87 unit keeps it (its status word, which
+// Boost.Context does not save): glibc's feraiseexcept on x86-64 raises
+// overflow through x87 instructions, and long double arithmetic is x87.
+volatile long double g_ld_max = LDBL_MAX, g_ld_sink = 0.0L;
+void overflow_by_feraiseexcept() { std::feraiseexcept(FE_OVERFLOW); }
+void overflow_by_long_double() { g_ld_sink = g_ld_max * g_ld_max; }
+
+// One thread raises FE_OVERFLOW and yields; the other, on the same worker,
+// clears its flags and yields.  Returns the pair's counts.
+struct OverflowPair {
+  void (*raise)();
+  bool quiet_clears = true;
+  int yields = 500;
+  int raiser_lost = 0;  // yields after which the raiser did not read FE_OVERFLOW
+  int quiet_saw = 0;    // ... after which the quiet thread did
+};
+OverflowPair* g_overflow = nullptr;
+void* raiser(void*) {
+  std::feclearexcept(FE_ALL_EXCEPT);
+  g_overflow->raise();
+  for (int i = 0; i < g_overflow->yields; ++i) {
+    tsu_ult_yield();
+    if (!std::fetestexcept(FE_OVERFLOW)) ++g_overflow->raiser_lost;
+  }
+  return nullptr;
+}
+void* quiet_of_overflow(void*) {
+  if (g_overflow->quiet_clears) std::feclearexcept(FE_ALL_EXCEPT);
+  for (int i = 0; i < g_overflow->yields; ++i) {
+    tsu_ult_yield();
+    if (std::fetestexcept(FE_OVERFLOW)) ++g_overflow->quiet_saw;
+  }
+  return nullptr;
+}
+void run_overflow_pair(OverflowPair& p) {
+  g_overflow = &p;
+  tsu_ult_t a, b;
+  ASSERT_EQ(tsu_ult_create(&a, nullptr, raiser, nullptr), TSU_OK);
+  ASSERT_EQ(tsu_ult_create(&b, nullptr, quiet_of_overflow, nullptr), TSU_OK);
+  ASSERT_EQ(tsu_ult_join(a, nullptr), TSU_OK);
+  ASSERT_EQ(tsu_ult_join(b, nullptr), TSU_OK);
+  g_overflow = nullptr;
+}
+
+// Exact mode: the other thread never sees the flag (it never raised it: its
+// creator, this pthread, has none), the raiser always does.  Before, the
+// quiet thread read the raiser's flag, or its feclearexcept cleared it for
+// both.
+TEST_F(UltFpState, ExactModeKeepsX87FlagsPerThread) {
+  for (void (*raise)() : {overflow_by_feraiseexcept, overflow_by_long_double}) {
+    for (const bool quiet_clears : {true, false}) {
+      const char* how = raise == overflow_by_long_double ? "long double" : "feraiseexcept";
+      ASSERT_EQ(start(TSU_ULT_FP_FLAGS_EXACT), TSU_OK);
+      OverflowPair p{raise};
+      p.quiet_clears = quiet_clears;
+      run_overflow_pair(p);
+      EXPECT_EQ(p.raiser_lost, 0) << how << ", quiet thread clears " << quiet_clears;
+      EXPECT_EQ(p.quiet_saw, 0) << how << ", quiet thread clears " << quiet_clears;
+      ASSERT_EQ(tsu_ult_finalize(), TSU_OK);
+    }
+  }
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+// The documented price of the default: the x87 flags belong to the worker's
+// pthread, so a thread that does not clear them reads the other's.
+TEST_F(UltFpState, FastModeSharesX87FlagsOfAWorker) {
+  ASSERT_EQ(start(-1), TSU_OK);
+  OverflowPair p{overflow_by_long_double};
+  p.quiet_clears = false;
+  run_overflow_pair(p);
+  EXPECT_EQ(p.raiser_lost, 0);
+  EXPECT_EQ(p.quiet_saw, p.yields);
+}
+#endif
+
+// A thread created and joined at once by a ULT runs inline, on its joiner's
+// stack with no switch between the two: in exact mode its rounding mode and
+// flags (MXCSR and x87 alike) must still end with it, as a pthread's do.
+struct InlineChild {
+  int child_lost_overflow = 0;  // the child's own flag, gone after its yield
+};
+void* inline_child(void* a) {
+  auto* c = static_cast<InlineChild*>(a);
+  std::fesetround(FE_UPWARD);
+  divide_by_zero();
+  overflow_by_long_double();
+  tsu_ult_yield();
+  if (!std::fetestexcept(FE_OVERFLOW)) ++c->child_lost_overflow;
+  return nullptr;
+}
+struct InlineHost {
+  InlineChild child;
+  int round_after = -1;
+  int flags_after = -1;
+};
+void* inline_host(void* a) {
+  auto* h = static_cast<InlineHost*>(a);
+  std::feclearexcept(FE_ALL_EXCEPT);
+  std::fesetround(FE_TONEAREST);
+  tsu_ult_t t;
+  if (tsu_ult_create(&t, nullptr, inline_child, &h->child) != TSU_OK) return nullptr;
+  if (tsu_ult_join(t, nullptr) != TSU_OK) return nullptr;
+  h->round_after = std::fegetround();
+  h->flags_after = std::fetestexcept(kRareFlags | FE_OVERFLOW);
+  return nullptr;
+}
+
+TEST_F(UltFpState, ExactModeKeepsAJoinedChildsEnvironmentToIt) {
+  ASSERT_EQ(start(TSU_ULT_FP_FLAGS_EXACT), TSU_OK);
+  InlineHost h;
+  tsu_ult_t t;
+  ASSERT_EQ(tsu_ult_create(&t, nullptr, inline_host, &h), TSU_OK);
+  ASSERT_EQ(tsu_ult_join(t, nullptr), TSU_OK);
+  EXPECT_EQ(h.round_after, FE_TONEAREST);
+  EXPECT_EQ(h.flags_after, 0);
+  EXPECT_EQ(h.child.child_lost_overflow, 0);
 }
 
 // Two threads: one computes (raises FE_INEXACT between yields), one does not
