@@ -321,7 +321,6 @@ class Worker {
   const bool solo_;             // the scheduler's only worker: nobody steals here
   const bool fp_exact_;         // TSU_ULT_FP_FLAGS=exact (fp_state.hpp)
   const bool yield_cpu_;        // more threads than CPUs (Settings::yield_cpu)
-  X87Env x87_env_{};            // scratch of fp_before_switch (no stack frame on yield)
   // Woken parked threads (and threads enqueue() could not put on the run
   // queue: out of memory): a stack (Ult::wake_next) pushed by any thread
   // with a compare-exchange, emptied whole by the owner with one exchange
@@ -369,6 +368,9 @@ class Worker {
   };
   std::vector<NurseryWatch> nursery_watch_;
   uint32_t steal_calls_ = 0;
+  // Scratch of fp_before_switch (no stack frame on yield); exact mode only,
+  // so last: among the hot fields above it shifted the yield path's lines.
+  X87Env x87_env_{};
 };
 
 // The worker running on the calling pthread (nullptr elsewhere).  Not
