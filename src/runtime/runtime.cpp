@@ -199,7 +199,7 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
 // exchange).  Progress threads do not count: they spin briefly and sleep,
 // and where they were counted the yields handed the CPU to a spinning one
 // (two ranks on two CPUs, 8 B pingpong: 0.45 -> 13-25 us median,
-// docs/benchmarks-ult.md "Oversubscription").
+// docs/ult.md "Oversubscription").
 // The CPUs are those at tsu_init.
 bool Runtime::oversubscribed() const noexcept {
   return uint64_t{node_ranks_} * busy_threads() > cpus_;
