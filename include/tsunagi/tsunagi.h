@@ -1018,12 +1018,13 @@ typedef void (*tsu_finalize_hook_fn_t)(void *ctx);
 #define TSU_FINALIZE_HOOKS_MAX 16u
 /** For layers that call tsunagi from pthreads of their own (a user-level
  * thread scheduler's workers, a runtime's helper thread): tsu_finalize calls
- * fn(ctx) first, on its own pthread, before it completes or tears down
- * anything, latest added first.  fn must return only once those pthreads
- * make no more tsunagi calls (calls after tsu_finalize returned are safe:
- * they say TSU_ERR_NOT_INITIALIZED).  fn may call tsunagi (the runtime is
- * whole) but not tsu_init or tsu_finalize.  Hooks belong to this tsu_init:
- * they run once and are gone after tsu_finalize.
+ * fn(ctx) on its own pthread once every rank has reached tsu_finalize (until
+ * then those pthreads may still serve other ranks) and before it tears
+ * anything down, latest added first.  fn must return only once those
+ * pthreads make no more tsunagi calls (calls after tsu_finalize returned are
+ * safe: they say TSU_ERR_NOT_INITIALIZED).  fn may call tsunagi (the runtime
+ * is whole) but not tsu_init or tsu_finalize.  Hooks belong to this
+ * tsu_init: they run once and are gone after tsu_finalize.
  * @retval TSU_OK               added.
  * @retval TSU_ERR_NULL_POINTER fn is NULL.
  * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize.

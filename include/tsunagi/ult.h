@@ -142,12 +142,14 @@ TSU_API tsu_status_t tsu_ult_init(const tsu_ult_config_t *config);
  * @retval TSU_ERR_PEER_LOST    a rank was lost: the survivors agreed without it
  *                              (every join on it has failed); stopped all the same.
  * @retval TSU_ERR_NOT_INITIALIZED also: tsu_finalize ran before it (the wrong
- *                              order, with any number of ranks).  tsu_finalize
- *                              first stops the scheduler's own use of tsunagi
- *                              (tsu_add_finalize_hook): joins of threads on other
- *                              ranks that had not ended fail with
- *                              TSU_ERR_NOT_INITIALIZED; this call then waits for
- *                              this rank's threads and stops the workers.
+ *                              order, with any number of ranks).  Until every
+ *                              rank has reached tsu_finalize the workers go on
+ *                              serving other ranks; then, before tsunagi tears
+ *                              down, they stop using it (tsu_add_finalize_hook):
+ *                              joins of threads on other ranks that had not ended
+ *                              fail with TSU_ERR_NOT_INITIALIZED; this call then
+ *                              waits for this rank's threads and stops the
+ *                              workers.
  * @retval (the collective's)   with tsunagi initialized: an error of the final
  *                              exchange (e.g. TSU_ERR_UNREACHABLE); the
  *                              scheduler is stopped all the same. */

@@ -67,13 +67,15 @@ tsu_status_t tsu_finalize(void) {
   if (core::in_progress_context())
     return core::fail(TSU_ERR_UNSUPPORTED,
                       "tsu_finalize: cannot be called from a completion callback");
-  // Layers' own pthreads stop calling us first (their hooks return only then).
-  while (g_finalize_hook_count > 0) {
-    const FinalizeHook h = g_finalize_hooks[--g_finalize_hook_count];
-    h.fn(h.ctx);
-  }
+  // Layers' own pthreads stop calling us before the teardown (their hooks
+  // return only then), after every rank has reached finalize.
   std::string error;
-  const tsu_status_t st = rt->finalize(error);
+  const tsu_status_t st = rt->finalize(error, [] {
+    while (g_finalize_hook_count > 0) {
+      const FinalizeHook h = g_finalize_hooks[--g_finalize_hook_count];
+      h.fn(h.ctx);
+    }
+  });
   g_finalized = true;
   core::g_runtime.store(nullptr, std::memory_order_release);
   delete rt;

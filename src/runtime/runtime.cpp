@@ -658,7 +658,7 @@ ProgressEngine& Runtime::pick_lane() noexcept {
   return i < lanes_.size() ? *lanes_[i] : *engine_;
 }
 
-tsu_status_t Runtime::finalize(std::string& error) {
+tsu_status_t Runtime::finalize(std::string& error, const std::function<void()>& before_teardown) {
   // Complete everything in flight, from every thread, callbacks included.
   util::Backoff backoff;
   for (;;) {
@@ -676,6 +676,10 @@ tsu_status_t Runtime::finalize(std::string& error) {
   if (shm_) shm_->finalizing();
   tsu_status_t st = barrier();
   if (st != TSU_OK) error = "bootstrap barrier at finalize failed";
+  // Every rank is here: no rank waits for our layers' threads any more (a
+  // rank blocked on one would not have reached the barrier), so they stop
+  // calling us now, before anything is torn down.
+  if (before_teardown) before_teardown();
   stop_lanes();
   engine_->stop();
   if (cfg_.stats) {

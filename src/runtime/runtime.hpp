@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -59,7 +60,9 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   ~Runtime() override;
 
   // Collective: completes everything in flight, waits for all ranks, tears down.
-  tsu_status_t finalize(std::string& error);
+  // before_teardown (may be empty) runs after the wait, while the runtime is
+  // whole: the layers' finalize hooks (tsu_add_finalize_hook).
+  tsu_status_t finalize(std::string& error, const std::function<void()>& before_teardown);
 
   // Executes a copy or an atomic where it stands (bypass or executor).
   tsu_status_t execute(const Command& cmd, uint32_t completion_id) noexcept override;

@@ -532,6 +532,10 @@ void Remote::queue_value(uint32_t dst, uint64_t token, tsu_status_t st, const vo
 }
 
 bool Remote::send_chunks(uint32_t dst, Batch& b, bool spawns) noexcept {
+  // (Also from a ULT's end, outside the workers' passes.)  Closed: nothing
+  // leaves any more; the chunks go with the layer.
+  Gate gate(*this);
+  if (!gate) return false;
   std::deque<Chunk>& q = spawns ? b.spawns : b.values;
   const bool had = !b.empty();
   bool all = true;
@@ -655,6 +659,8 @@ void Remote::complete_proxy(uint64_t token, tsu_status_t st, const void* v,
 
 void Remote::watch(uint32_t peer) noexcept {
   if (peer == rank_) return;
+  Gate gate(*this);
+  if (!gate) return;
   Watch& w = *watches_[peer];
   // Posted already (every spawn to the rank comes here): a load, not a
   // failing compare-exchange (a locked instruction) each time.
@@ -863,16 +869,14 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
 }
 
 void Remote::poll(Worker&, bool idle) noexcept {
-  in_poll_.fetch_add(1, std::memory_order_seq_cst);
-  if (!closed_.load(std::memory_order_seq_cst)) poll_open(idle);
-  in_poll_.fetch_sub(1, std::memory_order_seq_cst);
+  if (Gate gate(*this); gate) poll_open(idle);
 }
 
 void Remote::on_tsunagi_finalize(void* remote) noexcept { static_cast<Remote*>(remote)->close(); }
 
 void Remote::close() noexcept {
   closed_.store(true, std::memory_order_seq_cst);
-  while (in_poll_.load(std::memory_order_seq_cst) != 0) sched_yield();
+  while (in_calls_.load(std::memory_order_seq_cst) != 0) sched_yield();
   // No value can come any more: end the joins of threads elsewhere.
   std::vector<uint64_t> tokens;
   {

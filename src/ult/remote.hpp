@@ -232,12 +232,35 @@ class Remote {
   std::atomic<uint64_t> last_lb_ns_{0};
   std::atomic<uint32_t> last_sent_load_{0};
   std::atomic<bool> asking_{false};  // a work request is out
-  // Closing (tsu_finalize's hook) against the workers' passes, Dekker-style:
-  // a pass counts itself in, then reads closed_; close() sets closed_, then
-  // waits for the count to drain (all seq_cst).  So every pass either sees
-  // closed_ and makes no tsunagi call, or close() waits for it to end.
+  // Closing (tsu_finalize's hook) against the layer's own tsunagi calls
+  // (the workers' passes, batches sent from a ULT), Dekker-style: a caller
+  // counts itself in (Gate), then reads closed_; close() sets closed_, then
+  // waits for the count to drain (all seq_cst).  So every such call either
+  // sees closed_ and is not made, or close() waits for it to end.
   std::atomic<bool> closed_{false};
-  std::atomic<uint32_t> in_poll_{0};
+  std::atomic<uint32_t> in_calls_{0};
+  class Gate {
+   public:
+    explicit Gate(Remote& r) noexcept : r_(r) {
+      // Once closed, not counted at all: idle workers pass here all the
+      // time, and counting them would keep close() from seeing 0.
+      if (r_.closed_.load(std::memory_order_acquire)) return;
+      r_.in_calls_.fetch_add(1, std::memory_order_seq_cst);
+      counted_ = true;
+      open_ = !r_.closed_.load(std::memory_order_seq_cst);
+    }
+    ~Gate() {
+      if (counted_) r_.in_calls_.fetch_sub(1, std::memory_order_seq_cst);
+    }
+    Gate(const Gate&) = delete;
+    Gate& operator=(const Gate&) = delete;
+    explicit operator bool() const noexcept { return open_; }
+
+   private:
+    Remote& r_;
+    bool counted_ = false;
+    bool open_ = false;
+  };
   std::atomic<uint64_t> asked_ns_{0};
 };
 
