@@ -4,6 +4,7 @@
 #include "state.hpp"
 
 #include <atomic>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <vector>

@@ -162,4 +162,7 @@ namespace tsu::shmem {
 int team_world_pe(Team* t, int team_pe) noexcept;
 // The public handle of a team.
 shmem_team_t team_handle_of(Team* t) noexcept;
+// Called by shmem_init once the heap is up, and by shmem_finalize.
+void teams_init() noexcept;
+void teams_finalize() noexcept;
 }  // namespace tsu::shmem

@@ -191,7 +191,7 @@ void shmem_global_exit(int status) {
 
 int shmem_my_pe(void) {
   check_init("shmem_my_pe");
-  return my_pe();
+  return tsu::shmem::my_pe();
 }
 int shmem_n_pes(void) {
   check_init("shmem_n_pes");
@@ -217,7 +217,7 @@ int shmem_addr_accessible(const void* addr, int pe) {
 void* shmem_ptr(const void* dest, int pe) {
   check_init("shmem_ptr");
   if (pe < 0 || pe >= n_pes()) return nullptr;
-  if (pe == my_pe()) return (in_heap(dest, 1) || in_static(dest, 1)) ? const_cast<void*>(dest)
+  if (pe == tsu::shmem::my_pe()) return (in_heap(dest, 1) || in_static(dest, 1)) ? const_cast<void*>(dest)
                                                                      : nullptr;
   return direct_ptr(dest, pe);
 }
