@@ -31,7 +31,7 @@ size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 // the default context too.
 void barrier_all(const char* fn) {
   quiet(default_context(), fn);
-  barrier_all(fn);
+  world_sync(fn);
 }
 
 // Takes `size` bytes aligned to `alignment` from the first block that fits.
