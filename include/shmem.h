@@ -126,6 +126,13 @@ SHMEM_API int _my_pe(void);
 SHMEM_API int _num_pes(void);
 SHMEM_API int my_pe(void);
 SHMEM_API int num_pes(void);
+/* Cache management (deprecated since 1.3; no-ops: the memory is coherent) */
+SHMEM_API SHMEM_DEPRECATED void shmem_set_cache_inv(void);
+SHMEM_API SHMEM_DEPRECATED void shmem_set_cache_line_inv(void *dest);
+SHMEM_API SHMEM_DEPRECATED void shmem_clear_cache_inv(void);
+SHMEM_API SHMEM_DEPRECATED void shmem_clear_cache_line_inv(void *dest);
+SHMEM_API SHMEM_DEPRECATED void shmem_udcflush(void);
+SHMEM_API SHMEM_DEPRECATED void shmem_udcflush_line(void *dest);
 
 /* ---- Memory management -------------------------------------------------- */
 SHMEM_API void *shmem_malloc(size_t size);
