@@ -194,7 +194,14 @@ TSU_SHMEM_G_AMO_BIT(TSU_SHMEM_CXX_AMO_BIT, ~, ~)
   TSU_SHMEM_CXX_SYNC_SET(T, N, wait_until_all) TSU_SHMEM_CXX_SYNC_SET(T, N, wait_until_any) \
   TSU_SHMEM_CXX_SYNC_SOME(T, N, wait_until_some) TSU_SHMEM_CXX_SYNC_SET(T, N, test_all)     \
   TSU_SHMEM_CXX_SYNC_SET(T, N, test_any) TSU_SHMEM_CXX_SYNC_SOME(T, N, test_some)           \
-  inline int shmem_test(T *v, int cmp, T x) { return shmem_##N##_test(v, cmp, x); }
+  inline int shmem_test(T *v, int cmp, T x) { return shmem_##N##_test(v, cmp, x); }        \
+  /* Flags declared volatile, as the 1.2 signatures had them: */                            \
+  inline int shmem_test(volatile T *v, int cmp, T x) {                                      \
+    return shmem_##N##_test(const_cast<T *>(v), cmp, x);                                    \
+  }                                                                                          \
+  inline void shmem_wait_until(volatile T *v, int cmp, T x) {                               \
+    shmem_##N##_wait_until(const_cast<T *>(v), cmp, x);                                     \
+  }
 TSU_SHMEM_G_SYNC(TSU_SHMEM_CXX_SYNC, ~, ~)
 #undef TSU_SHMEM_CXX_SYNC_SET
 #undef TSU_SHMEM_CXX_SYNC_SOME
@@ -260,15 +267,21 @@ TSU_SHMEM_G_AMO_OLD_INT(TSU_SHMEM_CXX_OLD_INT, ~, ~)
   SHMEM_DEPRECATED inline T shmem_swap(T *d, T v, int pe) { return shmem_##N##_swap(d, v, pe); }
 #define TSU_SHMEM_CXX_OLD_WAIT(P, S, T, N) \
   SHMEM_DEPRECATED inline void shmem_wait(T *v, T x) { shmem_##N##_wait(v, x); }
+#define TSU_SHMEM_CXX_OLD_WAIT_VOLATILE(P, S, T, N)                    \
+  SHMEM_DEPRECATED inline void shmem_wait(volatile T *v, T x) {        \
+    shmem_##N##_wait(const_cast<T *>(v), x);                           \
+  }
 TSU_SHMEM_CXX_OLD_SWAP(~, ~, int, int)
 TSU_SHMEM_CXX_OLD_SWAP(~, ~, long long, longlong)
 TSU_SHMEM_CXX_OLD_SWAP(~, ~, float, float)
 TSU_SHMEM_CXX_OLD_SWAP(~, ~, double, double)
 TSU_SHMEM_G_SYNC_NOT_LONG(TSU_SHMEM_CXX_OLD_WAIT, ~, ~)
+TSU_SHMEM_G_SYNC(TSU_SHMEM_CXX_OLD_WAIT_VOLATILE, ~, ~)
 #undef TSU_SHMEM_CXX_OLD_ALL
 #undef TSU_SHMEM_CXX_OLD_INT
 #undef TSU_SHMEM_CXX_OLD_SWAP
 #undef TSU_SHMEM_CXX_OLD_WAIT
+#undef TSU_SHMEM_CXX_OLD_WAIT_VOLATILE
 #undef TSU_SHMEM_G_SYNC_NOT_LONG
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop

@@ -166,6 +166,10 @@ T old_int(T* d) {
 template <class T>
 void old_wait(T* ivar) {
   shmem_wait(ivar, T(0));
+  volatile T* flag = ivar;  // as programs written for the 1.2 signatures declare them
+  shmem_wait(flag, T(0));
+  shmem_wait_until(flag, SHMEM_CMP_NE, T(0));
+  (void)shmem_test(flag, SHMEM_CMP_EQ, T(1));
 }
 void sync_forms(shmem_team_t team, long* pSync) {
   (void)shmem_sync(team);
