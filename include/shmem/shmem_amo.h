@@ -13,47 +13,47 @@
 #define TSUNAGI_SHMEM_AMO_H
 
 /* B is the name's stem (shmem_int, shmem_ctx_int), C the context parameter. */
-#define TSU_SHMEM_DECL_AMO_EXT_P(B, C, T)                                             \
-  TSU_SHMEM_EXT SHMEM_API T B##_atomic_fetch(C() const T *source, int pe);              \
-  TSU_SHMEM_EXT SHMEM_API void B##_atomic_set(C() T *dest, T value, int pe);            \
-  TSU_SHMEM_EXT SHMEM_API T B##_atomic_swap(C() T *dest, T value, int pe);              \
-  TSU_SHMEM_EXT SHMEM_API void B##_atomic_fetch_nbi(C() T *fetch, const T *source,      \
-                                                    int pe);                          \
+#define TSU_SHMEM_DECL_AMO_EXT_P(B, C, T)                                          \
+  TSU_SHMEM_EXT SHMEM_API T B##_atomic_fetch(C() const T *source, int pe);         \
+  TSU_SHMEM_EXT SHMEM_API void B##_atomic_set(C() T *dest, T value, int pe);       \
+  TSU_SHMEM_EXT SHMEM_API T B##_atomic_swap(C() T *dest, T value, int pe);         \
+  TSU_SHMEM_EXT SHMEM_API void B##_atomic_fetch_nbi(C() T *fetch, const T *source, \
+                                                    int pe);                       \
   TSU_SHMEM_EXT SHMEM_API void B##_atomic_swap_nbi(C() T *fetch, T *dest, T value, int pe);
-#define TSU_SHMEM_DECL_AMO_STD_P(B, C, T)                                             \
-  TSU_SHMEM_DECL_AMO_EXT_P(B, C, T)                                                   \
+#define TSU_SHMEM_DECL_AMO_STD_P(B, C, T)                                               \
+  TSU_SHMEM_DECL_AMO_EXT_P(B, C, T)                                                     \
   TSU_SHMEM_EXT SHMEM_API T B##_atomic_compare_swap(C() T *dest, T cond, T value,       \
-                                                    int pe);                          \
+                                                    int pe);                            \
   TSU_SHMEM_EXT SHMEM_API T B##_atomic_fetch_inc(C() T *dest, int pe);                  \
   TSU_SHMEM_EXT SHMEM_API void B##_atomic_inc(C() T *dest, int pe);                     \
   TSU_SHMEM_EXT SHMEM_API T B##_atomic_fetch_add(C() T *dest, T value, int pe);         \
   TSU_SHMEM_EXT SHMEM_API void B##_atomic_add(C() T *dest, T value, int pe);            \
   TSU_SHMEM_EXT SHMEM_API void B##_atomic_compare_swap_nbi(C() T *fetch, T *dest,       \
-                                                           T cond, T value, int pe);  \
+                                                           T cond, T value, int pe);    \
   TSU_SHMEM_EXT SHMEM_API void B##_atomic_fetch_inc_nbi(C() T *fetch, T *dest, int pe); \
   TSU_SHMEM_EXT SHMEM_API void B##_atomic_fetch_add_nbi(C() T *fetch, T *dest, T value, \
                                                         int pe);
-#define TSU_SHMEM_DECL_AMO_BIT_P(B, C, T)                                              \
-  TSU_SHMEM_EXT SHMEM_API T B##_atomic_fetch_and(C() T *dest, T value, int pe);          \
-  TSU_SHMEM_EXT SHMEM_API void B##_atomic_and(C() T *dest, T value, int pe);             \
-  TSU_SHMEM_EXT SHMEM_API T B##_atomic_fetch_or(C() T *dest, T value, int pe);           \
-  TSU_SHMEM_EXT SHMEM_API void B##_atomic_or(C() T *dest, T value, int pe);              \
-  TSU_SHMEM_EXT SHMEM_API T B##_atomic_fetch_xor(C() T *dest, T value, int pe);          \
-  TSU_SHMEM_EXT SHMEM_API void B##_atomic_xor(C() T *dest, T value, int pe);             \
-  TSU_SHMEM_EXT SHMEM_API void B##_atomic_fetch_and_nbi(C() T *fetch, T *dest, T value,  \
-                                                        int pe);                       \
-  TSU_SHMEM_EXT SHMEM_API void B##_atomic_fetch_or_nbi(C() T *fetch, T *dest, T value,   \
-                                                       int pe);                        \
-  TSU_SHMEM_EXT SHMEM_API void B##_atomic_fetch_xor_nbi(C() T *fetch, T *dest, T value,  \
+#define TSU_SHMEM_DECL_AMO_BIT_P(B, C, T)                                               \
+  TSU_SHMEM_EXT SHMEM_API T B##_atomic_fetch_and(C() T *dest, T value, int pe);         \
+  TSU_SHMEM_EXT SHMEM_API void B##_atomic_and(C() T *dest, T value, int pe);            \
+  TSU_SHMEM_EXT SHMEM_API T B##_atomic_fetch_or(C() T *dest, T value, int pe);          \
+  TSU_SHMEM_EXT SHMEM_API void B##_atomic_or(C() T *dest, T value, int pe);             \
+  TSU_SHMEM_EXT SHMEM_API T B##_atomic_fetch_xor(C() T *dest, T value, int pe);         \
+  TSU_SHMEM_EXT SHMEM_API void B##_atomic_xor(C() T *dest, T value, int pe);            \
+  TSU_SHMEM_EXT SHMEM_API void B##_atomic_fetch_and_nbi(C() T *fetch, T *dest, T value, \
+                                                        int pe);                        \
+  TSU_SHMEM_EXT SHMEM_API void B##_atomic_fetch_or_nbi(C() T *fetch, T *dest, T value,  \
+                                                       int pe);                         \
+  TSU_SHMEM_EXT SHMEM_API void B##_atomic_fetch_xor_nbi(C() T *fetch, T *dest, T value, \
                                                         int pe);
 
-#define TSU_SHMEM_DECL_AMO_STD(T, N)                     \
+#define TSU_SHMEM_DECL_AMO_STD(T, N)                      \
   TSU_SHMEM_DECL_AMO_STD_P(shmem_##N, TSU_SHMEM_NOARG, T) \
   TSU_SHMEM_DECL_AMO_STD_P(shmem_ctx_##N, TSU_SHMEM_CTXARG, T)
-#define TSU_SHMEM_DECL_AMO_EXT(T, N)                     \
+#define TSU_SHMEM_DECL_AMO_EXT(T, N)                      \
   TSU_SHMEM_DECL_AMO_EXT_P(shmem_##N, TSU_SHMEM_NOARG, T) \
   TSU_SHMEM_DECL_AMO_EXT_P(shmem_ctx_##N, TSU_SHMEM_CTXARG, T)
-#define TSU_SHMEM_DECL_AMO_BIT(T, N)                     \
+#define TSU_SHMEM_DECL_AMO_BIT(T, N)                      \
   TSU_SHMEM_DECL_AMO_BIT_P(shmem_##N, TSU_SHMEM_NOARG, T) \
   TSU_SHMEM_DECL_AMO_BIT_P(shmem_ctx_##N, TSU_SHMEM_CTXARG, T)
 TSU_SHMEM_AMO_STD_TYPES(TSU_SHMEM_DECL_AMO_STD)

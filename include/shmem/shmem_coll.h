@@ -25,18 +25,18 @@ SHMEM_API int shmem_sync(shmem_team_t team);
 SHMEM_API SHMEM_DEPRECATED void tsu_shmem_sync_active_set(int PE_start, int logPE_stride,
                                                           int PE_size, long *pSync);
 
-#define TSU_SHMEM_DECL_COLL(T, N)                                                          \
-  TSU_SHMEM_EXT SHMEM_API int shmem_##N##_broadcast(shmem_team_t team, T *dest,            \
-                                                    const T *source, size_t nelems,        \
-                                                    int PE_root);                          \
-  TSU_SHMEM_EXT SHMEM_API int shmem_##N##_collect(shmem_team_t team, T *dest,              \
-                                                  const T *source, size_t nelems);         \
-  TSU_SHMEM_EXT SHMEM_API int shmem_##N##_fcollect(shmem_team_t team, T *dest,             \
-                                                   const T *source, size_t nelems);        \
-  TSU_SHMEM_EXT SHMEM_API int shmem_##N##_alltoall(shmem_team_t team, T *dest,             \
-                                                   const T *source, size_t nelems);        \
-  TSU_SHMEM_EXT SHMEM_API int shmem_##N##_alltoalls(shmem_team_t team, T *dest,            \
-                                                    const T *source, ptrdiff_t dst,        \
+#define TSU_SHMEM_DECL_COLL(T, N)                                                   \
+  TSU_SHMEM_EXT SHMEM_API int shmem_##N##_broadcast(shmem_team_t team, T *dest,     \
+                                                    const T *source, size_t nelems, \
+                                                    int PE_root);                   \
+  TSU_SHMEM_EXT SHMEM_API int shmem_##N##_collect(shmem_team_t team, T *dest,       \
+                                                  const T *source, size_t nelems);  \
+  TSU_SHMEM_EXT SHMEM_API int shmem_##N##_fcollect(shmem_team_t team, T *dest,      \
+                                                   const T *source, size_t nelems); \
+  TSU_SHMEM_EXT SHMEM_API int shmem_##N##_alltoall(shmem_team_t team, T *dest,      \
+                                                   const T *source, size_t nelems); \
+  TSU_SHMEM_EXT SHMEM_API int shmem_##N##_alltoalls(shmem_team_t team, T *dest,     \
+                                                    const T *source, ptrdiff_t dst, \
                                                     ptrdiff_t sst, size_t nelems);
 TSU_SHMEM_RMA_TYPES(TSU_SHMEM_DECL_COLL)
 #undef TSU_SHMEM_DECL_COLL
@@ -53,18 +53,18 @@ SHMEM_API int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *sour
                                  ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 
 /* NAME arrives pasted (shmem_int_sum_reduce): see shmem_rma.h. */
-#define TSU_SHMEM_DECL_REDUCE(T, NAME)                                               \
-  TSU_SHMEM_EXT SHMEM_API int NAME(shmem_team_t team, T *dest, const T *source,        \
+#define TSU_SHMEM_DECL_REDUCE(T, NAME)                                          \
+  TSU_SHMEM_EXT SHMEM_API int NAME(shmem_team_t team, T *dest, const T *source, \
                                    size_t nreduce);
-#define TSU_SHMEM_DECL_REDUCE_BIT(T, N)               \
-  TSU_SHMEM_DECL_REDUCE(T, shmem_##N##_and_reduce)    \
-  TSU_SHMEM_DECL_REDUCE(T, shmem_##N##_or_reduce)     \
+#define TSU_SHMEM_DECL_REDUCE_BIT(T, N)            \
+  TSU_SHMEM_DECL_REDUCE(T, shmem_##N##_and_reduce) \
+  TSU_SHMEM_DECL_REDUCE(T, shmem_##N##_or_reduce)  \
   TSU_SHMEM_DECL_REDUCE(T, shmem_##N##_xor_reduce)
-#define TSU_SHMEM_DECL_REDUCE_ORD(T, N)               \
-  TSU_SHMEM_DECL_REDUCE(T, shmem_##N##_max_reduce)    \
+#define TSU_SHMEM_DECL_REDUCE_ORD(T, N)            \
+  TSU_SHMEM_DECL_REDUCE(T, shmem_##N##_max_reduce) \
   TSU_SHMEM_DECL_REDUCE(T, shmem_##N##_min_reduce)
-#define TSU_SHMEM_DECL_REDUCE_ARITH(T, N)             \
-  TSU_SHMEM_DECL_REDUCE(T, shmem_##N##_sum_reduce)    \
+#define TSU_SHMEM_DECL_REDUCE_ARITH(T, N)          \
+  TSU_SHMEM_DECL_REDUCE(T, shmem_##N##_sum_reduce) \
   TSU_SHMEM_DECL_REDUCE(T, shmem_##N##_prod_reduce)
 TSU_SHMEM_REDUCE_BIT_TYPES(TSU_SHMEM_DECL_REDUCE_BIT)
 TSU_SHMEM_REDUCE_ORD_TYPES(TSU_SHMEM_DECL_REDUCE_ORD)
@@ -76,32 +76,32 @@ TSU_SHMEM_REDUCE_CPLX_TYPES(TSU_SHMEM_DECL_REDUCE_ARITH)
 /* ---- Deprecated active-set forms ---------------------------------------- */
 SHMEM_API SHMEM_DEPRECATED void shmem_barrier(int PE_start, int logPE_stride, int PE_size,
                                               long *pSync);
-#define TSU_SHMEM_DECL_SET_COLL(BITS, BYTES)                                                 \
-  SHMEM_API SHMEM_DEPRECATED void shmem_broadcast##BITS(                                     \
-      void *dest, const void *source, size_t nelems, int PE_root, int PE_start,              \
-      int logPE_stride, int PE_size, long *pSync);                                           \
-  SHMEM_API SHMEM_DEPRECATED void shmem_collect##BITS(void *dest, const void *source,         \
-                                                      size_t nelems, int PE_start,           \
-                                                      int logPE_stride, int PE_size,         \
-                                                      long *pSync);                          \
-  SHMEM_API SHMEM_DEPRECATED void shmem_fcollect##BITS(void *dest, const void *source,        \
-                                                       size_t nelems, int PE_start,          \
-                                                       int logPE_stride, int PE_size,        \
-                                                       long *pSync);                         \
-  SHMEM_API SHMEM_DEPRECATED void shmem_alltoall##BITS(void *dest, const void *source,        \
-                                                       size_t nelems, int PE_start,          \
-                                                       int logPE_stride, int PE_size,        \
-                                                       long *pSync);                         \
-  SHMEM_API SHMEM_DEPRECATED void shmem_alltoalls##BITS(                                     \
-      void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,           \
+#define TSU_SHMEM_DECL_SET_COLL(BITS, BYTES)                                           \
+  SHMEM_API SHMEM_DEPRECATED void shmem_broadcast##BITS(                               \
+      void *dest, const void *source, size_t nelems, int PE_root, int PE_start,        \
+      int logPE_stride, int PE_size, long *pSync);                                     \
+  SHMEM_API SHMEM_DEPRECATED void shmem_collect##BITS(void *dest, const void *source,  \
+                                                      size_t nelems, int PE_start,     \
+                                                      int logPE_stride, int PE_size,   \
+                                                      long *pSync);                    \
+  SHMEM_API SHMEM_DEPRECATED void shmem_fcollect##BITS(void *dest, const void *source, \
+                                                       size_t nelems, int PE_start,    \
+                                                       int logPE_stride, int PE_size,  \
+                                                       long *pSync);                   \
+  SHMEM_API SHMEM_DEPRECATED void shmem_alltoall##BITS(void *dest, const void *source, \
+                                                       size_t nelems, int PE_start,    \
+                                                       int logPE_stride, int PE_size,  \
+                                                       long *pSync);                   \
+  SHMEM_API SHMEM_DEPRECATED void shmem_alltoalls##BITS(                               \
+      void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,     \
       int PE_start, int logPE_stride, int PE_size, long *pSync);
 TSU_SHMEM_DECL_SET_COLL(32, 4)
 TSU_SHMEM_DECL_SET_COLL(64, 8)
 #undef TSU_SHMEM_DECL_SET_COLL
 
 #define TSU_SHMEM_DECL_TO_ALL(T, NAME)                                                      \
-  TSU_SHMEM_EXT SHMEM_API SHMEM_DEPRECATED void NAME(T *dest, const T *source, int nreduce,     \
-                                                     int PE_start, int logPE_stride,            \
+  TSU_SHMEM_EXT SHMEM_API SHMEM_DEPRECATED void NAME(T *dest, const T *source, int nreduce, \
+                                                     int PE_start, int logPE_stride,        \
                                                      int PE_size, T *pWrk, long *pSync);
 #define TSU_SHMEM_DECL_TO_ALL_BIT(T, N)            \
   TSU_SHMEM_DECL_TO_ALL(T, shmem_##N##_and_to_all) \
@@ -134,8 +134,8 @@ TSU_SHMEM_REDUCE_CPLX_TYPES(TSU_SHMEM_DECL_TO_ALL_ARITH)
 /* shmem_sync(team) or, with four arguments, the deprecated active-set form. */
 #if !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 199901L
 #define TSU_SHMEM_SYNC_PICK(a1, a2, a3, a4, F, ...) F
-#define shmem_sync(...)                                                                   \
-  TSU_SHMEM_SYNC_PICK(__VA_ARGS__, tsu_shmem_sync_active_set, tsu_shmem_sync_bad_args,    \
+#define shmem_sync(...)                                                                \
+  TSU_SHMEM_SYNC_PICK(__VA_ARGS__, tsu_shmem_sync_active_set, tsu_shmem_sync_bad_args, \
                       tsu_shmem_sync_bad_args, shmem_sync, ~)(__VA_ARGS__)
 #endif
 

@@ -14,40 +14,40 @@
 #ifndef TSUNAGI_SHMEM_P2P_H
 #define TSUNAGI_SHMEM_P2P_H
 
-#define TSU_SHMEM_DECL_SYNC(T, N)                                                          \
-  TSU_SHMEM_EXT SHMEM_API void shmem_##N##_wait_until(T *ivar, int cmp, T cmp_value);      \
-  TSU_SHMEM_EXT SHMEM_API void shmem_##N##_wait_until_all(T *ivars, size_t nelems,         \
-                                                          const int *status, int cmp,      \
-                                                          T cmp_value);                    \
-  TSU_SHMEM_EXT SHMEM_API size_t shmem_##N##_wait_until_any(T *ivars, size_t nelems,       \
-                                                            const int *status, int cmp,    \
-                                                            T cmp_value);                  \
-  TSU_SHMEM_EXT SHMEM_API size_t shmem_##N##_wait_until_some(                              \
-      T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, T cmp_value);  \
-  TSU_SHMEM_EXT SHMEM_API void shmem_##N##_wait_until_all_vector(                          \
-      T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values);                 \
-  TSU_SHMEM_EXT SHMEM_API size_t shmem_##N##_wait_until_any_vector(                        \
-      T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values);                 \
-  TSU_SHMEM_EXT SHMEM_API size_t shmem_##N##_wait_until_some_vector(                       \
-      T *ivars, size_t nelems, size_t *indices, const int *status, int cmp,                \
-      T *cmp_values);                                                                      \
-  TSU_SHMEM_EXT SHMEM_API int shmem_##N##_test(T *ivar, int cmp, T cmp_value);             \
-  TSU_SHMEM_EXT SHMEM_API int shmem_##N##_test_all(T *ivars, size_t nelems,                \
-                                                   const int *status, int cmp,             \
-                                                   T cmp_value);                           \
-  TSU_SHMEM_EXT SHMEM_API size_t shmem_##N##_test_any(T *ivars, size_t nelems,             \
-                                                      const int *status, int cmp,          \
-                                                      T cmp_value);                        \
-  TSU_SHMEM_EXT SHMEM_API size_t shmem_##N##_test_some(                                    \
-      T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, T cmp_value);  \
-  TSU_SHMEM_EXT SHMEM_API int shmem_##N##_test_all_vector(                                 \
-      T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values);                 \
-  TSU_SHMEM_EXT SHMEM_API size_t shmem_##N##_test_any_vector(                              \
-      T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values);                 \
-  TSU_SHMEM_EXT SHMEM_API size_t shmem_##N##_test_some_vector(                             \
-      T *ivars, size_t nelems, size_t *indices, const int *status, int cmp,                \
-      T *cmp_values);                                                                      \
-  /* Deprecated since 1.4: waits while *ivar == cmp_value. */                              \
+#define TSU_SHMEM_DECL_SYNC(T, N)                                                         \
+  TSU_SHMEM_EXT SHMEM_API void shmem_##N##_wait_until(T *ivar, int cmp, T cmp_value);     \
+  TSU_SHMEM_EXT SHMEM_API void shmem_##N##_wait_until_all(T *ivars, size_t nelems,        \
+                                                          const int *status, int cmp,     \
+                                                          T cmp_value);                   \
+  TSU_SHMEM_EXT SHMEM_API size_t shmem_##N##_wait_until_any(T *ivars, size_t nelems,      \
+                                                            const int *status, int cmp,   \
+                                                            T cmp_value);                 \
+  TSU_SHMEM_EXT SHMEM_API size_t shmem_##N##_wait_until_some(                             \
+      T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, T cmp_value); \
+  TSU_SHMEM_EXT SHMEM_API void shmem_##N##_wait_until_all_vector(                         \
+      T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values);                \
+  TSU_SHMEM_EXT SHMEM_API size_t shmem_##N##_wait_until_any_vector(                       \
+      T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values);                \
+  TSU_SHMEM_EXT SHMEM_API size_t shmem_##N##_wait_until_some_vector(                      \
+      T *ivars, size_t nelems, size_t *indices, const int *status, int cmp,               \
+      T *cmp_values);                                                                     \
+  TSU_SHMEM_EXT SHMEM_API int shmem_##N##_test(T *ivar, int cmp, T cmp_value);            \
+  TSU_SHMEM_EXT SHMEM_API int shmem_##N##_test_all(T *ivars, size_t nelems,               \
+                                                   const int *status, int cmp,            \
+                                                   T cmp_value);                          \
+  TSU_SHMEM_EXT SHMEM_API size_t shmem_##N##_test_any(T *ivars, size_t nelems,            \
+                                                      const int *status, int cmp,         \
+                                                      T cmp_value);                       \
+  TSU_SHMEM_EXT SHMEM_API size_t shmem_##N##_test_some(                                   \
+      T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, T cmp_value); \
+  TSU_SHMEM_EXT SHMEM_API int shmem_##N##_test_all_vector(                                \
+      T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values);                \
+  TSU_SHMEM_EXT SHMEM_API size_t shmem_##N##_test_any_vector(                             \
+      T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values);                \
+  TSU_SHMEM_EXT SHMEM_API size_t shmem_##N##_test_some_vector(                            \
+      T *ivars, size_t nelems, size_t *indices, const int *status, int cmp,               \
+      T *cmp_values);                                                                     \
+  /* Deprecated since 1.4: waits while *ivar == cmp_value. */                             \
   TSU_SHMEM_EXT SHMEM_API SHMEM_DEPRECATED void shmem_##N##_wait(T *ivar, T cmp_value);
 TSU_SHMEM_SYNC_TYPES(TSU_SHMEM_DECL_SYNC)
 #undef TSU_SHMEM_DECL_SYNC

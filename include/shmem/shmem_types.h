@@ -46,10 +46,10 @@
 #define TSU_SHMEM_SIZES(X) X(8, 1) X(16, 2) X(32, 4) X(64, 8) X(128, 16)
 
 /* Standard AMO types. */
-#define TSU_SHMEM_AMO_STD_TYPES(X)                                               \
-  X(int, int) X(long, long) X(long long, longlong) X(unsigned int, uint)         \
-  X(unsigned long, ulong) X(unsigned long long, ulonglong) X(int32_t, int32)     \
-  X(int64_t, int64) X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size)      \
+#define TSU_SHMEM_AMO_STD_TYPES(X)                                           \
+  X(int, int) X(long, long) X(long long, longlong) X(unsigned int, uint)     \
+  X(unsigned long, ulong) X(unsigned long long, ulonglong) X(int32_t, int32) \
+  X(int64_t, int64) X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size)  \
   X(ptrdiff_t, ptrdiff)
 /* Extended AMO types (fetch, set, swap only). */
 #define TSU_SHMEM_AMO_EXT_TYPES(X) X(float, float) X(double, double)
@@ -62,34 +62,34 @@
 #define TSU_SHMEM_AMO_OLD_FP_TYPES(X) X(float, float) X(double, double)
 
 /* Point-to-point synchronization types. */
-#define TSU_SHMEM_SYNC_TYPES(X)                                                  \
-  X(short, short) X(int, int) X(long, long) X(long long, longlong)               \
-  X(unsigned short, ushort) X(unsigned int, uint) X(unsigned long, ulong)        \
-  X(unsigned long long, ulonglong) X(int32_t, int32) X(int64_t, int64)           \
+#define TSU_SHMEM_SYNC_TYPES(X)                                           \
+  X(short, short) X(int, int) X(long, long) X(long long, longlong)        \
+  X(unsigned short, ushort) X(unsigned int, uint) X(unsigned long, ulong) \
+  X(unsigned long long, ulonglong) X(int32_t, int32) X(int64_t, int64)    \
   X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size) X(ptrdiff_t, ptrdiff)
 
 /* Reduction types: bitwise (and, or, xor), ordered (max, min), arithmetic
  * (sum, prod: the ordered ones and complex). */
-#define TSU_SHMEM_REDUCE_BIT_TYPES(X)                                            \
-  X(unsigned char, uchar) X(unsigned short, ushort) X(unsigned int, uint)        \
-  X(unsigned long, ulong) X(unsigned long long, ulonglong) X(int8_t, int8)       \
-  X(int16_t, int16) X(int32_t, int32) X(int64_t, int64) X(uint8_t, uint8)        \
+#define TSU_SHMEM_REDUCE_BIT_TYPES(X)                                      \
+  X(unsigned char, uchar) X(unsigned short, ushort) X(unsigned int, uint)  \
+  X(unsigned long, ulong) X(unsigned long long, ulonglong) X(int8_t, int8) \
+  X(int16_t, int16) X(int32_t, int32) X(int64_t, int64) X(uint8_t, uint8)  \
   X(uint16_t, uint16) X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size)
-#define TSU_SHMEM_REDUCE_ORD_TYPES(X)                                            \
-  X(char, char) X(signed char, schar) X(short, short) X(int, int) X(long, long)  \
-  X(long long, longlong) X(ptrdiff_t, ptrdiff) X(unsigned char, uchar)           \
-  X(unsigned short, ushort) X(unsigned int, uint) X(unsigned long, ulong)        \
-  X(unsigned long long, ulonglong) X(int8_t, int8) X(int16_t, int16)             \
-  X(int32_t, int32) X(int64_t, int64) X(uint8_t, uint8) X(uint16_t, uint16)      \
-  X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size) X(float, float)        \
+#define TSU_SHMEM_REDUCE_ORD_TYPES(X)                                           \
+  X(char, char) X(signed char, schar) X(short, short) X(int, int) X(long, long) \
+  X(long long, longlong) X(ptrdiff_t, ptrdiff) X(unsigned char, uchar)          \
+  X(unsigned short, ushort) X(unsigned int, uint) X(unsigned long, ulong)       \
+  X(unsigned long long, ulonglong) X(int8_t, int8) X(int16_t, int16)            \
+  X(int32_t, int32) X(int64_t, int64) X(uint8_t, uint8) X(uint16_t, uint16)     \
+  X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size) X(float, float)       \
   X(double, double) X(long double, longdouble)
-#define TSU_SHMEM_REDUCE_CPLX_TYPES(X)                                           \
+#define TSU_SHMEM_REDUCE_CPLX_TYPES(X) \
   X(TSU_SHMEM_COMPLEXF, complexf) X(TSU_SHMEM_COMPLEXD, complexd)
 
 /* Deprecated active-set reductions (shmem_TYPENAME_OP_to_all). */
-#define TSU_SHMEM_TOALL_INT_TYPES(X)                                             \
+#define TSU_SHMEM_TOALL_INT_TYPES(X) \
   X(short, short) X(int, int) X(long, long) X(long long, longlong)
-#define TSU_SHMEM_TOALL_FP_TYPES(X)                                              \
+#define TSU_SHMEM_TOALL_FP_TYPES(X) \
   X(float, float) X(double, double) X(long double, longdouble)
 
 #endif /* TSUNAGI_SHMEM_TYPES_H */

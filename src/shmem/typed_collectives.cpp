@@ -35,27 +35,27 @@ extern "C" int shmem_sync(shmem_team_t team) {
 // The entry point shmem_<PRE><OP><POST>: shmem_int_collect (PRE int_) or
 // shmem_collectmem (POST mem); DT, ST: element types, ELEM their size.
 #define TSU_COLL_BLOCK(PRE, OP, POST, DT, ST, ELEM, IMPL)                                  \
-  extern "C" int shmem_##PRE##OP##POST(shmem_team_t team, DT* dest, const ST* source,     \
-                                       size_t nelems) {                                   \
-    constexpr const char* fn = "shmem_" #PRE #OP #POST;                                   \
+  extern "C" int shmem_##PRE##OP##POST(shmem_team_t team, DT* dest, const ST* source,      \
+                                       size_t nelems) {                                    \
+    constexpr const char* fn = "shmem_" #PRE #OP #POST;                                    \
     sh::check_init(fn);                                                                    \
     return sh::IMPL(sh::team(team, fn), dest, source, sh::checked_bytes(nelems, ELEM, fn), \
                     fn);                                                                   \
   }
-#define TSU_COLL(PRE, POST, DT, ST, ELEM)                                                   \
+#define TSU_COLL(PRE, POST, DT, ST, ELEM)                                                    \
   extern "C" int shmem_##PRE##broadcast##POST(shmem_team_t team, DT* dest, const ST* source, \
-                                              size_t nelems, int PE_root) {                 \
-    constexpr const char* fn = "shmem_" #PRE "broadcast" #POST;                             \
+                                              size_t nelems, int PE_root) {                  \
+    constexpr const char* fn = "shmem_" #PRE "broadcast" #POST;                              \
     sh::check_init(fn);                                                                      \
-    return sh::team_broadcast(sh::team(team, fn), dest, source,                             \
-                              sh::checked_bytes(nelems, ELEM, fn), PE_root, fn);            \
+    return sh::team_broadcast(sh::team(team, fn), dest, source,                              \
+                              sh::checked_bytes(nelems, ELEM, fn), PE_root, fn);             \
   }                                                                                          \
   TSU_COLL_BLOCK(PRE, collect, POST, DT, ST, ELEM, team_collect)                             \
   TSU_COLL_BLOCK(PRE, fcollect, POST, DT, ST, ELEM, team_fcollect)                           \
   TSU_COLL_BLOCK(PRE, alltoall, POST, DT, ST, ELEM, team_alltoall)                           \
   extern "C" int shmem_##PRE##alltoalls##POST(shmem_team_t team, DT* dest, const ST* source, \
                                               ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { \
-    constexpr const char* fn = "shmem_" #PRE "alltoalls" #POST;                             \
+    constexpr const char* fn = "shmem_" #PRE "alltoalls" #POST;                              \
     sh::check_init(fn);                                                                      \
     return sh::team_alltoalls(sh::team(team, fn), dest, source, dst, sst, nelems, ELEM, fn); \
   }
@@ -64,13 +64,13 @@ TSU_SHMEM_RMA_TYPES(TSU_TYPED_COLL)
 TSU_COLL(, mem, void, void, 1)
 
 // Reductions: shmem_<N>_<OP>_reduce.
-#define TSU_REDUCE(T, N, OP, ROP)                                                          \
-  extern "C" int shmem_##N##_##OP##_reduce(shmem_team_t team, T* dest, const T* source,    \
-                                           size_t nreduce) {                               \
-    constexpr const char* fn = "shmem_" #N "_" #OP "_reduce";                              \
-    sh::check_init(fn);                                                                     \
-    return sh::team_reduce(sh::team(team, fn), dest, source, nreduce,                      \
-                           sh::RType::TSU_RTYPE(N), sh::ROp::ROP, fn);                     \
+#define TSU_REDUCE(T, N, OP, ROP)                                                       \
+  extern "C" int shmem_##N##_##OP##_reduce(shmem_team_t team, T* dest, const T* source, \
+                                           size_t nreduce) {                            \
+    constexpr const char* fn = "shmem_" #N "_" #OP "_reduce";                           \
+    sh::check_init(fn);                                                                 \
+    return sh::team_reduce(sh::team(team, fn), dest, source, nreduce,                   \
+                           sh::RType::TSU_RTYPE(N), sh::ROp::ROP, fn);                  \
   }
 #define TSU_REDUCE_BIT(T, N) \
   TSU_REDUCE(T, N, and, kAnd) TSU_REDUCE(T, N, or, kOr) TSU_REDUCE(T, N, xor, kXor)

@@ -110,54 +110,54 @@ size_t wait_some(T* ivars, size_t nelems, size_t* indices, const int* status, in
 }  // namespace
 
 // SET: the scalar-value form (name, one value) and the _vector one.
-#define TSU_SYNC_SET(T, N, R, OP, IMPL)                                                    \
-  extern "C" R shmem_##N##_##OP(T* ivars, size_t nelems, const int* status, int cmp,       \
-                                T cmp_value) {                                             \
-    constexpr const char* fn = "shmem_" #N "_" #OP;                                        \
-    sh::check_init(fn);                                                                     \
-    return IMPL(ivars, nelems, status, cmp, Values<T>{&cmp_value, 0}, fn);                  \
-  }                                                                                         \
-  extern "C" R shmem_##N##_##OP##_vector(T* ivars, size_t nelems, const int* status,       \
-                                         int cmp, T* cmp_values) {                         \
-    constexpr const char* fn = "shmem_" #N "_" #OP "_vector";                              \
-    sh::check_init(fn);                                                                     \
-    return IMPL(ivars, nelems, status, cmp, Values<T>{cmp_values, 1}, fn);                  \
+#define TSU_SYNC_SET(T, N, R, OP, IMPL)                                              \
+  extern "C" R shmem_##N##_##OP(T* ivars, size_t nelems, const int* status, int cmp, \
+                                T cmp_value) {                                       \
+    constexpr const char* fn = "shmem_" #N "_" #OP;                                  \
+    sh::check_init(fn);                                                              \
+    return IMPL(ivars, nelems, status, cmp, Values<T>{&cmp_value, 0}, fn);           \
+  }                                                                                  \
+  extern "C" R shmem_##N##_##OP##_vector(T* ivars, size_t nelems, const int* status, \
+                                         int cmp, T* cmp_values) {                   \
+    constexpr const char* fn = "shmem_" #N "_" #OP "_vector";                        \
+    sh::check_init(fn);                                                              \
+    return IMPL(ivars, nelems, status, cmp, Values<T>{cmp_values, 1}, fn);           \
   }
-#define TSU_SYNC_SOME(T, N, OP, IMPL)                                                       \
-  extern "C" size_t shmem_##N##_##OP(T* ivars, size_t nelems, size_t* indices,              \
-                                     const int* status, int cmp, T cmp_value) {             \
-    constexpr const char* fn = "shmem_" #N "_" #OP;                                         \
-    sh::check_init(fn);                                                                      \
-    return IMPL(ivars, nelems, indices, status, cmp, Values<T>{&cmp_value, 0}, fn);          \
-  }                                                                                          \
-  extern "C" size_t shmem_##N##_##OP##_vector(T* ivars, size_t nelems, size_t* indices,     \
-                                              const int* status, int cmp, T* cmp_values) {  \
-    constexpr const char* fn = "shmem_" #N "_" #OP "_vector";                               \
-    sh::check_init(fn);                                                                      \
-    return IMPL(ivars, nelems, indices, status, cmp, Values<T>{cmp_values, 1}, fn);          \
+#define TSU_SYNC_SOME(T, N, OP, IMPL)                                                      \
+  extern "C" size_t shmem_##N##_##OP(T* ivars, size_t nelems, size_t* indices,             \
+                                     const int* status, int cmp, T cmp_value) {            \
+    constexpr const char* fn = "shmem_" #N "_" #OP;                                        \
+    sh::check_init(fn);                                                                    \
+    return IMPL(ivars, nelems, indices, status, cmp, Values<T>{&cmp_value, 0}, fn);        \
+  }                                                                                        \
+  extern "C" size_t shmem_##N##_##OP##_vector(T* ivars, size_t nelems, size_t* indices,    \
+                                              const int* status, int cmp, T* cmp_values) { \
+    constexpr const char* fn = "shmem_" #N "_" #OP "_vector";                              \
+    sh::check_init(fn);                                                                    \
+    return IMPL(ivars, nelems, indices, status, cmp, Values<T>{cmp_values, 1}, fn);        \
   }
 
-#define TSU_TYPED_SYNC(T, N)                                                 \
-  extern "C" void shmem_##N##_wait_until(T* ivar, int cmp, T cmp_value) {   \
-    constexpr const char* fn = "shmem_" #N "_wait_until";                   \
-    sh::check_init(fn);                                                      \
-    sh::wait_until(ivar, cmp, &cmp_value, sh::sync_of<T>(), fn);            \
-  }                                                                          \
-  extern "C" int shmem_##N##_test(T* ivar, int cmp, T cmp_value) {          \
-    constexpr const char* fn = "shmem_" #N "_test";                         \
-    sh::check_init(fn);                                                      \
-    return sh::test(ivar, cmp, &cmp_value, sh::sync_of<T>(), fn) ? 1 : 0;   \
-  }                                                                          \
-  extern "C" void shmem_##N##_wait(T* ivar, T cmp_value) {                  \
-    constexpr const char* fn = "shmem_" #N "_wait";                         \
-    sh::check_init(fn);                                                      \
-    sh::wait_until(ivar, SHMEM_CMP_NE, &cmp_value, sh::sync_of<T>(), fn);   \
-  }                                                                          \
-  TSU_SYNC_SET(T, N, void, wait_until_all, wait_all)                         \
-  TSU_SYNC_SET(T, N, size_t, wait_until_any, wait_any)                       \
-  TSU_SYNC_SOME(T, N, wait_until_some, wait_some)                            \
-  TSU_SYNC_SET(T, N, int, test_all, test_all)                                \
-  TSU_SYNC_SET(T, N, size_t, test_any, test_any)                             \
+#define TSU_TYPED_SYNC(T, N)                                              \
+  extern "C" void shmem_##N##_wait_until(T* ivar, int cmp, T cmp_value) { \
+    constexpr const char* fn = "shmem_" #N "_wait_until";                 \
+    sh::check_init(fn);                                                   \
+    sh::wait_until(ivar, cmp, &cmp_value, sh::sync_of<T>(), fn);          \
+  }                                                                       \
+  extern "C" int shmem_##N##_test(T* ivar, int cmp, T cmp_value) {        \
+    constexpr const char* fn = "shmem_" #N "_test";                       \
+    sh::check_init(fn);                                                   \
+    return sh::test(ivar, cmp, &cmp_value, sh::sync_of<T>(), fn) ? 1 : 0; \
+  }                                                                       \
+  extern "C" void shmem_##N##_wait(T* ivar, T cmp_value) {                \
+    constexpr const char* fn = "shmem_" #N "_wait";                       \
+    sh::check_init(fn);                                                   \
+    sh::wait_until(ivar, SHMEM_CMP_NE, &cmp_value, sh::sync_of<T>(), fn); \
+  }                                                                       \
+  TSU_SYNC_SET(T, N, void, wait_until_all, wait_all)                      \
+  TSU_SYNC_SET(T, N, size_t, wait_until_any, wait_any)                    \
+  TSU_SYNC_SOME(T, N, wait_until_some, wait_some)                         \
+  TSU_SYNC_SET(T, N, int, test_all, test_all)                             \
+  TSU_SYNC_SET(T, N, size_t, test_any, test_any)                          \
   TSU_SYNC_SOME(T, N, test_some, test_some)
 TSU_SHMEM_SYNC_TYPES(TSU_TYPED_SYNC)
 
