@@ -184,7 +184,13 @@ SHMEM_API uint64_t shmem_signal_fetch(const uint64_t *sig_addr);
 SHMEM_API uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value);
 
 /* ---- Typed families (RMA, atomics, collectives, point-to-point sync) ---- */
-/* @@TYPED_FAMILIES@@ */
+#include <shmem/shmem_types.h>
+#include <shmem/shmem_rma.h>
+#include <shmem/shmem_amo.h>
+#include <shmem/shmem_p2p.h>
+#include <shmem/shmem_coll.h>
+/* The type-generic names: C11 _Generic and C++ overloads. */
+#include <shmem/shmem_generic.h>
 
 #ifdef __cplusplus
 } /* extern "C" */
