@@ -102,6 +102,13 @@ Team* team(shmem_team_t t, const char* fn) noexcept {
   return static_cast<Team*>(t);
 }
 
+int team_world_pe(Team* t, int team_pe) noexcept {
+  return team_pe >= 0 && team_pe < t->size ? t->world_pe(team_pe) : -1;
+}
+
+shmem_team_t team_handle_of(Team* t) noexcept { return t; }
+
+// WORLD and SHARED, collective over the job (shmem_init, the heap is up).
 void teams_init() noexcept {
   const int n = n_pes();
   const int me = my_pe();

@@ -42,9 +42,4 @@ namespace tsu::shmem {
 
 struct Team : tsu_shmem_team {};
 
-// Called by shmem_init once the heap is up (WORLD and SHARED are built there;
-// collective over the job), and by shmem_finalize.
-void teams_init() noexcept;
-void teams_finalize() noexcept;
-
 }  // namespace tsu::shmem
