@@ -13,13 +13,15 @@
 
 static int me, npes;
 
+/* Symmetric buffers: static data, and the heap (allocated by every PE in
+ * main: shmem_malloc is collective over the world, not over a team). */
+static long ssrc[NELEMS * N_MAX * 3], sdst[NELEMS * N_MAX * 3];
+static long double rsrc[NELEMS], rdst[NELEMS]; /* reduction buffers, any type */
+
 /* Broadcast from every root of `team` (the team form updates the root's
  * dest too), then collect, fcollect, alltoall and alltoalls, on `long`. */
-static void data_movement(shmem_team_t team) {
+static void data_movement(shmem_team_t team, long *src, long *dst) {
   const int tme = shmem_team_my_pe(team), tn = shmem_team_n_pes(team);
-  long *src = shmem_malloc(sizeof(long) * NELEMS * N_MAX * 3);
-  long *dst = shmem_malloc(sizeof(long) * NELEMS * N_MAX * 3);
-  CHECK(src && dst, "shmem_malloc");
 
   for (int root = 0; root < tn; ++root) {
     for (int i = 0; i < NELEMS; ++i) src[i] = 1000L * tme + i, dst[i] = -1;
@@ -71,8 +73,6 @@ static void data_movement(shmem_team_t team) {
     }
 
   CHECK(shmem_team_sync(team) == 0, "team_sync");
-  shmem_free(src);
-  shmem_free(dst);
 }
 
 /* Reductions: team PE p contributes (p + 1 + i) for sum/min/max, 1 or 2 for
@@ -80,7 +80,7 @@ static void data_movement(shmem_team_t team) {
  * pass. */
 #define REDUCE_ORD_CHECK(T, N)                                                             \
   {                                                                                        \
-    T *s = shmem_malloc(sizeof(T) * NELEMS), *d = shmem_malloc(sizeof(T) * NELEMS);        \
+    T *s = (T *)rsrc, *d = (T *)rdst;                                                      \
     for (int pass = 0; pass < 2; ++pass) {                                                 \
       T *out = pass ? s : d;                                                               \
       for (int i = 0; i < NELEMS; ++i) s[i] = (T)(tme + 1 + i % 5);                        \
@@ -97,13 +97,11 @@ static void data_movement(shmem_team_t team) {
       CHECK(shmem_##N##_prod_reduce(team, out, s, NELEMS) == 0, #N " prod");               \
       for (int i = 0; i < NELEMS; ++i) CHECK(out[i] == (T)(1 << (tn / 2)), #N " prod [%d]", i); \
     }                                                                                      \
-    shmem_free(s);                                                                         \
-    shmem_free(d);                                                                         \
   }
 
 #define REDUCE_BIT_CHECK(T, N)                                                             \
   {                                                                                        \
-    T *s = shmem_malloc(sizeof(T) * NELEMS), *d = shmem_malloc(sizeof(T) * NELEMS);        \
+    T *s = (T *)rsrc, *d = (T *)rdst;                                                      \
     for (int pass = 0; pass < 2; ++pass) {                                                 \
       T *out = pass ? s : d;                                                               \
       for (int i = 0; i < NELEMS; ++i) s[i] = (T)((1u << (tme % 7)) | 0x80u);              \
@@ -120,8 +118,6 @@ static void data_movement(shmem_team_t team) {
         CHECK(out[i] == (T)x, #N " xor [%d]", i);                                          \
       }                                                                                    \
     }                                                                                      \
-    shmem_free(s);                                                                         \
-    shmem_free(d);                                                                         \
   }
 
 #define ORD_TYPES(X)                                                                       \
@@ -146,10 +142,8 @@ static void reductions(shmem_team_t team) {
   BIT_TYPES(REDUCE_BIT_CHECK)
 
   /* Complex sum and product (the product is computed, not a sum of parts). */
-  double _Complex *zs = shmem_malloc(sizeof(double _Complex) * 4);
-  double _Complex *zd = shmem_malloc(sizeof(double _Complex) * 4);
-  float _Complex *fs = shmem_malloc(sizeof(float _Complex) * 4);
-  float _Complex *fd = shmem_malloc(sizeof(float _Complex) * 4);
+  double _Complex *zs = (double _Complex *)rsrc, *zd = (double _Complex *)rdst;
+  float _Complex *fs = (float _Complex *)(zs + 4), *fd = (float _Complex *)(zd + 4);
   for (int i = 0; i < 4; ++i) zs[i] = (tme + 1) + i * I, fs[i] = (float)(tme + 1) - 1.0f * I;
   CHECK(shmem_complexd_sum_reduce(team, zd, zs, 4) == 0, "complexd sum");
   CHECK(shmem_complexf_sum_reduce(team, fd, fs, 4) == 0, "complexf sum");
@@ -167,16 +161,10 @@ static void reductions(shmem_team_t team) {
     CHECK(zd[i] == zwant, "complexd prod [%d]: (%g, %g)", i, creal(zd[i]), cimag(zd[i]));
     CHECK(fd[i] == fwant, "complexf prod [%d]", i);
   }
-  shmem_free(zs);
-  shmem_free(zd);
-  shmem_free(fs);
-  shmem_free(fd);
 
   /* Floating sums are bit-identical on every PE (the results are compared). */
-  double *ds = shmem_malloc(sizeof(double) * (N_MAX + 1));
-  double *dd = shmem_malloc(sizeof(double) * (N_MAX + 1));
-  long double *ls = shmem_malloc(sizeof(long double));
-  long double *ld = shmem_malloc(sizeof(long double) * (N_MAX + 1));
+  double *ds = (double *)rsrc, *dd = (double *)ssrc;
+  long double *ls = rsrc + 1, *ld = (long double *)sdst;
   ds[0] = 1.0 / (3 + tme);
   *ls = 1.0L / (3 + tme);
   CHECK(shmem_double_sum_reduce(team, &dd[N_MAX], ds, 1) == 0, "double sum");
@@ -191,10 +179,6 @@ static void reductions(shmem_team_t team) {
   for (int p = 0; p < tn; ++p) want += 1.0L / (3 + p);
   CHECK(ld[0] > want * (1 - 1e-15L) && ld[0] < want * (1 + 1e-15L), "long double sum %Lg, want %Lg",
         ld[0], want);
-  shmem_free(ds);
-  shmem_free(dd);
-  shmem_free(ls);
-  shmem_free(ld);
 }
 
 int main(void) {
@@ -210,7 +194,10 @@ int main(void) {
   }
   CHECK(shmem_team_sync(SHMEM_TEAM_SHARED) == 0, "team_sync(SHARED)");
 
-  data_movement(SHMEM_TEAM_WORLD);
+  long *hsrc = shmem_malloc(sizeof(long) * NELEMS * N_MAX * 3);
+  long *hdst = shmem_malloc(sizeof(long) * NELEMS * N_MAX * 3);
+  CHECK(hsrc && hdst, "shmem_malloc");
+  data_movement(SHMEM_TEAM_WORLD, hsrc, hdst);
   reductions(SHMEM_TEAM_WORLD);
 
   /* The same on the PEs 1, 3, 5, ... of the world (team PEs differ from world PEs). */
@@ -219,12 +206,14 @@ int main(void) {
     CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, 1, 2, npes / 2, NULL, 0, &odds) == 0,
           "split_strided");
     if (odds != SHMEM_TEAM_INVALID) {
-      data_movement(odds);
+      data_movement(odds, ssrc, sdst);
       reductions(odds);
       shmem_team_destroy(odds);
     }
   }
   shmem_barrier_all();
+  shmem_free(hsrc);
+  shmem_free(hdst);
   TEST_DONE("collectives_team");
   shmem_finalize();
   return 0;
