@@ -48,6 +48,13 @@ const void* staged(const void* src, size_t bytes, const void* dest, size_t dest_
   return copy.data();
 }
 
+// SHMEM_DEBUG=1: dest and source must be symmetric data objects, as the
+// specification says (tsunagi's collectives would accept any memory).
+void check_symmetric(const void* p, size_t bytes, const char* what, const char* fn) noexcept {
+  if (debug_checks() && bytes != 0 && !in_heap(p, bytes) && !in_static(p, bytes))
+    fail(fn, "%s %p (%zu bytes) is not a symmetric data object", what, p, bytes);
+}
+
 int allgather(const Team* t, const void* src, void* dest, size_t bytes) noexcept {
   return TSU_SHMEM_COLL(tsu_try_allgather(t->tsu, src, dest, bytes, cb_));
 }
@@ -89,6 +96,8 @@ int team_broadcast(Team* t, void* dest, const void* src, size_t bytes, int root,
   if (root < 0 || root >= t->size)
     fail(fn, "PE_root %d is not a PE of the team (%d PEs)", root, t->size);
   if (bytes == 0) return 0;
+  check_symmetric(dest, bytes, "dest", fn);
+  check_symmetric(src, bytes, "source", fn);
   // The team form updates the root's dest too; tsunagi broadcasts in place.
   if (t->my_pe == root && dest != src) std::memmove(dest, src, bytes);
   return TSU_SHMEM_COLL(tsu_try_broadcast(t->tsu, dest, bytes, static_cast<uint32_t>(root), cb_));
@@ -97,6 +106,8 @@ int team_broadcast(Team* t, void* dest, const void* src, size_t bytes, int root,
 int team_fcollect(Team* t, void* dest, const void* src, size_t bytes, const char* fn) noexcept {
   if (bytes == 0) return 0;
   const size_t total = mul_size(bytes, static_cast<size_t>(t->size), fn);
+  check_symmetric(dest, total, "dest", fn);
+  check_symmetric(src, bytes, "source", fn);
   std::vector<unsigned char> copy;
   return allgather(t, staged(src, bytes, dest, total, copy), dest, bytes);
 }
@@ -117,6 +128,8 @@ int team_collect(Team* t, void* dest, const void* src, size_t bytes, const char*
     most = std::max(most, sizes[i]);
   }
   if (total == 0) return 0;
+  check_symmetric(dest, total, "dest", fn);
+  check_symmetric(src, bytes, "source", fn);
   if (most * n == total) return team_fcollect(t, dest, src, bytes, fn);
 
   std::vector<unsigned char> copy;
@@ -156,6 +169,8 @@ int team_collect(Team* t, void* dest, const void* src, size_t bytes, const char*
 int team_alltoall(Team* t, void* dest, const void* src, size_t bytes, const char* fn) noexcept {
   if (bytes == 0) return 0;
   const size_t total = mul_size(bytes, static_cast<size_t>(t->size), fn);
+  check_symmetric(dest, total, "dest", fn);
+  check_symmetric(src, total, "source", fn);
   std::vector<unsigned char> copy;
   src = staged(src, total, dest, total, copy);
   return TSU_SHMEM_COLL(tsu_try_alltoall(t->tsu, src, dest, bytes, cb_));
@@ -172,6 +187,8 @@ int team_alltoalls(Team* t, void* dest, const void* src, ptrdiff_t dst, ptrdiff_
   const auto ss = static_cast<size_t>(sst);
   const auto ds = static_cast<size_t>(dst);
   (void)mul_size(n * nelems, mul_size(std::max(ss, ds), elem, fn), fn);  // the farthest element
+  check_symmetric(dest, ((n * nelems - 1) * ds + 1) * elem, "dest", fn);
+  check_symmetric(src, ((n * nelems - 1) * ss + 1) * elem, "source", fn);
   // Block j goes to PE j: elements j*nelems*sst + k*sst of source, placed at
   // i*nelems*dst + k*dst of PE j's dest (i: the sender).  Packed, exchanged,
   // unpacked.
@@ -198,6 +215,8 @@ int team_reduce(Team* t, void* dest, const void* src, size_t nreduce, RType type
   const size_t esize = rtype_size(type);
   const size_t bytes = mul_size(nreduce, esize, fn);
   if (bytes == 0) return 0;
+  check_symmetric(dest, bytes, "dest", fn);
+  check_symmetric(src, bytes, "source", fn);
   TsuReduce how{};
   if (!tsu_reduce_of(type, op, &how)) return reduce_by_gather(t, dest, src, nreduce, type, op);
   std::vector<unsigned char> copy;
