@@ -27,6 +27,10 @@ struct TsuReduce {
 };
 bool tsu_reduce_of(RType type, ROp op, TsuReduce* out) noexcept;
 
+// team_broadcast, leaving the root's dest alone (the active-set form's rule).
+int team_broadcast_others(Team* t, void* dest, const void* src, size_t bytes, int root,
+                          const char* fn) noexcept;
+
 // a * b, fail()ing on size_t overflow.
 size_t mul_size(size_t a, size_t b, const char* fn) noexcept;
 

@@ -12,12 +12,18 @@
 // when a fast PE's next collective raises a counter early, and each PE leaves
 // its pSync at 0 once the next call has not yet begun.
 //
-// Every call but the barrier starts with a barrier of the set: then no data
+// A set of every PE (PE_start 0, PE_size n_pes: what most programs pass)
+// runs on the world team's collectives instead (collectives_team.cpp): every
+// PE calls them, in the same order, so tsunagi's team collectives apply, and
+// pSync is not touched.
+//
+// Every other call but the barrier starts with a barrier of the set: then no data
 // or signal of a call reaches a PE still in the call before (the same pSync
 // may serve the next collective at once, of any kind), and every PE's dest
 // is ready when data is put into it.  The barrier and the data phases use a
 // tree of fan-out kFan rooted at the set's first PE (the root for broadcast).
 #include "collectives.hpp"
+#include "teams.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -98,6 +104,15 @@ void tree_barrier(const Members& m, long* pSync, const char* fn) noexcept {
   for (int k = 0; k < nc; ++k) add(&pSync[kRelease], 1, m.pe(first_child(r) + k), fn);
 }
 
+// The world team when the set is every PE, else nullptr.
+Team* world_set(const Members& m, const char* fn) noexcept {
+  return m.start == 0 && m.size == n_pes() ? team(SHMEM_TEAM_WORLD, fn) : nullptr;
+}
+
+void check_ok(int rc, const char* fn) noexcept {
+  if (rc != 0) fail(fn, "the collective failed: %s", tsu_strerror(static_cast<tsu_status_t>(rc)));
+}
+
 unsigned char* at(void* base, size_t offset) noexcept {
   return static_cast<unsigned char*>(base) + offset;
 }
@@ -110,6 +125,7 @@ const unsigned char* at(const void* base, size_t offset) noexcept {
 void set_barrier(ActiveSet s, long* pSync, bool quiet_first, const char* fn) noexcept {
   const Members m = members(s, pSync, fn);
   if (quiet_first) quiet(default_context(), fn);
+  if (Team* w = world_set(m, fn)) return check_ok(team_sync(w, fn), fn);
   tree_barrier(m, pSync, fn);
 }
 
@@ -119,6 +135,8 @@ void set_broadcast(ActiveSet s, void* dest, const void* src, size_t bytes, int r
   if (root < 0 || root >= m.size)
     fail(fn, "PE_root %d is not an index of the active set (PE_size %d)", root, m.size);
   if (m.size == 1 || bytes == 0) return;
+  if (Team* w = world_set(m, fn))
+    return check_ok(team_broadcast_others(w, dest, src, bytes, root, fn), fn);
   tree_barrier(m, pSync, fn);
   // Down a tree rooted at the root; the root's dest is left alone (1.5's
   // active-set broadcast), so it sends from source and the others from dest.
@@ -135,6 +153,7 @@ void set_fcollect(ActiveSet s, void* dest, const void* src, size_t bytes, long* 
   const Members m = members(s, pSync, fn);
   (void)mul_size(bytes, static_cast<size_t>(m.size), fn);
   if (bytes == 0) return;
+  if (Team* w = world_set(m, fn)) return check_ok(team_fcollect(w, dest, src, bytes, fn), fn);
   tree_barrier(m, pSync, fn);
   unsigned char* mine = at(dest, static_cast<size_t>(m.me) * bytes);
   // Starting after ourselves spreads the PEs' puts over their targets.
@@ -146,6 +165,7 @@ void set_fcollect(ActiveSet s, void* dest, const void* src, size_t bytes, long* 
 void set_collect(ActiveSet s, void* dest, const void* src, size_t bytes, long* pSync,
                  const char* fn) noexcept {
   const Members m = members(s, pSync, fn);
+  if (Team* w = world_set(m, fn)) return check_ok(team_collect(w, dest, src, bytes, fn), fn);
   tree_barrier(m, pSync, fn);
   // Our offset is the sum of the contributions before ours: it comes from
   // the previous PE of the set as offset + 1 (0 means "not yet").
@@ -183,6 +203,7 @@ void set_alltoall(ActiveSet s, void* dest, const void* src, size_t bytes, long* 
   const Members m = members(s, pSync, fn);
   (void)mul_size(bytes, static_cast<size_t>(m.size), fn);
   if (bytes == 0) return;
+  if (Team* w = world_set(m, fn)) return check_ok(team_alltoall(w, dest, src, bytes, fn), fn);
   tree_barrier(m, pSync, fn);
   unsigned char* mine = at(dest, static_cast<size_t>(m.me) * bytes);
   for (int i = 1; i < m.size; ++i) {
@@ -204,6 +225,8 @@ void set_alltoalls(ActiveSet s, void* dest, const void* src, ptrdiff_t dst, ptrd
   // at i*nelems*dst with stride dst (i: the sender).
   (void)mul_size(mul_size(n, nelems, fn), mul_size(std::max(ds, ss), elem, fn), fn);
   if (nelems == 0 || elem == 0) return;
+  if (Team* w = world_set(m, fn))
+    return check_ok(team_alltoalls(w, dest, src, dst, sst, nelems, elem, fn), fn);
   tree_barrier(m, pSync, fn);
   Context* c = default_context();
   const size_t me = static_cast<size_t>(m.me);
@@ -228,6 +251,8 @@ void set_reduce(ActiveSet s, void* dest, const void* src, size_t nreduce, RType 
   const size_t esize = rtype_size(type);
   const size_t bytes = mul_size(nreduce, esize, fn);
   if (bytes == 0) return;
+  if (Team* w = world_set(m, fn))
+    return check_ok(team_reduce(w, dest, src, nreduce, type, op, fn), fn);
   tree_barrier(m, pSync, fn);
   if (dest != src) std::memmove(dest, src, bytes);
   if (m.size == 1) return;

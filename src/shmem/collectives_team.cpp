@@ -103,6 +103,16 @@ int team_broadcast(Team* t, void* dest, const void* src, size_t bytes, int root,
   return TSU_SHMEM_COLL(tsu_try_broadcast(t->tsu, dest, bytes, static_cast<uint32_t>(root), cb_));
 }
 
+int team_broadcast_others(Team* t, void* dest, const void* src, size_t bytes, int root,
+                          const char* fn) noexcept {
+  if (root < 0 || root >= t->size)
+    fail(fn, "PE_root %d is not a PE of the team (%d PEs)", root, t->size);
+  if (bytes == 0) return 0;
+  // The root's buffer is only read by tsunagi's broadcast: source serves.
+  void* buf = t->my_pe == root ? const_cast<void*>(src) : dest;
+  return TSU_SHMEM_COLL(tsu_try_broadcast(t->tsu, buf, bytes, static_cast<uint32_t>(root), cb_));
+}
+
 int team_fcollect(Team* t, void* dest, const void* src, size_t bytes, const char* fn) noexcept {
   if (bytes == 0) return 0;
   const size_t total = mul_size(bytes, static_cast<size_t>(t->size), fn);
