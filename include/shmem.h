@@ -115,6 +115,7 @@ SHMEM_API int shmem_n_pes(void);
 SHMEM_API int shmem_pe_accessible(int pe);
 SHMEM_API int shmem_addr_accessible(const void *addr, int pe);
 SHMEM_API void *shmem_ptr(const void *dest, int pe);
+SHMEM_API void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe);
 SHMEM_API void shmem_info_get_version(int *major, int *minor);
 SHMEM_API void shmem_info_get_name(char *name);
 SHMEM_API void shmem_pcontrol(const int level, ...);

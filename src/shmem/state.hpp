@@ -35,6 +35,11 @@ struct State {
   char* static_base = nullptr;
   size_t static_size = 0;
   std::vector<tsu_seg_t> static_seg;  // per PE
+  // The page-aligned part of it that lives in shared memory (everything but
+  // the read-only-after-relocation head), and each node peer's mapped here.
+  char* shared_static_base = nullptr;
+  size_t shared_static_size = 0;
+  std::vector<char*> static_direct;  // per PE: its shared static part, or nullptr
 
   // Bounce buffers for local sides outside any segment (context.cpp).
   char* bounce_base = nullptr;
