@@ -7,6 +7,9 @@
  * barrier every element must be back at SHMEM_SYNC_VALUE. */
 #include "shmem_test.h"
 
+/* They are deprecated: that is what this test is about. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
 #include <complex.h>
 
 #define N_MAX 64
