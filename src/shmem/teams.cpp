@@ -61,7 +61,8 @@ Team* make_team(const Team* parent, int first, int stride, int size, int index, 
         parent->world_pe(static_cast<int>(first + static_cast<int64_t>(i) * stride));
   t->strided = parent->strided;
   t->world_start = parent->world_pe(first);
-  t->world_stride = parent->world_stride * stride;
+  // A team of one may come with any stride: it has no second member.
+  t->world_stride = size == 1 ? 0 : parent->world_stride * stride;
   index_by_world(t);
   set_config(t, config, mask);
   t->magic = Team::kMagic;
