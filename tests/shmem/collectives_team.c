@@ -211,6 +211,21 @@ int main(void) {
       shmem_team_destroy(odds);
     }
   }
+  /* A team of one (the last PE; any stride is valid for one member): its
+   * collectives complete alone. */
+  shmem_team_t last = SHMEM_TEAM_INVALID;
+  CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, npes - 1, 1 << 30, 1, NULL, 0, &last) == 0,
+        "split_strided of one");
+  CHECK((last != SHMEM_TEAM_INVALID) == (me == npes - 1), "membership of the team of one");
+  if (last != SHMEM_TEAM_INVALID) {
+    CHECK(shmem_team_n_pes(last) == 1 && shmem_team_my_pe(last) == 0, "team of one");
+    CHECK(shmem_team_translate_pe(SHMEM_TEAM_WORLD, me, last) == 0 &&
+              shmem_team_translate_pe(SHMEM_TEAM_WORLD, 0, last) == (npes == 1 ? 0 : -1),
+          "translate into the team of one");
+    data_movement(last, ssrc, sdst);
+    reductions(last);
+    shmem_team_destroy(last);
+  }
   shmem_barrier_all();
   shmem_free(hsrc);
   shmem_free(hdst);
