@@ -155,3 +155,14 @@ void set_reduce(ActiveSet s, void* dest, const void* src, size_t nreduce, RType 
                 long* pSync, const char* fn) noexcept;
 
 }  // namespace tsu::shmem
+
+// ---- Added by the core (teams.cpp defines these) ------------------------------
+namespace tsu::shmem {
+// The world PE of the team's member `team_pe`, or -1 when out of range.
+int team_world_pe(Team* t, int team_pe) noexcept;
+// The public handle of a team.
+shmem_team_t team_handle_of(Team* t) noexcept;
+// Called by shmem_init once the heap is up, and by shmem_finalize.
+void teams_init() noexcept;
+void teams_finalize() noexcept;
+}  // namespace tsu::shmem

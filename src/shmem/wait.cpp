@@ -1,1 +1,92 @@
-// (being written)
+// Point-to-point synchronization: the comparisons of wait/test, the pause of
+// every waiting loop, and the signal words.
+#include "shmem_internal.hpp"
+#include "state.hpp"
+
+#include <ctime>
+
+namespace tsu::shmem {
+namespace {
+
+template <typename T>
+bool holds(const void* ivar, int cmp, const void* value) {
+  const T a = __atomic_load_n(static_cast<const T*>(ivar), __ATOMIC_ACQUIRE);
+  const T b = *static_cast<const T*>(value);
+  switch (cmp) {
+    case SHMEM_CMP_EQ: return a == b;
+    case SHMEM_CMP_NE: return a != b;
+    case SHMEM_CMP_GT: return a > b;
+    case SHMEM_CMP_GE: return a >= b;
+    case SHMEM_CMP_LT: return a < b;
+    default: break;
+  }
+  return a <= b;
+}
+
+// Busy pauses before the first progress call: a peer's store usually lands
+// within this many.
+constexpr unsigned kSpinPauses = 128;
+// Progress calls before a waiting loop starts sleeping between checks when
+// the node is oversubscribed (about a millisecond of polling).
+constexpr unsigned kPollsBeforeSleep = 4096;
+
+}  // namespace
+
+bool test(const void* ivar, int cmp, const void* value, SyncType type, const char* fn) noexcept {
+  if (__builtin_expect(cmp < SHMEM_CMP_EQ || cmp > SHMEM_CMP_LE, 0))
+    fail(fn, "cmp %d is not a SHMEM_CMP_* value", cmp);
+  switch (type) {
+    case SyncType::kI16: return holds<int16_t>(ivar, cmp, value);
+    case SyncType::kU16: return holds<uint16_t>(ivar, cmp, value);
+    case SyncType::kI32: return holds<int32_t>(ivar, cmp, value);
+    case SyncType::kU32: return holds<uint32_t>(ivar, cmp, value);
+    case SyncType::kI64: return holds<int64_t>(ivar, cmp, value);
+    case SyncType::kU64: break;
+  }
+  return holds<uint64_t>(ivar, cmp, value);
+}
+
+void wait_pause(unsigned* spins) noexcept {
+  const unsigned n = (*spins)++;
+  if (n < kSpinPauses) {
+    __builtin_ia32_pause();
+    return;
+  }
+  // Drives progress in manual mode, lets a user-level thread's scheduler run
+  // its other threads (wait hook), and yields the CPU when the node has more
+  // busy threads than CPUs.
+  tsu_progress();
+  if (n >= kSpinPauses + kPollsBeforeSleep && tsu_yield_when_idle()) {
+    // Still waiting with the CPU shared: sleep briefly so the PE we wait for
+    // gets the core (sched_yield alone does not hand it over under CFS).
+    const timespec nap{0, 20000};
+    nanosleep(&nap, nullptr);
+  }
+}
+
+void wait_until(const void* ivar, int cmp, const void* value, SyncType type,
+                const char* fn) noexcept {
+  unsigned spins = 0;
+  while (!test(ivar, cmp, value, type, fn)) wait_pause(&spins);
+}
+
+}  // namespace tsu::shmem
+
+using namespace tsu::shmem;
+
+extern "C" {
+
+uint64_t shmem_signal_fetch(const uint64_t* sig_addr) {
+  check_init("shmem_signal_fetch");
+  if (!sig_addr) fail("shmem_signal_fetch", "sig_addr is NULL");
+  return __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
+}
+
+uint64_t shmem_signal_wait_until(uint64_t* sig_addr, int cmp, uint64_t cmp_value) {
+  check_init("shmem_signal_wait_until");
+  if (!sig_addr) fail("shmem_signal_wait_until", "sig_addr is NULL");
+  wait_until(sig_addr, cmp, &cmp_value, SyncType::kU64, "shmem_signal_wait_until");
+  return __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
+}
+
+}  // extern "C"
