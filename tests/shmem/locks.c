@@ -2,6 +2,7 @@
  * exclusion (a counter on PE 0 changed by get + put inside the lock adds up,
  * and at most one PE is ever inside); test_lock takes a free lock and
  * refuses a taken one.  Locks on the heap and in static data. */
+#define _DEFAULT_SOURCE /* usleep */
 #include "shmem_test.h"
 
 #include <unistd.h>
@@ -15,8 +16,11 @@ int main(void) {
   long *lock = shmem_calloc(1, sizeof(long));
   long *count = shmem_calloc(2, sizeof(long));  /* [0]: total, [1]: PEs inside */
   CHECK(lock && count, "allocation");
+  /* The first half on the static lock, the second on the heap's: a PE
+   * never holds one while another PE holds the other. */
   for (int r = 0; r < kRounds; ++r) {
-    long *l = r % 2 ? lock : &static_lock;
+    if (r == kRounds / 2) shmem_barrier_all();
+    long *l = r < kRounds / 2 ? &static_lock : lock;
     shmem_set_lock(l);
     const long inside = shmem_long_atomic_fetch_inc(&count[1], 0);
     CHECK(inside == 0, "round %d: %ld other PEs inside the lock", r, inside);

@@ -32,9 +32,10 @@ int main(void) {
   shmem_double_get(got, static_values, 8, right);
   CHECK(got[right % 8] == right, "static_values[%d] of PE %d: %g", right % 8, right,
         got[right % 8]);
+  shmem_barrier_all();  /* everyone has checked global_table */
   shmem_int_p(&global_table[0], -me, right);
   shmem_barrier(0, 0, n, static_pSync);
-  CHECK(shmem_int_g(&global_table[0], right) == -right, "p/g on static data");
+  CHECK(shmem_int_g(&global_table[0], right) == -me, "p/g on static data");
 
   /* Atomics from every PE on one global word of PE 0: counts add up. */
   enum { kAdds = 200 };

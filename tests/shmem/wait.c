@@ -4,6 +4,7 @@
  * comparison; the generic forms and the deprecated shmem_wait names.  Each
  * PE's left neighbour writes its variables (a little later, so that the
  * waits really wait). */
+#define _DEFAULT_SOURCE /* usleep */
 #include "shmem_test.h"
 
 #include <unistd.h>
