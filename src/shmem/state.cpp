@@ -239,6 +239,15 @@ void shmem_info_get_name(char* name) {
   std::snprintf(name, SHMEM_MAX_NAME_LEN, "%s", SHMEM_VENDOR_STRING);
 }
 
+// Cache management of the 1.0-1.2 API: the memory is coherent, so there is
+// nothing to invalidate or flush.
+void shmem_set_cache_inv(void) {}
+void shmem_set_cache_line_inv(void*) {}
+void shmem_clear_cache_inv(void) {}
+void shmem_clear_cache_line_inv(void*) {}
+void shmem_udcflush(void) {}
+void shmem_udcflush_line(void*) {}
+
 // Profiling control: the library has no profiling levels to switch.
 void shmem_pcontrol(const int, ...) {}
 

@@ -173,6 +173,12 @@ void* shmem_align(size_t alignment, size_t size) {
   if (alignment == 0 || (alignment & (alignment - 1)))
     fail("shmem_align", "alignment %zu is not a power of two", alignment);
   if (size == 0) return nullptr;
+  // The heap starts on a kHeapAlign boundary in every process; a larger
+  // alignment could not be the same offset everywhere.
+  if (alignment > kHeapAlign) {
+    barrier_all("shmem_align");
+    return nullptr;
+  }
   return heap_alloc(size, alignment, "shmem_align");
 }
 

@@ -106,6 +106,7 @@ struct Layout {
   uint64_t heap_size;
   uint64_t static_size;
   uint64_t static_token;  // its shared static pages' file, 0: none
+  uint64_t heap_skew;
   uint32_t heap_seg;
   uint32_t static_seg;
 };
@@ -116,8 +117,11 @@ void map_symmetric(size_t heap_size, const char* fn) noexcept {
   State& s = state();
   void* base = nullptr;
   tsu_seg_t my_heap = 0;
-  check_tsu(tsu_segment_alloc(heap_size, &my_heap, &base), fn,
+  check_tsu(tsu_segment_alloc(heap_size + kHeapAlign, &my_heap, &base), fn,
             "allocating the symmetric heap (SHMEM_SYMMETRIC_SIZE bytes)");
+  const uintptr_t seg_base = reinterpret_cast<uintptr_t>(base);
+  const uint64_t skew = ((seg_base + kHeapAlign - 1) & ~(kHeapAlign - 1)) - seg_base;
+  base = static_cast<char*>(base) + skew;
   s.heap_base = static_cast<char*>(base);
   s.heap_size = heap_size;
 
@@ -132,7 +136,7 @@ void map_symmetric(size_t heap_size, const char* fn) noexcept {
     s.static_size = data.size;
   }
 
-  const Layout mine{heap_size, data.size, token, my_heap, my_static};
+  const Layout mine{heap_size, data.size, token, skew, my_heap, my_static};
   std::vector<Layout> all(static_cast<size_t>(s.n_pes));
   tsu_counter_t done;
   tsu_counter_init(&done);
@@ -142,6 +146,7 @@ void map_symmetric(size_t heap_size, const char* fn) noexcept {
   check_tsu(tsu_counter_wait(&done, 1), fn, "exchanging the symmetric layout");
 
   s.heap_seg.resize(all.size());
+  s.heap_skew.resize(all.size());
   s.static_seg.resize(all.size());
   s.heap_direct.assign(all.size(), nullptr);
   s.static_direct.assign(all.size(), nullptr);
@@ -154,13 +159,15 @@ void map_symmetric(size_t heap_size, const char* fn) noexcept {
       fail(fn, "PE %zu runs another program (its static data is %llu bytes, ours %zu)", pe,
            static_cast<unsigned long long>(all[pe].static_size), data.size);
     s.heap_seg[pe] = all[pe].heap_seg;
+    s.heap_skew[pe] = all[pe].heap_skew;
     s.static_seg[pe] = all[pe].static_seg;
     void* direct = nullptr;
     if (static_cast<int>(pe) == s.my_pe) {
       direct = s.heap_base;
     } else if (s.direct &&
-               tsu_gaddr_ptr(tsu_gaddr(static_cast<uint32_t>(pe), all[pe].heap_seg, 0), heap_size,
-                             &direct) != TSU_OK) {
+               tsu_gaddr_ptr(tsu_gaddr(static_cast<uint32_t>(pe), all[pe].heap_seg,
+                                       all[pe].heap_skew),
+                             heap_size, &direct) != TSU_OK) {
       direct = nullptr;
     }
     s.heap_direct[pe] = static_cast<char*>(direct);
@@ -189,6 +196,7 @@ void unmap_symmetric() noexcept {
   s.static_base = nullptr;
   s.static_size = 0;
   s.heap_seg.clear();
+  s.heap_skew.clear();
   s.static_seg.clear();
   s.heap_direct.clear();
 }
@@ -211,7 +219,8 @@ tsu_gaddr_t to_gaddr(const void* addr, size_t len, int pe, const char* fn) noexc
   const auto p = static_cast<size_t>(pe);
   if (in_heap(addr, len))
     return tsu_gaddr(static_cast<uint32_t>(pe), s.heap_seg[p],
-                     static_cast<uint64_t>(static_cast<const char*>(addr) - s.heap_base));
+                     s.heap_skew[p] +
+                         static_cast<uint64_t>(static_cast<const char*>(addr) - s.heap_base));
   if (in_static(addr, len))
     return tsu_gaddr(static_cast<uint32_t>(pe), s.static_seg[p],
                      static_cast<uint64_t>(static_cast<const char*>(addr) - s.static_base));
@@ -242,8 +251,8 @@ bool local_laddr(const void* addr, size_t len, tsu_laddr_t* out) noexcept {
   const State& s = state();
   const auto me = static_cast<size_t>(s.my_pe);
   if (in_heap(addr, len)) {
-    *out = tsu_laddr(s.heap_seg[me],
-                     static_cast<uint64_t>(static_cast<const char*>(addr) - s.heap_base));
+    *out = tsu_laddr(s.heap_seg[me], s.heap_skew[me] + static_cast<uint64_t>(
+                                                           static_cast<const char*>(addr) - s.heap_base));
     return true;
   }
   if (in_static(addr, len)) {
