@@ -10,4 +10,8 @@ foreach(p collectives_team collectives_active_set)
 endforeach()
 shmem_test(NAME collectives_team_debug PROGRAM collectives_team ENV SHMEM_DEBUG=1
            ROUTES shm2 udp4)
+# Collectives called from user-level threads park the ULT, not the worker.
+shmem_program(collectives_ult)
+target_link_libraries(shmem_collectives_ult PRIVATE tsunagi_ult)
+shmem_test(NAME collectives_ult PROGRAM collectives_ult ROUTES shm2 shm3 shm4 engine4 udp4)
 # ---- end of helper B's programs ---------------------------------------------------
