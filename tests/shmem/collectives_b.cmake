@@ -13,5 +13,5 @@ shmem_test(NAME collectives_team_debug PROGRAM collectives_team ENV SHMEM_DEBUG=
 # Collectives called from user-level threads park the ULT, not the worker.
 shmem_program(collectives_ult)
 target_link_libraries(shmem_collectives_ult PRIVATE tsunagi_ult)
-shmem_test(NAME collectives_ult PROGRAM collectives_ult ROUTES shm2 shm3 shm4 engine4 udp4)
+shmem_test(NAME collectives_ult PROGRAM collectives_ult ROUTES shm2 shm3 shm4 engine4 manual4 udp4)
 # ---- end of helper B's programs ---------------------------------------------------
