@@ -7,7 +7,9 @@
 #     and runs it with the installed tsurun;
 #  3. the same for libtsunagi-ult, and a program linked against
 #     libtsunagi-ult alone, whose libtsunagi comes only through
-#     libtsunagi-ult's run path.
+#     libtsunagi-ult's run path;
+#  4. OpenSHMEM: the installed oshcc / oshc++ build programs that the
+#     installed oshrun runs; the CMake package and pkg-config; a moved prefix.
 # Every program starts under `env -i PATH=/usr/bin:/bin`: no LD_LIBRARY_PATH
 # of the caller's can hide a library that the installed files do not find.
 # A program's own run path (-Wl,-rpath,<prefix>/lib) is the user's business.
@@ -127,3 +129,67 @@ run(${clean} ${WORK_DIR}/ult-only)
 run(c++ -std=c++20 ${SOURCE_DIR}/tests/abi/header_ult_cxx.cpp ${ult_flags}
     -Wl,-rpath,${libdir} -pthread -o ${WORK_DIR}/ult-cxx-pc)
 run(${clean} ${prefix}/bin/tsurun -n 2 --timeout 60 ${WORK_DIR}/ult-cxx-pc)
+
+# 4. OpenSHMEM (issue 45): the installed wrappers build a C and a C++ program
+# (oshcc, oshc++ and its other names), the installed oshrun runs them, from a
+# clean environment; the CMake package (tsunagi::shmem) and pkg-config
+# (tsunagi-shmem) build the same program; then the whole prefix is moved and
+# the moved wrappers still work (they find their prefix from where they lie).
+foreach(tool oshcc oshc++ oshcxx oshCC oshrun)
+  if(NOT EXISTS ${prefix}/bin/${tool})
+    message(FATAL_ERROR "${prefix}/bin/${tool} was not installed")
+  endif()
+endforeach()
+function(check_showme prefix_dir)
+  execute_process(COMMAND ${clean} ${prefix_dir}/bin/oshcc -showme prog.c -o prog
+                  OUTPUT_VARIABLE line RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE)
+  file(REAL_PATH ${prefix_dir} real_prefix)
+  string(FIND "${line}" "cc -I${real_prefix}/include -pthread prog.c -o prog -L${real_prefix}/"
+         at_include)
+  string(FIND "${line}" " -Wl,-rpath,${real_prefix}/" at_rpath)
+  if(NOT rc EQUAL 0 OR NOT at_include EQUAL 0 OR at_rpath LESS 0 OR
+     NOT line MATCHES " -ltsunagi-shmem -ltsunagi -pthread$")
+    message(FATAL_ERROR "oshcc -showme under ${prefix_dir} (${rc}): '${line}'")
+  endif()
+  execute_process(COMMAND ${clean} ${prefix_dir}/bin/oshc++ -showme:compile
+                  OUTPUT_VARIABLE line OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT line STREQUAL "-I${real_prefix}/include -pthread")
+    message(FATAL_ERROR "oshc++ -showme:compile under ${prefix_dir}: '${line}'")
+  endif()
+endfunction()
+check_showme(${prefix})
+set(shmem_src ${SOURCE_DIR}/tests/abi/shmem_consumer)
+run(${clean} ${prefix}/bin/oshcc -O2 ${shmem_src}/shmem_consumer.c -o ${WORK_DIR}/shmem-c)
+run(${clean} ${prefix}/bin/oshrun -n 4 --timeout 60 ${WORK_DIR}/shmem-c)
+run(${clean} ${prefix}/bin/oshrun -np 1 --timeout 60 ${WORK_DIR}/shmem-c)
+foreach(cxx oshc++ oshcxx oshCC)
+  run(${clean} ${prefix}/bin/${cxx} -std=c++17 ${shmem_src}/shmem_consumer.cpp
+      -o ${WORK_DIR}/shmem-cxx-${cxx})
+endforeach()
+run(${clean} ${prefix}/bin/oshrun -np 2 --timeout 60 ${WORK_DIR}/shmem-cxx-oshcxx)
+# Compile and link in two steps (-c adds no link flags).
+run(${clean} ${prefix}/bin/oshcc -c ${shmem_src}/shmem_consumer.c -o ${WORK_DIR}/shmem-c.o)
+run(${clean} ${prefix}/bin/oshcc ${WORK_DIR}/shmem-c.o -o ${WORK_DIR}/shmem-c2)
+run(${clean} ${prefix}/bin/oshrun -n 2 --timeout 60 ${WORK_DIR}/shmem-c2)
+# The CMake package and pkg-config.
+run(${CMAKE_COMMAND} -S ${shmem_src} -B ${WORK_DIR}/shmem-build -G ${GENERATOR}
+    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_RPATH=${libdir})
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/shmem-build)
+run(${clean} ${prefix}/bin/oshrun -n 3 --timeout 60 ${WORK_DIR}/shmem-build/shmem_consumer)
+run(${clean} ${prefix}/bin/oshrun -n 2 --timeout 60 ${WORK_DIR}/shmem-build/shmem_consumer_cxx)
+execute_process(COMMAND pkg-config --cflags --libs tsunagi-shmem OUTPUT_VARIABLE shmem_flags
+                OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT shmem_flags MATCHES "-ltsunagi-shmem" OR
+   NOT shmem_flags MATCHES "-ltsunagi( |$)")
+  message(FATAL_ERROR "pkg-config --libs tsunagi-shmem (${rc}): '${shmem_flags}'")
+endif()
+separate_arguments(shmem_flags UNIX_COMMAND "${shmem_flags}")
+run(cc -std=c11 ${shmem_src}/shmem_consumer.c ${shmem_flags} -Wl,-rpath,${libdir} -pthread
+    -o ${WORK_DIR}/shmem-pc)
+run(${clean} ${prefix}/bin/oshrun -n 2 --timeout 60 ${WORK_DIR}/shmem-pc)
+# Relocated: the prefix moved elsewhere, the moved wrappers build and start.
+set(moved ${WORK_DIR}/moved-prefix)
+file(RENAME ${prefix} ${moved})
+check_showme(${moved})
+run(${clean} ${moved}/bin/oshcc ${shmem_src}/shmem_consumer.c -o ${WORK_DIR}/shmem-moved)
+run(${clean} ${moved}/bin/oshrun -n 2 --timeout 60 ${WORK_DIR}/shmem-moved)
