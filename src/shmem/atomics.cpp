@@ -76,6 +76,10 @@ bool fetches(Amo op) {
 // A request in flight: the reply handler fills it in.
 struct AmoRecord {
   std::atomic<int> done{0};
+  // Set (release) once the fields below are filled in; the reply handler
+  // reads it (acquire) first.  The request and its reply travel through the
+  // peer, an ordering ThreadSanitizer cannot see; this one it can.
+  std::atomic<int> published{0};
   uint64_t result = 0;
   void* result_ptr = nullptr;  // nbi: where the old value goes
   size_t result_bytes = 0;
@@ -96,6 +100,7 @@ void on_request(tsu_am_token_t* token, const uint64_t* args, uint32_t, void*, si
 
 void on_reply(tsu_am_token_t*, const uint64_t* args, uint32_t, void*, size_t, void*) {
   auto* rec = reinterpret_cast<AmoRecord*>(static_cast<uintptr_t>(args[0]));
+  (void)rec->published.load(std::memory_order_acquire);
   if (Context* c = rec->ctx) {
     if (rec->result_ptr) std::memcpy(rec->result_ptr, &args[1], rec->result_bytes);
     delete rec;
@@ -120,6 +125,7 @@ void atomic_by_message(Context* c, const void* dest, Amo op, Word w, uint64_t op
     rec->result_bytes = word_bytes(w);
     c->am_pending.fetch_add(1, std::memory_order_relaxed);
   }
+  rec->published.store(1, std::memory_order_release);
   const uint64_t args[4] = {off | (uint64_t(op) << 48) | (uint64_t(w) << 56), operand, compare,
                             reinterpret_cast<uintptr_t>(rec)};
   const tsu_status_t st = issue_retrying([&] {
