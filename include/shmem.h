@@ -115,6 +115,7 @@ SHMEM_API int shmem_n_pes(void);
 SHMEM_API int shmem_pe_accessible(int pe);
 SHMEM_API int shmem_addr_accessible(const void *addr, int pe);
 SHMEM_API void *shmem_ptr(const void *dest, int pe);
+SHMEM_API void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe);
 SHMEM_API void shmem_info_get_version(int *major, int *minor);
 SHMEM_API void shmem_info_get_name(char *name);
 SHMEM_API void shmem_pcontrol(const int level, ...);
@@ -125,6 +126,13 @@ SHMEM_API int _my_pe(void);
 SHMEM_API int _num_pes(void);
 SHMEM_API int my_pe(void);
 SHMEM_API int num_pes(void);
+/* Cache management (deprecated since 1.3; no-ops: the memory is coherent) */
+SHMEM_API SHMEM_DEPRECATED void shmem_set_cache_inv(void);
+SHMEM_API SHMEM_DEPRECATED void shmem_set_cache_line_inv(void *dest);
+SHMEM_API SHMEM_DEPRECATED void shmem_clear_cache_inv(void);
+SHMEM_API SHMEM_DEPRECATED void shmem_clear_cache_line_inv(void *dest);
+SHMEM_API SHMEM_DEPRECATED void shmem_udcflush(void);
+SHMEM_API SHMEM_DEPRECATED void shmem_udcflush_line(void *dest);
 
 /* ---- Memory management -------------------------------------------------- */
 SHMEM_API void *shmem_malloc(size_t size);
@@ -176,7 +184,13 @@ SHMEM_API uint64_t shmem_signal_fetch(const uint64_t *sig_addr);
 SHMEM_API uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value);
 
 /* ---- Typed families (RMA, atomics, collectives, point-to-point sync) ---- */
-/* @@TYPED_FAMILIES@@ */
+#include <shmem/shmem_types.h>
+#include <shmem/shmem_rma.h>
+#include <shmem/shmem_amo.h>
+#include <shmem/shmem_p2p.h>
+#include <shmem/shmem_coll.h>
+/* The type-generic names: C11 _Generic and C++ overloads. */
+#include <shmem/shmem_generic.h>
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -7,9 +7,10 @@
 #     put rate by threads), tsu-bench pingpong (tagged) and am;
 #   - fi-rma-pingpong (bench/peers): raw fi_write/fi_read/fi_fetch_atomic
 #     latency and fi_write bandwidth on the same provider (the RMA limit);
-#   - fi_pingpong (libfabric-bin) on the same provider (the message limit);
+#   - fi_pingpong (libfabric-bin) on the same provider (the message limit),
+#     msg and tagged, 8 B, 16, 32 and 64 KiB;
 #   - UCX over tcp (ucx_perftest, UCX_TLS=tcp): put/get/fadd latency, AM and
-#     tag latency, put bandwidth and rate;
+#     tag latency (tag: 8 B, 16, 32 and 64 KiB), put bandwidth and rate;
 #   - raw sockets: tsu-bench-net raw UDP pingpong and throughput.
 #
 #   bench/net/run_ofi_netns_bench.sh BUILD_DIR OUT_DIR [QUICK=0|1]
@@ -53,7 +54,7 @@ echo "== fi_pingpong ($prov): the message limit"
 if command -v fi_pingpong >/dev/null; then
   : >"$out/fi_pingpong.txt"
   for mode in msg tagged; do
-    for size in 8 65536; do
+    for size in 8 16384 32768 65536; do
       serve fi_pingpong -p "$prov" -e rdm -m "$mode" -d veth0 -I "$iters" -S $size
       echo "# fi_pingpong -p '$prov' -e rdm -m $mode -d veth0 -I $iters -S $size" >>"$out/fi_pingpong.txt"
       timeout 120 ip netns exec "$a" fi_pingpong -p "$prov" -e rdm -m "$mode" -d veth0 -I "$iters" \
@@ -96,7 +97,8 @@ echo "== UCX over tcp"
 if command -v ucx_perftest >/dev/null; then
   : >"$out/ucx.txt"
   for t in "ucp_put_lat -s 8 -n $iters" "ucp_get -s 8 -n $iters" "ucp_fadd -s 8 -n $iters" \
-           "ucp_am_lat -s 8 -n $iters" "tag_lat -s 8 -n $iters" "ucp_put_bw -s 8 -n 100000" \
+           "ucp_am_lat -s 8 -n $iters" "tag_lat -s 8 -n $iters" "tag_lat -s 16384 -n $iters" \
+           "tag_lat -s 32768 -n $iters" "tag_lat -s 65536 -n $iters" "ucp_put_bw -s 8 -n 100000" \
            "ucp_put_bw -s 65536 -n 10000" "ucp_put_bw -s 1048576 -n 1000" "ucp_put_bw -s 16777216 -n 64"; do
     serve env UCX_TLS=tcp,self UCX_NET_DEVICES=veth0 ucx_perftest -p 13337
     echo "== ucx_perftest -t $t" >>"$out/ucx.txt"

@@ -1,5 +1,5 @@
 // Long active messages to a rank whose memory this process cannot reach (a
-// rank on another node, over udp).  The payload travels as DATA messages of
+// rank on another node, over the network transport).  The payload travels as DATA messages of
 // the route's largest payload, then a NOTICE; the target writes each piece
 // (after checking the whole destination range against its own segment
 // table), runs the handler on the notice and answers with an ACK carrying

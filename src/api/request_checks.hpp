@@ -64,9 +64,8 @@ inline tsu_status_t check_copy(Runtime& rt, ThreadContext& tc, const char* fn,
 
 // An atomic's arguments, rank, alignment and route (the ordered form; the
 // plain tsu_try_atomic keeps its own copy of these checks in atomic_api.cpp:
-// routing it through this function measured 30 ns more issue overhead and
-// half the rate through the engine, interleaved A/B, for identical-looking
-// code; see docs/requests.md).
+// routed through this function it measured slower on the engine path for
+// identical-looking code; the figure is in docs/requests.md).
 inline tsu_status_t check_atomic(Runtime& rt, ThreadContext& tc, const char* fn,
                                  const tsu_gaddr_t& target, tsu_aop_t op, tsu_atype_t type,
                                  const void* operand, const void* compare,

@@ -1,14 +1,14 @@
 // Which stores a member writes its stage with: plain, or non-temporal
 // (coll/stream_copy.hpp), chosen by measurement.
 //
-// Why measured: on the 2-vCPU VM this was built on, the host moves the two
-// vCPUs between a "near" placement (a cache line crosses in 30-90 ns) and a
-// "far" one (~450 ns), every few seconds.  Near, plain stores win: the
-// reader takes the stage from the shared cache (2-rank 1 MiB allreduce
-// ~120 us).  Far, each stage line crossing twice per use (data one way,
-// ownership back) makes plain stores 3x slower (~370 us), while streaming
-// stores stay at ~200 us in both placements (docs/benchmarks-coll.md).
-// Neither is right all the time, and the placement cannot be asked for.
+// Why measured: a host may move a VM's vCPUs between a "near" placement and
+// a "far" one (a cache-line crossing several times slower) every few
+// seconds.  Near, plain stores win: the reader takes the stage from the
+// shared cache.  Far, each stage line crossing twice per use (data one way,
+// ownership back) makes plain stores slower than streaming ones, which cost
+// the same in both placements (the figures: docs/messaging.md, "Which stores
+// write a stage").  Neither is right all the time, and the placement cannot
+// be asked for.
 //
 // How: every member counts the team's staged collectives alike.  Numbers
 // k with k % kProbePeriod in {0, 1} probe plain stores, those in

@@ -4,7 +4,7 @@
 // first take back ownership of lines the reader pulled last time (no read
 // for ownership).  Each stage line then crosses between the cores' caches
 // once per use instead of twice, which matters where a line transfer is slow
-// (docs/benchmarks-coll.md, "the host's far state").
+// (the far vCPU placement: docs/benchmarks-coll.md, docs/messaging.md).
 //
 // Non-temporal stores are weakly ordered: stream_fence() (sfence) must run
 // before the release store that tells readers the data is there.

@@ -20,7 +20,7 @@ struct Config {
   tsu_progress_mode_t progress_mode = TSU_PROGRESS_THREAD;
   bool bypass = true;                    // intra-node RMA/atomics run in the caller
   // Idle progress thread spins, then sleeps; kSpinAuto: chosen at init
-  // (Runtime::spin_budget_us).
+  // (Runtime::create, by Runtime::cpus_per_node_rank).
   static constexpr uint32_t kSpinAuto = UINT32_MAX;
   uint32_t spin_us = kSpinAuto;
   bool inline_exec = true;               // issuer starts network commands while the engine sleeps

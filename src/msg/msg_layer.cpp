@@ -285,7 +285,7 @@ tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::si
   eager_limit = std::min(eager_limit, am_.max_payload(dst));
   if (len <= eager_limit) {
     // Single-copy eager needs the receiver's memory mapped here: node peers
-    // (and self) only, never a rank on another node (udp).
+    // (and self) only, never a rank on another node (the network transport).
     if (sceager_ && len >= sceager_min_ && memory_reachable(rt_, dst) && !skip_single_copy(dst)) {
       bool busy = false;
       if (try_single_copy(dst, tag, buf, len, busy)) {

@@ -40,7 +40,7 @@ inline constexpr uint16_t kHandlerMsgFin = core::kHandlerMsgFirst + 2;
 // cannot wake the receiver's engine itself (Transport::notify_peer).
 inline constexpr uint16_t kHandlerMsgScPoke = core::kHandlerMsgFirst + 3;
 // Rendezvous with a peer whose memory this process cannot reach (another
-// node, udp): the receiver asks for the data (CTS), the sender sends it in
+// node, over the network transport): the receiver asks for the data (CTS), the sender sends it in
 // message-sized pieces (DATA) and completes; no FIN.
 inline constexpr uint16_t kHandlerMsgCts = core::kHandlerMsgFirst + 4;
 inline constexpr uint16_t kHandlerMsgData = core::kHandlerMsgFirst + 5;

@@ -289,7 +289,7 @@ tsu_status_t Runtime::connect_peers(std::string& error) {
     routes_[r] = shm_.get();
     msg_routes_[r] = shm_.get();
   }
-  // Ranks on other nodes: the udp transport.
+  // Ranks on other nodes: the network transport TSU_NET names (udp, ofi).
   std::vector<bool> remote(size_, false);
   bool any_remote = false;
   for (uint32_t r = 0; r < size_; ++r) {
@@ -585,9 +585,9 @@ tsu_status_t Runtime::quiet(ThreadContext& tc) noexcept {
     // With a progress thread, a long wait sleeps until the completer counts
     // one of this thread's requests (ThreadContext::count_completed) instead
     // of polling every 20 us: the waiter wakes with the completion, not up
-    // to a sleep plus the kernel's timer slack later (the udp tail).  The
-    // timeout is a safety net only.  In manual progress the waiter is the one
-    // that makes progress, so it keeps polling.
+    // to a sleep plus the kernel's timer slack later (a network route's
+    // tail latency).  The timeout is a safety net only.  In manual progress
+    // the waiter is the one that makes progress, so it keeps polling.
     if (!manual_progress() && backoff.sleeping()) {
       tc.sleep_until_completion(kQuietSleepNs);
       continue;

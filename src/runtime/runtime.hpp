@@ -125,7 +125,7 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
     return read_memory(src, dst, len);
   }
   // True when `rank`'s memory is reached from this process (self, shm);
-  // false for ranks reached through an RMA protocol (udp).
+  // false for ranks reached through an RMA protocol (the network transport's).
   bool memory_route(uint32_t rank) const noexcept override { return mem_routes_[rank] != 0; }
 
   // The transport for `rank`, or nullptr when none reaches it.

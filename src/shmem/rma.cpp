@@ -21,6 +21,11 @@ char* direct_range(const void* addr, size_t bytes, int pe) noexcept {
   }
   if (pe == s.my_pe && in_static(addr, bytes))
     return static_cast<char*>(const_cast<void*>(addr));
+  const size_t soff = static_cast<size_t>(static_cast<const char*>(addr) - s.shared_static_base);
+  if (soff < s.shared_static_size && bytes <= s.shared_static_size - soff) {
+    char* base = s.static_direct[static_cast<size_t>(pe)];
+    return base ? base + soff : nullptr;
+  }
   return nullptr;
 }
 

@@ -222,6 +222,13 @@ void* shmem_ptr(const void* dest, int pe) {
   return direct_ptr(dest, pe);
 }
 
+void* shmem_team_ptr(shmem_team_t team_handle, const void* dest, int pe) {
+  check_init("shmem_team_ptr");
+  if (team_handle == SHMEM_TEAM_INVALID) return nullptr;
+  const int world = team_world_pe(team(team_handle, "shmem_team_ptr"), pe);
+  return world < 0 ? nullptr : shmem_ptr(dest, world);
+}
+
 void shmem_info_get_version(int* major, int* minor) {
   if (major) *major = SHMEM_MAJOR_VERSION;
   if (minor) *minor = SHMEM_MINOR_VERSION;
@@ -231,6 +238,15 @@ void shmem_info_get_name(char* name) {
   if (!name) return;
   std::snprintf(name, SHMEM_MAX_NAME_LEN, "%s", SHMEM_VENDOR_STRING);
 }
+
+// Cache management of the 1.0-1.2 API: the memory is coherent, so there is
+// nothing to invalidate or flush.
+void shmem_set_cache_inv(void) {}
+void shmem_set_cache_line_inv(void*) {}
+void shmem_clear_cache_inv(void) {}
+void shmem_clear_cache_line_inv(void*) {}
+void shmem_udcflush(void) {}
+void shmem_udcflush_line(void*) {}
 
 // Profiling control: the library has no profiling levels to switch.
 void shmem_pcontrol(const int, ...) {}

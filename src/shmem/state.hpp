@@ -10,6 +10,8 @@
 
 namespace tsu::shmem {
 
+inline constexpr size_t kHeapAlign = size_t{2} << 20;
+
 // Active-message handler ids the library reserves (tsunagi's id space; a
 // program that also uses tsunagi's AM API must leave these free).
 inline constexpr uint32_t kAmAtomicRequest = 65200;
@@ -29,12 +31,21 @@ struct State {
   char* heap_base = nullptr;
   size_t heap_size = 0;
   std::vector<tsu_seg_t> heap_seg;  // per PE
+  // Where each PE's heap starts in its segment: the heap is aligned to
+  // kHeapAlign in every process, so an aligned offset is an aligned address
+  // everywhere (shmem_align).
+  std::vector<uint64_t> heap_skew;   // per PE
   std::vector<char*> heap_direct;   // per PE: its heap mapped here, or nullptr
 
   // The program's global and static data, registered as a segment.
   char* static_base = nullptr;
   size_t static_size = 0;
   std::vector<tsu_seg_t> static_seg;  // per PE
+  // The page-aligned part of it that lives in shared memory (everything but
+  // the read-only-after-relocation head), and each node peer's mapped here.
+  char* shared_static_base = nullptr;
+  size_t shared_static_size = 0;
+  std::vector<char*> static_direct;  // per PE: its shared static part, or nullptr
 
   // Bounce buffers for local sides outside any segment (context.cpp).
   char* bounce_base = nullptr;

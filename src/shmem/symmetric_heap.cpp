@@ -27,6 +27,13 @@ Heap g_heap;
 
 size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
+// The allocation routines' implicit barrier is shmem_barrier_all: it quiets
+// the default context too.
+void barrier_all(const char* fn) {
+  quiet(default_context(), fn);
+  world_sync(fn);
+}
+
 // Takes `size` bytes aligned to `alignment` from the first block that fits.
 bool take(size_t size, size_t alignment, size_t* out) {
   for (auto it = g_heap.free_blocks.begin(); it != g_heap.free_blocks.end(); ++it) {
@@ -90,13 +97,13 @@ void* heap_alloc(size_t size, size_t alignment, const char* fn) noexcept {
     ok = take(round_up(size, kMinAlign), alignment < kMinAlign ? kMinAlign : alignment, &off);
   }
   // Collective: no PE uses the object before every PE has it.
-  world_sync(fn);
+  barrier_all(fn);
   return ok ? state().heap_base + off : nullptr;
 }
 
 void heap_free(void* ptr, const char* fn) noexcept {
   // Collective: every PE is done with the object before anyone reuses it.
-  world_sync(fn);
+  barrier_all(fn);
   std::lock_guard lock(g_heap.mutex);
   const size_t off = offset_of(ptr, fn);
   const size_t size = g_heap.used[off];
@@ -105,7 +112,7 @@ void heap_free(void* ptr, const char* fn) noexcept {
 }
 
 void* heap_realloc(void* ptr, size_t size, const char* fn) noexcept {
-  world_sync(fn);
+  barrier_all(fn);
   size_t off = 0, old_size = 0;
   bool ok;
   {
@@ -122,7 +129,7 @@ void* heap_realloc(void* ptr, size_t size, const char* fn) noexcept {
       give_back(old, old_size);
     }
   }
-  world_sync(fn);
+  barrier_all(fn);
   return ok ? state().heap_base + off : nullptr;
 }
 
@@ -151,13 +158,13 @@ void* shmem_calloc(size_t count, size_t size) {
   check_init("shmem_calloc");
   if (count == 0 || size == 0) return nullptr;
   if (size > SIZE_MAX / count) {
-    world_sync("shmem_calloc");
+    barrier_all("shmem_calloc");
     return nullptr;
   }
   void* p = heap_alloc(count * size, 0, "shmem_calloc");
   if (p) std::memset(p, 0, count * size);
   // Zeroed everywhere before anyone writes to a peer's copy.
-  world_sync("shmem_calloc");
+  barrier_all("shmem_calloc");
   return p;
 }
 
@@ -166,6 +173,12 @@ void* shmem_align(size_t alignment, size_t size) {
   if (alignment == 0 || (alignment & (alignment - 1)))
     fail("shmem_align", "alignment %zu is not a power of two", alignment);
   if (size == 0) return nullptr;
+  // The heap starts on a kHeapAlign boundary in every process; a larger
+  // alignment could not be the same offset everywhere.
+  if (alignment > kHeapAlign) {
+    barrier_all("shmem_align");
+    return nullptr;
+  }
   return heap_alloc(size, alignment, "shmem_align");
 }
 

@@ -35,6 +35,9 @@ constexpr unsigned kPollsBeforeSleep = 4096;
 bool test(const void* ivar, int cmp, const void* value, SyncType type, const char* fn) noexcept {
   if (__builtin_expect(cmp < SHMEM_CMP_EQ || cmp > SHMEM_CMP_LE, 0))
     fail(fn, "cmp %d is not a SHMEM_CMP_* value", cmp);
+  // The variable must be one a peer can update: a symmetric data object.
+  if (debug_checks() && !in_heap(ivar, 1) && !in_static(ivar, 1))
+    fail(fn, "ivar %p is not a symmetric data object", ivar);
   switch (type) {
     case SyncType::kI16: return holds<int16_t>(ivar, cmp, value);
     case SyncType::kU16: return holds<uint16_t>(ivar, cmp, value);

@@ -4,10 +4,10 @@
 // loads the other context's saved value: each context keeps its own SSE
 // environment, status flags included.  On some x86 cores a switch that
 // changes MXCSR's value is slow: on the Intel Xeon of family 6 model 207
-// (Emerald Rapids) this project runs on, a jump pair between two contexts
-// whose MXCSR differ takes 66-82 ns per jump instead of 4-6 ns
-// (docs/ult.md, "Floating-point state"; a plain ldmxcsr loop that toggles
-// the same two values takes 2 ns, so it is the change inside a switch).  And
+// (Emerald Rapids) this project runs on, a jump between two contexts whose
+// MXCSR differ costs an order of magnitude more than one between contexts
+// whose MXCSR match, and a plain ldmxcsr loop toggling the same two values
+// does not (docs/ult.md, "Floating-point state", has the figures).  And
 // the values differ as soon as one thread has computed in floating point and
 // the other has not: nearly every floating-point operation raises the sticky
 // inexact flag (FE_INEXACT, MXCSR bit 5), and it stays raised.
@@ -25,10 +25,10 @@
 // fetestexcept reads them OR'ed with MXCSR's.  Boost.Context does not save
 // it.  In exact mode we do: each thread's x87 flags are saved in its record
 // when it switches away and put back when it is resumed, only where they
-// differ from what the CPU holds (fnclex, or fnstenv + fldenv: 30-120 ns).
+// differ from what the CPU holds (fnclex, or fnstenv + fldenv).
 // The fast mode leaves them to the worker's pthread, shared by its threads:
-// reading them (fnstsw) on every switch cost 5-7 ns a switch on the AMD
-// EPYC VM (about as much as the stmxcsr of the fast mode: docs/ult.md).
+// reading them (fnstsw) on every switch would cost about as much as the fast
+// mode's stmxcsr (docs/ult.md).
 #pragma once
 
 #include <cstdint>

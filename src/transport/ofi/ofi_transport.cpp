@@ -305,7 +305,7 @@ tsu_status_t OfiTransport::open(std::string& error) {
   // tcp queue with one too, which the provider signals (a write to a socket
   // pair) for each completion and resets (a read) in its next progress call.
   // TSU_OFI_WAIT=none opens the queue without one and never sleeps: 8 B
-  // put/get/fetch-add 1.2-1.3x faster (docs/benchmarks-ofi.md, 2026-11-29b).
+  // put/get/fetch-add 1.2-1.3x faster (docs/benchmarks-ofi.md, "8-byte latency").
   cq_attr.wait_obj = cfg_.cq_wait ? FI_WAIT_FD : FI_WAIT_NONE;
   if (!cfg_.cq_wait || fi_cq_open(domain_, &cq_attr, &cq_, nullptr) != 0) {
     // No wait descriptor here: the engine polls while it "sleeps" (or, with
