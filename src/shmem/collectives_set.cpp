@@ -9,18 +9,18 @@
 //   pSync[3]  collect's running offset, handed from PE to PE
 // Every counter is raised by atomic increments and taken down by the PE that
 // waited on it (an atomic decrement of what it waited for), so nothing is lost
-// when a fast PE's next collective raises a counter early, and each PE leaves
-// its pSync at 0 once the next call has not yet begun.
+// when a fast PE's next collective raises a counter early, and a PE's pSync
+// is back at 0 on return unless a later call already raised it.
 //
 // A set of every PE (PE_start 0, PE_size n_pes: what most programs pass)
 // runs on the world team's collectives instead (collectives_team.cpp): every
 // PE calls them, in the same order, so tsunagi's team collectives apply, and
 // pSync is not touched.
 //
-// Every other call but the barrier starts with a barrier of the set: then no data
-// or signal of a call reaches a PE still in the call before (the same pSync
-// may serve the next collective at once, of any kind), and every PE's dest
-// is ready when data is put into it.  The barrier and the data phases use a
+// Every other call but the barrier starts with a barrier of the set: then no
+// data or signal of a call reaches a PE still in the call before (the same
+// pSync may serve the next collective at once, of any kind), and every PE's
+// dest is ready when data is put into it.  The barrier and the data phases use a
 // tree of fan-out kFan rooted at the set's first PE (the root for broadcast).
 #include "collectives.hpp"
 #include "teams.hpp"

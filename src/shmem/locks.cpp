@@ -52,7 +52,7 @@ void shmem_set_lock(long* lock) {
     wait_pause(&spins);
     old = fetch_word(lock, fn);
   }
-  std::atomic_thread_fence(std::memory_order_acquire);
+  // (The fetch that saw our turn was a sequentially consistent atomic.)
 }
 
 int shmem_test_lock(long* lock) {
@@ -63,8 +63,7 @@ int shmem_test_lock(long* lock) {
   if (((v >> 32) & kServingMask) != (v & kServingMask)) return 1;  // held or queued
   // Free: take the next ticket only if nobody else took it meanwhile.
   if (compare_swap(lock, v, v + kTicket, fn) != v) return 1;
-  std::atomic_thread_fence(std::memory_order_acquire);
-  return 0;
+  return 0;  // (the compare-and-swap was sequentially consistent)
 }
 
 void shmem_clear_lock(long* lock) {

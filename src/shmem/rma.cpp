@@ -224,7 +224,8 @@ void put_signal(Context* c, void* dest, const void* src, size_t bytes, uint64_t*
                 world, fn);
     quiet(&local, fn);  // a context of this call alone
   }
-  std::atomic_thread_fence(std::memory_order_release);
+  // The signal's atomic is sequentially consistent: the data's stores are
+  // visible before it on the direct route; the other route completed them.
   const Amo op = sig_op == SHMEM_SIGNAL_SET ? Amo::kSet : Amo::kAdd;
   atomic(c, sig_addr, op, Word::kU64, &signal, nullptr, nullptr, pe, nbi, fn);
 }
