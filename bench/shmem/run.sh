@@ -12,7 +12,10 @@
 #   -r ROUNDS   rounds of each (default 3)
 #   -m BYTES    largest message (default 4194304)
 #   -R ROUTE    tsunagi's route: shm (default: node peers, bypass on), engine
-#               (TSU_BYPASS=0), udp or ofi (two pseudo-nodes of PES/2)
+#               (TSU_BYPASS=0), udp or ofi (two pseudo-nodes of PES/2).  OSHMEM
+#               has no pseudo-nodes: it runs on one node whatever ROUTE is, so
+#               udp and ofi rows show tsunagi's network path beside OSHMEM's
+#               shared memory, not a like-for-like comparison.
 #
 # TSU_OSHCC / TSU_OSHRUN name tsunagi's wrappers (default: the release build
 # tree's, build/release/bin).  Open MPI's programs crash in MPI_Finalize on
@@ -81,6 +84,6 @@ awk '
       t = median("tsunagi", key); o = median("oshmem", key)
       rate = unit[key] ~ /\/s$/
       adv = rate ? (o > 0 ? t / o : 0) : (t > 0 ? o / t : 0)
-      printf "%-10s %9s %12.3f %12.3f %-7s %.2fx\n", f[1], f[2], t, o, unit[key], adv
+      printf "%-10s %9s %12.3f %12.3f %-7s %.3gx\n", f[1], f[2], t, o, unit[key], adv
     }
   }' "$work/rows"

@@ -1,8 +1,9 @@
 /* Errors a user can act on (issue 45): `bad_input CASE` makes one bad call
- * on the last PE while the others wait in a barrier.  The library must print
- * a message naming the function and end the whole job with a non-zero
- * status; the test (expect_fail.sh) checks both.  A bad call that returns
- * makes this program exit with 3 and say so. */
+ * on the last PE while the others wait in a barrier (a collective routine:
+ * on every PE, as a program calls it).  The library must print a message
+ * naming the function and end the whole job with a non-zero status; the
+ * test (expect_fail.sh) checks both.  A bad call that returns makes this
+ * program exit with 3 and say so. */
 #include "shmem_test.h"
 
 static long static_word;
@@ -23,6 +24,22 @@ int main(int argc, char **argv) {
   const int me = shmem_my_pe(), n = shmem_n_pes();
   long *heap = shmem_calloc(64, sizeof(long));
   shmem_barrier_all();
+  /* Collective routines with a bad argument, on every PE. */
+  if (strcmp(c, "free_foreign") == 0) {
+    shmem_free(malloc(64));
+    returned(c);
+  } else if (strcmp(c, "free_interior") == 0) {
+    shmem_free(heap + 1);
+    returned(c);
+  } else if (strcmp(c, "bad_team") == 0) {
+    int v = 1;
+    const int rc = shmem_int_sum_reduce(SHMEM_TEAM_INVALID, (int *)heap, &v, 1);
+    fprintf(stderr, "bad_input: shmem_int_sum_reduce returned %d\n", rc);
+    returned(c);
+  } else if (strcmp(c, "bad_team_sync") == 0) {
+    shmem_team_sync(SHMEM_TEAM_INVALID);
+    returned(c);
+  }
   if (me != n - 1) {
     /* global_exit: the others wait on a flag that never comes. */
     if (strcmp(c, "global_exit") == 0) shmem_long_wait_until(&static_word, SHMEM_CMP_EQ, 1);
@@ -43,19 +60,9 @@ int main(int argc, char **argv) {
     shmem_long_p(heap, 1, n);
   } else if (strcmp(c, "pe_negative") == 0) {
     shmem_int_atomic_fetch_add((int *)heap, 1, -1);
-  } else if (strcmp(c, "free_foreign") == 0) {
-    shmem_free(malloc(64));
-  } else if (strcmp(c, "free_interior") == 0) {
-    shmem_free(heap + 1);
   } else if (strcmp(c, "put_overflow") == 0) {
     /* Runs past the end of the symmetric heap (and of the source). */
     shmem_putmem(heap, heap, (size_t)1 << 40, right);
-  } else if (strcmp(c, "bad_team") == 0) {
-    int v = 1, *d = (int *)heap;
-    const int rc = shmem_int_sum_reduce(SHMEM_TEAM_INVALID, d, &v, 1);
-    fprintf(stderr, "bad_input: shmem_int_sum_reduce returned %d\n", rc);
-  } else if (strcmp(c, "bad_team_sync") == 0) {
-    shmem_team_sync(SHMEM_TEAM_INVALID);
   } else if (strcmp(c, "ctx_invalid") == 0) {
     shmem_ctx_putmem(SHMEM_CTX_INVALID, heap, buf, 8, right);
   } else if (strcmp(c, "lock_nonsym") == 0) {

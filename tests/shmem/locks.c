@@ -7,7 +7,7 @@
 
 #include <unistd.h>
 
-enum { kRounds = 60 };
+enum { kRounds = 40 };
 static long static_lock;
 
 int main(void) {

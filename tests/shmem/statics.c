@@ -38,7 +38,7 @@ int main(void) {
   CHECK(shmem_int_g(&global_table[0], right) == -me, "p/g on static data");
 
   /* Atomics from every PE on one global word of PE 0: counts add up. */
-  enum { kAdds = 200 };
+  enum { kAdds = 100 };
   for (int i = 0; i < kAdds; ++i) shmem_long_atomic_add(&global_counter, 1, 0);
   long before = shmem_long_atomic_fetch_add(&global_counter, 0, 0);
   CHECK(before >= kAdds, "fetch_add(0) saw %ld after my own %d adds", before, kAdds);
@@ -59,7 +59,7 @@ int main(void) {
   CHECK(global_table[1] == 4242 + left, "data before signal: %d", global_table[1]);
 
   /* A lock in static data guarding a read-modify-write by RMA. */
-  enum { kRounds = 30 };
+  enum { kRounds = 20 };
   for (int i = 0; i < kRounds; ++i) {
     shmem_set_lock(&static_lock);
     const long v = shmem_long_g(&shared_total, 0);

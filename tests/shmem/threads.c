@@ -8,7 +8,7 @@
 
 #include <pthread.h>
 
-enum { kThreads = 4, kIters = 500, kSlice = 256 };
+enum { kThreads = 4, kIters = 200, kSlice = 256 };
 static int me, n;
 static long *counter, *slices, *flags;
 
