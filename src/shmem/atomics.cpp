@@ -215,7 +215,7 @@ void atomic(Context* c, void* dest, Amo op, Word w, const void* operand, const v
     tsu_status_t st = issue_retrying([&] {
       return tsu_try_atomic(g, aop, type, &operand_bits, cmp, &old, tsu_counter_cb(&one));
     });
-    if (st == TSU_OK) st = tsu_counter_wait(&one, 1);
+    if (st == TSU_OK) st = wait_counter(&one, 1);
     if (st != TSU_OK)
       fail(fn, "an atomic on PE %d failed: %s (%s)", pe, tsu_strerror(st), tsu_last_error());
     std::memcpy(result, &old, bytes);

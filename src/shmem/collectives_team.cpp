@@ -7,6 +7,7 @@
 // is built on its allgather, reduced here in team-PE order so that every PE
 // gets bit-identical results.
 #include "collectives.hpp"
+#include "state.hpp"
 #include "teams.hpp"
 
 #include <algorithm>
@@ -21,7 +22,7 @@ namespace {
 // Waits for the collective tsu_try_* started (st), 0 when it succeeded.
 int finish(tsu_status_t st, tsu_counter_t* c) noexcept {
   if (st != TSU_OK) return static_cast<int>(st);
-  st = tsu_counter_wait(c, 1);
+  st = wait_counter(c, 1);
   return st == TSU_OK ? 0 : static_cast<int>(st);
 }
 
@@ -87,7 +88,12 @@ int reduce_by_gather(const Team* t, void* dest, const void* src, size_t nreduce,
 
 }  // namespace
 
-int team_sync(Team* t, const char*) noexcept {
+int team_sync(Team* t, const char* fn) noexcept {
+  // The world's barrier has a shared-memory form when every heap is mapped.
+  if (static_cast<tsu_shmem_team*>(t) == SHMEM_TEAM_WORLD && state().shared_barrier) {
+    world_sync(fn);
+    return 0;
+  }
   return TSU_SHMEM_COLL(tsu_try_barrier(t->tsu, cb_));
 }
 

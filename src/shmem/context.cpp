@@ -37,7 +37,7 @@ void on_bounce_done(tsu_status_t status, void* arg) {
 void wait_all(Context* c, const char* fn) {
   const uint64_t target = c->issued.load(std::memory_order_acquire);
   if (tsu_counter_value(&c->done) < target) {
-    const tsu_status_t st = tsu_counter_wait(&c->done, target);
+    const tsu_status_t st = wait_counter(&c->done, target);
     if (st != TSU_OK)
       fail(fn, "a request of this context failed: %s (%s)", tsu_strerror(st), tsu_last_error());
   } else if (c->done.first_error != TSU_OK) {

@@ -195,7 +195,7 @@ void iget(Context* c, void* dest, const void* src, ptrdiff_t dst, ptrdiff_t sst,
                   return tsu_try_get_strided(b.laddr, at, &shape, tsu_counter_cb(&one));
                 }),
                 fn, "a strided get from", pe);
-    const tsu_status_t st = tsu_counter_wait(&one, 1);
+    const tsu_status_t st = wait_counter(&one, 1);
     if (st != TSU_OK) {
       bounce_give(b.index);
       check_issue(st, fn, "a strided get from", pe);

@@ -162,6 +162,12 @@ namespace tsu::shmem {
 int team_world_pe(Team* t, int team_pe) noexcept;
 // The public handle of a team.
 shmem_team_t team_handle_of(Team* t) noexcept;
+// Waits until `counter` counted n completions, driving progress in the
+// calling thread (tsu_counter_wait's backoff sleeps 20 us at a time once it
+// has yielded a while, which made every barrier cost that much); runs a
+// user-level thread's other threads meanwhile (tsu_progress's wait hook).
+// Returns the first error counted.
+tsu_status_t wait_counter(tsu_counter_t* counter, uint64_t n) noexcept;
 // Called by shmem_init once the heap is up, and by shmem_finalize.
 void teams_init() noexcept;
 void teams_finalize() noexcept;

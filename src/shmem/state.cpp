@@ -82,6 +82,17 @@ void start(int requested, const char* fn) {
   map_symmetric(heap, fn);
   heap_reset(heap);
   contexts_init(fn);
+  // The shared barrier only if every PE maps every heap (decided together).
+  int32_t mapped = 1, everywhere = 0;
+  for (char* peer_heap : s.heap_direct) mapped = mapped && peer_heap;
+  tsu_counter_t agreed;
+  tsu_counter_init(&agreed);
+  check_tsu(tsu_try_allreduce(TSU_TEAM_WORLD, &mapped, &everywhere, 1, TSU_DT_INT32, TSU_OP_MIN,
+                              tsu_counter_cb(&agreed)),
+            fn, "agreeing on the barrier");
+  check_tsu(wait_counter(&agreed, 1), fn, "agreeing on the barrier");
+  s.barrier_generation = 0;
+  s.shared_barrier = everywhere != 0;
   s.phase.store(1, std::memory_order_release);
   teams_init();
   world_sync(fn);
@@ -125,11 +136,41 @@ void check_tsu(tsu_status_t st, const char* fn, const char* what) noexcept {
   fail(fn, "%s failed: %s (%s)", what, tsu_strerror(st), tsu_last_error());
 }
 
+namespace {
+
+// A barrier of every PE through PE 0's heap, when every PE's heap is mapped
+// here: each PE adds itself to the arrival count; the last one resets it and
+// moves the generation on, which the others wait for.  Invariant: a PE
+// arrives at barrier g+1 only after it saw generation g+1, which the last
+// arriver of barrier g publishes after resetting the count, so the count
+// never mixes two barriers.
+void shared_barrier(State& s) noexcept {
+  auto* words = reinterpret_cast<uint64_t*>(s.heap_direct[0]);
+  uint64_t* count = words;
+  uint64_t* generation = words + 8;  // its own cache line
+  const uint64_t gen = s.barrier_generation;
+  s.barrier_generation = gen + 1;
+  if (__atomic_fetch_add(count, 1, __ATOMIC_ACQ_REL) + 1 == static_cast<uint64_t>(s.n_pes)) {
+    __atomic_store_n(count, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(generation, gen + 1, __ATOMIC_RELEASE);
+    return;
+  }
+  unsigned spins = 0;
+  while (__atomic_load_n(generation, __ATOMIC_ACQUIRE) == gen) wait_pause(&spins);
+}
+
+}  // namespace
+
 void world_sync(const char* fn) noexcept {
+  State& s = g_state;
+  if (s.shared_barrier) {
+    shared_barrier(s);
+    return;
+  }
   tsu_counter_t done;
   tsu_counter_init(&done);
   check_tsu(tsu_try_barrier(TSU_TEAM_WORLD, tsu_counter_cb(&done)), fn, "the barrier");
-  check_tsu(tsu_counter_wait(&done, 1), fn, "the barrier");
+  check_tsu(wait_counter(&done, 1), fn, "the barrier");
 }
 
 }  // namespace tsu::shmem

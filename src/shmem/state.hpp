@@ -11,6 +11,9 @@
 namespace tsu::shmem {
 
 inline constexpr size_t kHeapAlign = size_t{2} << 20;
+// Bytes at the start of the heap the library keeps for itself (the
+// barrier's words, a cache line each).
+inline constexpr size_t kHeapReserved = 128;
 
 // Active-message handler ids the library reserves (tsunagi's id space; a
 // program that also uses tsunagi's AM API must leave these free).
@@ -46,6 +49,12 @@ struct State {
   char* shared_static_base = nullptr;
   size_t shared_static_size = 0;
   std::vector<char*> static_direct;  // per PE: its shared static part, or nullptr
+
+  // Every PE's heap is mapped here: the world's barrier runs on two words at
+  // the start of PE 0's heap (symmetric_heap.cpp keeps them out of the
+  // allocator) instead of tsunagi's collectives.
+  bool shared_barrier = false;
+  uint64_t barrier_generation = 0;
 
   // Bounce buffers for local sides outside any segment (context.cpp).
   char* bounce_base = nullptr;

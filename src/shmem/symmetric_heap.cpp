@@ -86,7 +86,7 @@ void heap_reset(size_t size) noexcept {
   g_heap.free_blocks.clear();
   g_heap.used.clear();
   g_heap.size = size;
-  g_heap.free_blocks.emplace(0, size);
+  g_heap.free_blocks.emplace(kHeapReserved, size - kHeapReserved);
 }
 
 void* heap_alloc(size_t size, size_t alignment, const char* fn) noexcept {
@@ -102,6 +102,11 @@ void* heap_alloc(size_t size, size_t alignment, const char* fn) noexcept {
 }
 
 void heap_free(void* ptr, const char* fn) noexcept {
+  {
+    // A bad pointer ends the job before the barrier lets the others go on.
+    std::lock_guard lock(g_heap.mutex);
+    offset_of(ptr, fn);
+  }
   // Collective: every PE is done with the object before anyone reuses it.
   barrier_all(fn);
   std::lock_guard lock(g_heap.mutex);
@@ -112,6 +117,10 @@ void heap_free(void* ptr, const char* fn) noexcept {
 }
 
 void* heap_realloc(void* ptr, size_t size, const char* fn) noexcept {
+  {
+    std::lock_guard lock(g_heap.mutex);
+    offset_of(ptr, fn);  // a bad pointer fails before the barrier
+  }
   barrier_all(fn);
   size_t off = 0, old_size = 0;
   bool ok;

@@ -3,6 +3,8 @@
 #include "shmem_internal.hpp"
 #include "state.hpp"
 
+#include <sched.h>
+
 #include <ctime>
 
 namespace tsu::shmem {
@@ -26,9 +28,11 @@ bool holds(const void* ivar, int cmp, const void* value) {
 // Busy pauses before the first progress call: a peer's store usually lands
 // within this many.
 constexpr unsigned kSpinPauses = 128;
-// Progress calls before a waiting loop starts sleeping between checks when
-// the node is oversubscribed (about a millisecond of polling).
-constexpr unsigned kPollsBeforeSleep = 4096;
+// Polls before a waiting loop starts sleeping between checks when the node
+// is oversubscribed (tens of milliseconds of yielding).
+constexpr unsigned kPollsBeforeSleep = 1u << 16;
+// With the CPU shared, one poll in this many makes a progress pass.
+constexpr unsigned kYieldsPerProgress = 16;
 
 }  // namespace
 
@@ -55,16 +59,31 @@ void wait_pause(unsigned* spins) noexcept {
     __builtin_ia32_pause();
     return;
   }
-  // Drives progress in manual mode, lets a user-level thread's scheduler run
-  // its other threads (wait hook), and yields the CPU when the node has more
-  // busy threads than CPUs.
-  tsu_progress();
-  if (n >= kSpinPauses + kPollsBeforeSleep && tsu_yield_when_idle()) {
-    // Still waiting with the CPU shared: sleep briefly so the PE we wait for
-    // gets the core (sched_yield alone does not hand it over under CFS).
+  // tsu_progress drives progress in manual mode, lets a user-level thread's
+  // scheduler run its other threads (wait hook), and yields the CPU when the
+  // node has more busy threads than CPUs.  With the CPU shared, most rounds
+  // only yield: a progress pass each time made a 4-PE barrier on 2 CPUs
+  // 15-25x slower than yielding (the PE we wait for needs the CPU, not our
+  // progress engine).
+  const bool shared_cpu = tsu_yield_when_idle();
+  if (!shared_cpu || (n & (kYieldsPerProgress - 1)) == 0) {
+    tsu_progress();
+  } else {
+    sched_yield();
+  }
+  if (shared_cpu && n >= kSpinPauses + kPollsBeforeSleep) {
+    // Still waiting after many yields: sleep briefly, so a long wait on a
+    // shared CPU costs little.
     const timespec nap{0, 20000};
     nanosleep(&nap, nullptr);
   }
+}
+
+tsu_status_t wait_counter(tsu_counter_t* counter, uint64_t n) noexcept {
+  // Progress from the first poll: the completion needs it, not time.
+  while (tsu_counter_value(counter) < n) tsu_progress();
+  return static_cast<tsu_status_t>(
+      __atomic_load_n(&counter->first_error, __ATOMIC_RELAXED));
 }
 
 void wait_until(const void* ivar, int cmp, const void* value, SyncType type,
