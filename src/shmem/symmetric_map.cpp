@@ -67,7 +67,7 @@ std::string static_file_name(uint64_t token, int pe) {
 // transports may pin the pages.  Nothing else writes the program's data
 // meanwhile: shmem_init runs before the program's threads use SHMEM objects.
 // Returns the file's token (0: not shared).
-uint64_t share_static_data(const DataRange& data) {
+[[maybe_unused]] uint64_t share_static_data(const DataRange& data) {
   State& s = state();
   const uintptr_t page = page_size();
   uintptr_t begin = reinterpret_cast<uintptr_t>(data.base);
@@ -138,7 +138,15 @@ void map_symmetric(size_t heap_size, const char* fn) noexcept {
   DataRange data;
   dl_iterate_phdr(find_data, &data);
   tsu_seg_t my_static = 0;
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer takes the remapping for a write of all the program's
+  // data by this thread, racing with every later access it cannot order with
+  // it (a user-level thread's first read): its builds reach peers' static
+  // data the registered way (Cross Memory Attach, atomics by message).
+  const uint64_t token = 0;
+#else
   const uint64_t token = s.direct && data.size ? share_static_data(data) : 0;
+#endif
   if (data.size) {
     check_tsu(tsu_mem_register(data.base, data.size, &my_static), fn,
               "registering the program's global and static data");
