@@ -68,6 +68,18 @@ void get_counted(Context* c, char* dest, tsu_gaddr_t g, size_t bytes, int pe, co
   }
 }
 
+// k elements of `elem` bytes, `stride` elements apart remotely and packed
+// locally (a bounce buffer).
+tsu_strided_t packed_elements(size_t elem, size_t k, ptrdiff_t stride) {
+  tsu_strided_t shape{};
+  shape.block = elem;
+  shape.count[0] = k;
+  shape.count[1] = 1;
+  shape.remote_stride[0] = static_cast<uint64_t>(stride) * elem;
+  shape.local_stride[0] = elem;
+  return shape;
+}
+
 size_t span_bytes(ptrdiff_t stride, size_t nelems, size_t elem, const char* fn) {
   if (stride < 1) fail(fn, "stride %td is not positive", stride);
   const size_t s = static_cast<size_t>(stride);
@@ -151,12 +163,7 @@ void iput(Context* c, void* dest, const void* src, ptrdiff_t dst, ptrdiff_t sst,
     const Bounce b = bounce_take();
     for (size_t i = 0; i < k; ++i)
       std::memcpy(b.ptr + i * elem, s + (first + i) * static_cast<size_t>(sst) * elem, elem);
-    tsu_strided_t shape{};
-    shape.block = elem;
-    shape.count[0] = k;
-    shape.count[1] = 1;
-    shape.remote_stride[0] = static_cast<uint64_t>(dst) * elem;
-    shape.local_stride[0] = elem;
+    const tsu_strided_t shape = packed_elements(elem, k, dst);
     const tsu_cb_t cb = bounce_callback(c, b.index, nullptr, 0);
     const tsu_gaddr_t at = tsu_gaddr_add(g, first * static_cast<size_t>(dst) * elem);
     check_issue(issue_retrying([&] { return tsu_try_put_strided(at, b.laddr, &shape, cb); }), fn,
@@ -182,12 +189,7 @@ void iget(Context* c, void* dest, const void* src, ptrdiff_t dst, ptrdiff_t sst,
   for (size_t first = 0; first < nelems; first += per) {
     const size_t k = std::min(per, nelems - first);
     const Bounce b = bounce_take();
-    tsu_strided_t shape{};
-    shape.block = elem;
-    shape.count[0] = k;
-    shape.count[1] = 1;
-    shape.remote_stride[0] = static_cast<uint64_t>(sst) * elem;
-    shape.local_stride[0] = elem;
+    const tsu_strided_t shape = packed_elements(elem, k, sst);
     tsu_counter_t one;
     tsu_counter_init(&one);
     const tsu_gaddr_t at = tsu_gaddr_add(g, first * static_cast<size_t>(sst) * elem);

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <sys/mman.h>
 #include <unistd.h>
 
 namespace tsu::shmem {
@@ -113,6 +114,9 @@ void fail(const char* fn, const char* format, ...) noexcept {
   va_end(args);
   std::fprintf(stderr, "tsunagi-shmem: PE %d: %s: %s\n", g_state.my_pe, fn, text);
   std::fflush(stderr);
+  // Failing during shmem_init, before the peers mapped our static pages:
+  // leave nothing on /dev/shm.
+  if (g_state.static_file[0]) shm_unlink(g_state.static_file);
   if (g_state.phase.load(std::memory_order_acquire) == 1) shmem_global_exit(1);
   std::fflush(nullptr);
   ::_exit(1);

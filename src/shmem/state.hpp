@@ -49,6 +49,9 @@ struct State {
   char* shared_static_base = nullptr;
   size_t shared_static_size = 0;
   std::vector<char*> static_direct;  // per PE: its shared static part, or nullptr
+  // The shared static pages' file name while it is still on /dev/shm (from
+  // its creation until every peer mapped it); fail() removes it too.
+  char static_file[64] = {0};
 
   // Every PE's heap is mapped here: the world's barrier runs on two words at
   // the start of PE 0's heap (symmetric_heap.cpp keeps them out of the

@@ -82,6 +82,7 @@ std::string static_file_name(uint64_t token, int pe) {
   const std::string name = static_file_name(token, s.my_pe);
   const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) return 0;
+  std::snprintf(s.static_file, sizeof s.static_file, "%s", name.c_str());
   bool ok = ftruncate(fd, static_cast<off_t>(len)) == 0;
   void* copy = ok ? mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
   if (copy != MAP_FAILED) {
@@ -95,6 +96,7 @@ std::string static_file_name(uint64_t token, int pe) {
   close(fd);
   if (!ok) {
     shm_unlink(name.c_str());
+    s.static_file[0] = '\0';
     return 0;
   }
   s.shared_static_base = reinterpret_cast<char*>(begin);
@@ -198,7 +200,8 @@ void map_symmetric(size_t heap_size, const char* fn) noexcept {
   // Every node peer has mapped our file: its name can go (nothing is left
   // behind if the job dies later).
   world_sync(fn);
-  if (token) shm_unlink(static_file_name(token, s.my_pe).c_str());
+  if (s.static_file[0]) shm_unlink(s.static_file);
+  s.static_file[0] = '\0';
 }
 
 void unmap_symmetric() noexcept {
