@@ -9,6 +9,9 @@
  *   fi-rma-pingpong -c ADDR [-p PORT] [-P PROVIDER] [-i IFACE] [-n ITERS]     (origin)
  *   -w: wait for completions in fi_cq_sread (blocking on the queue's wait
  *       object, as tsunagi's progress thread sleeps) instead of spinning
+ *   -L: latency only (origin): skip the bandwidth sweep (bench/guard)
+ *   -T MS: measure each operation for at most MS milliseconds (origin; fewer
+ *       than -n then count, the JSON line says how many: bench/guard)
  *
  * The target only polls its completion queue (rxm advances RMA and atomics
  * aimed at it only then).  The origin sends its address in a message, the
@@ -48,6 +51,8 @@ static struct fid_mr *mr;
 #define BIG (64u << 20)
 #define REGION (BIG + 4096u)
 static int blocking; /* -w */
+static int latency_only; /* -L */
+static double limit_us; /* -T, 0: none */
 static uint64_t *buf;      /* REGION bytes: words at 0.., bandwidth area at 4096 */
 static char msg[256];      /* receives */
 static char outbox[256];   /* sends */
@@ -96,18 +101,20 @@ static void report(const char *op, double *t, int n) {
   qsort(t, (size_t)n, sizeof *t, cmp);
   for (int i = 0; i < n; ++i) sum += t[i];
   printf("{\"bench\":\"fi_rma_latency\",\"op\":\"%s\",\"bytes\":8,\"median_us\":%.2f,\"mean_us\":%.2f,"
-         "\"p99_us\":%.2f}\n",
-         op, t[n / 2], sum / n, t[n * 99 / 100]);
+         "\"p99_us\":%.2f,\"count\":%d}\n",
+         op, t[n / 2], sum / n, t[n * 99 / 100], n);
   fflush(stdout);
 }
 
 int main(int argc, char **argv) {
   const char *server = NULL, *addr = NULL, *port = "47592", *prov = "tcp;ofi_rxm", *iface = NULL;
   int is_server = 0, iters = 5000, opt;
-  while ((opt = getopt(argc, argv, "wsc:a:p:P:i:n:")) != -1) {
+  while ((opt = getopt(argc, argv, "wLT:sc:a:p:P:i:n:")) != -1) {
     switch (opt) {
       case 's': is_server = 1; break;
       case 'w': blocking = 1; break;
+      case 'L': latency_only = 1; break;
+      case 'T': limit_us = atof(optarg) * 1e3; break;
       case 'c': server = optarg; break;
       case 'a': addr = optarg; break;
       case 'p': port = optarg; break;
@@ -115,7 +122,7 @@ int main(int argc, char **argv) {
       case 'i': iface = optarg; break;
       case 'n': iters = atoi(optarg); break;
       default:
-        fprintf(stderr, "usage: fi-rma-pingpong -s [-a ADDR] | -c ADDR  [-p PORT] [-P PROV] [-i IFACE] [-n N]\n");
+        fprintf(stderr, "usage: fi-rma-pingpong -s [-a ADDR] | -c ADDR  [-p PORT] [-P PROV] [-i IFACE] [-n N] [-w] [-L] [-T MS]\n");
         return 2;
     }
   }
@@ -173,7 +180,13 @@ int main(int argc, char **argv) {
     uint64_t local = 7, result = 0;
     static const char *ops[] = {"put", "get", "fetch_add"};
     for (int o = 0; o < 3; ++o) {
+      int done = iters;
+      const double start = now_us();
       for (int i = -100; i < iters; ++i) {
+        if (limit_us > 0 && i > 0 && now_us() - start > limit_us) {
+          done = i;
+          break;
+        }
         double t0 = now_us();
         ssize_t rc;
         for (;;) {
@@ -196,11 +209,11 @@ int main(int argc, char **argv) {
         wait_cq();
         if (i >= 0) t[i] = now_us() - t0;
       }
-      report(ops[o], t, iters);
+      report(ops[o], t, done);
     }
     /* Bandwidth: writes of `size` from our own region's upper part. */
     char *src = (char *)buf + 4096;
-    for (size_t size = 8; size <= BIG; size *= 8) {
+    for (size_t size = 8; !latency_only && size <= BIG; size *= 8) {
       size_t total = size * 4 > 64u << 20 ? size * 4 : (size * 4096 < 64u << 20 ? size * 4096 : 64u << 20);
       int n = (int)(total / size), window = 16, inflight = 0;
       double t0 = now_us();
