@@ -63,6 +63,10 @@ void issue(F&& f) {
   while (f() == TSU_EAGAIN) idle();
 }
 
+// Operations whose callback reported an error (latency): the run then exits 1
+// instead of printing the time of failures as a latency.
+int g_failed = 0;
+
 void latency(const char* op, uint32_t peer, int iters) {
   std::vector<double> t;
   uint64_t result = 0;
@@ -77,6 +81,12 @@ void latency(const char* op, uint32_t peer, int iters) {
       issue([&] { return tsu_try_fetch_add_u64(tsu_gaddr(peer, TSU_SEG_MAIN, 128), 1, &result, tsu_cb(flag_cb, &f)); });
     if (g_wait_quiet) tsu_quiet();
     wait_flag(f, 1);
+    if (f.status.load() != TSU_OK) {
+      if (g_failed++ == 0)
+        std::fprintf(stderr, "latency: %s failed: %s\n", op,
+                     tsu_strerror(static_cast<tsu_status_t>(f.status.load())));
+      return;
+    }
     if (i >= 100) t.push_back(now_us() - t0);
   }
   std::sort(t.begin(), t.end());
@@ -241,7 +251,7 @@ int run_tsu(bool quick, const std::string& only, bool get_rate) {
       for (int t : {1, 2, 4}) rate(1, t, true);
   }
   tsu_barrier();
-  return tsu_finalize() == TSU_OK ? 0 : 1;
+  return tsu_finalize() == TSU_OK && g_failed == 0 ? 0 : 1;
 }
 
 // ---- raw UDP on the same link ------------------------------------------------
