@@ -2,7 +2,7 @@
 // link (a raw UDP socket pingpong and throughput test).
 //
 //   tsurun -n 2 --hosts A,B ... tsu-bench-net tsu [--quick] [--only latency|bandwidth|bigbw|rate|fadd_sites] [--get-rate]
-//                                                  [--wait yield|quiet]
+//                                                  [--wait yield|quiet|counter]
 //                                                             rank 0 measures, rank 1 serves
 //   tsu-bench-net raw-server PORT                             (on B)
 //   tsu-bench-net raw-client IP PORT                          (on A)
@@ -48,8 +48,21 @@ void flag_cb(tsu_status_t st, void* arg) {
 bool g_manual = false;
 // --wait quiet: latency waits in tsu_quiet(), which drives progress from the
 // waiting thread (polls the socket, as the raw UDP client does) instead of
-// yielding to the progress thread.
-bool g_wait_quiet = false;
+// yielding to the progress thread.  --wait counter: the callback counts a
+// tsu_counter_t and the thread waits in tsu_counter_wait (the C++ futures'
+// wait).  --wait yield (default): the thread spins on its own flag with
+// sched_yield, as an application that knows nothing of tsunagi's waits.
+enum class WaitMode { kYield, kQuiet, kCounter };
+WaitMode g_wait = WaitMode::kYield;
+bool g_wait_quiet = false;  // g_wait == kQuiet (the other loops' flag)
+const char* wait_name() {
+  switch (g_wait) {
+    case WaitMode::kQuiet: return "quiet";
+    case WaitMode::kCounter: return "counter";
+    case WaitMode::kYield: break;
+  }
+  return g_manual ? "progress" : "yield";
+}
 void idle() {
   if (g_manual) tsu_progress();
   else sched_yield();
@@ -72,19 +85,26 @@ void latency(const char* op, uint32_t peer, int iters) {
   uint64_t result = 0;
   for (int i = 0; i < iters + 100; ++i) {
     Flag f;
+    tsu_counter_t c;
+    tsu_counter_init(&c);
+    const tsu_cb_t cb = g_wait == WaitMode::kCounter ? tsu_counter_cb(&c) : tsu_cb(flag_cb, &f);
     const double t0 = now_us();
     if (!std::strcmp(op, "get"))
-      issue([&] { return tsu_try_get(tsu_laddr(TSU_SEG_MAIN, 0), tsu_gaddr(peer, TSU_SEG_MAIN, 0), 8, tsu_cb(flag_cb, &f)); });
+      issue([&] { return tsu_try_get(tsu_laddr(TSU_SEG_MAIN, 0), tsu_gaddr(peer, TSU_SEG_MAIN, 0), 8, cb); });
     else if (!std::strcmp(op, "put"))
-      issue([&] { return tsu_try_put(tsu_gaddr(peer, TSU_SEG_MAIN, 64), tsu_laddr(TSU_SEG_MAIN, 0), 8, tsu_cb(flag_cb, &f)); });
+      issue([&] { return tsu_try_put(tsu_gaddr(peer, TSU_SEG_MAIN, 64), tsu_laddr(TSU_SEG_MAIN, 0), 8, cb); });
     else
-      issue([&] { return tsu_try_fetch_add_u64(tsu_gaddr(peer, TSU_SEG_MAIN, 128), 1, &result, tsu_cb(flag_cb, &f)); });
-    if (g_wait_quiet) tsu_quiet();
-    wait_flag(f, 1);
-    if (f.status.load() != TSU_OK) {
-      if (g_failed++ == 0)
-        std::fprintf(stderr, "latency: %s failed: %s\n", op,
-                     tsu_strerror(static_cast<tsu_status_t>(f.status.load())));
+      issue([&] { return tsu_try_fetch_add_u64(tsu_gaddr(peer, TSU_SEG_MAIN, 128), 1, &result, cb); });
+    tsu_status_t st = TSU_OK;
+    if (g_wait == WaitMode::kCounter) {
+      st = tsu_counter_wait(&c, 1);
+    } else {
+      if (g_wait_quiet) tsu_quiet();
+      wait_flag(f, 1);
+      st = static_cast<tsu_status_t>(f.status.load());
+    }
+    if (st != TSU_OK) {
+      if (g_failed++ == 0) std::fprintf(stderr, "latency: %s failed: %s\n", op, tsu_strerror(st));
       return;
     }
     if (i >= 100) t.push_back(now_us() - t0);
@@ -93,7 +113,7 @@ void latency(const char* op, uint32_t peer, int iters) {
   double sum = 0;
   for (double x : t) sum += x;
   std::printf("{\"bench\":\"tsu_latency\",\"op\":\"%s\",\"wait\":\"%s\",\"bytes\":8,\"median_us\":%.2f,\"mean_us\":%.2f,\"p99_us\":%.2f}\n",
-              op, g_wait_quiet ? "quiet" : (g_manual ? "progress" : "yield"), t[t.size() / 2], sum / static_cast<double>(t.size()), t[t.size() * 99 / 100]);
+              op, wait_name(), t[t.size() / 2], sum / static_cast<double>(t.size()), t[t.size() * 99 / 100]);
   std::fflush(stdout);
 }
 
@@ -154,7 +174,7 @@ void fadd_sites(uint32_t peer, int iters) {
     for (double x : t[k]) sum += x;
     std::printf("{\"bench\":\"tsu_fadd_site\",\"site\":\"%s\",\"wait\":\"%s\",\"bytes\":8,\"count\":%zu,"
                 "\"median_us\":%.2f,\"mean_us\":%.2f,\"p99_us\":%.2f}\n",
-                k ? "nic" : "cpu", g_wait_quiet ? "quiet" : (g_manual ? "progress" : "yield"), t[k].size(),
+                k ? "nic" : "cpu", wait_name(), t[k].size(),
                 t[k][t[k].size() / 2], sum / static_cast<double>(t[k].size()), t[k][t[k].size() * 99 / 100]);
   }
   std::fflush(stdout);
@@ -419,7 +439,16 @@ int main(int argc, char** argv) {
       const std::string a = argv[i];
       if (a == "--quick") quick = true;
       else if (a == "--only" && i + 1 < argc) only = argv[++i];
-      else if (a == "--wait" && i + 1 < argc) g_wait_quiet = std::string(argv[++i]) == "quiet";
+      else if (a == "--wait" && i + 1 < argc) {
+        const std::string w = argv[++i];
+        if (w == "quiet") g_wait = WaitMode::kQuiet;
+        else if (w == "counter") g_wait = WaitMode::kCounter;
+        else if (w != "yield") {
+          std::fprintf(stderr, "tsu-bench-net tsu: --wait yield|quiet|counter, not '%s'\n", w.c_str());
+          return 2;
+        }
+        g_wait_quiet = g_wait == WaitMode::kQuiet;
+      }
       else if (a == "--get-rate") get_rate = true;
       else {
         std::fprintf(stderr, "tsu-bench-net tsu: unknown argument '%s'\n", a.c_str());
@@ -431,6 +460,6 @@ int main(int argc, char** argv) {
   if (mode == "mac") return run_mac(argc > 2 ? static_cast<std::size_t>(std::atoi(argv[2])) : 1472);
   if (mode == "raw-server" && argc > 2) return raw_server(std::atoi(argv[2]));
   if (mode == "raw-client" && argc > 3) return raw_client(argv[2], std::atoi(argv[3]));
-  std::fprintf(stderr, "usage: tsu-bench-net tsu [--quick] [--only latency|bandwidth|bigbw|rate|fadd_sites] [--wait yield|quiet] [--get-rate] | raw-server PORT | raw-client IP PORT | mac [DATAGRAM_BYTES]\n");
+  std::fprintf(stderr, "usage: tsu-bench-net tsu [--quick] [--only latency|bandwidth|bigbw|rate|fadd_sites] [--wait yield|quiet|counter] [--get-rate] | raw-server PORT | raw-client IP PORT | mac [DATAGRAM_BYTES]\n");
   return 2;
 }

@@ -8,9 +8,8 @@
 #include "runtime/progress_engine.hpp"
 #include "runtime/runtime.hpp"
 #include "transport/transport.hpp"
-#include "core/wait_hook.hpp"
+#include "core/blocking_wait.hpp"
 #include "core/wait_table.hpp"
-#include "util/backoff.hpp"
 
 namespace tsu::am {
 
@@ -144,8 +143,6 @@ bool AmLayer::sync_pending(const void* arg) noexcept {
 tsu_status_t AmLayer::sync_all() noexcept {
   const uint32_t n = rt_.size(), me = rt_.rank();
   const uint64_t epoch = ++sync_epoch_;
-  const uint32_t flags = rt_.manual_progress() ? TSU_PARK_DRIVE_PROGRESS : 0;
-  util::Backoff backoff;
   for (uint32_t round = 0, dist = 1; dist < n; ++round, dist <<= 1) {
     MessageHeader h{};
     h.handler = kHandlerAmSync;
@@ -156,6 +153,10 @@ tsu_status_t AmLayer::sync_all() noexcept {
     // The rank this round waits for; if it is lost, nothing will come.
     const uint32_t from = (me + n - dist) % n;
     transport::Transport* from_route = rt_.message_route(from);
+    // Parked or asleep until the message (on_sync) or the rank's loss
+    // (on_peer_lost) wakes it.
+    const SyncWait w{this, epoch, round, from_route, from};
+    core::BlockingWait wait(&sync_arrived_, rt_.manual_progress(), sync_pending, &w);
     for (;;) {
       {
         std::lock_guard lock(sync_mu_);
@@ -168,15 +169,8 @@ tsu_status_t AmLayer::sync_all() noexcept {
       }
       if (from_route && from_route->is_peer_lost(from))
         return core::fail(TSU_ERR_PEER_LOST, "synchronization: rank %u is lost", from);
-      // Inside a user-level thread: parked until the message (on_sync) or
-      // the rank's loss (on_peer_lost) wakes it.
-      const SyncWait w{this, epoch, round, from_route, from};
-      if (rt_.engine().progress()) {
-        backoff.reset();
-      } else if (!core::wait_table::park_while(&sync_arrived_, flags, sync_pending, &w) &&
-                 !core::wait_hook_yield()) {
-        backoff.pause();
-      }
+      if (rt_.engine().progress()) wait.worked();
+      else wait.idle();
     }
   }
   return TSU_OK;

@@ -2,9 +2,8 @@
 #include <atomic>
 
 #include "api/api_common.hpp"
-#include "core/wait_hook.hpp"
+#include "core/blocking_wait.hpp"
 #include "core/wait_table.hpp"
-#include "util/backoff.hpp"
 
 using namespace tsu;
 
@@ -34,6 +33,10 @@ bool counter_short(const void* a) {
   return std::atomic_ref<uint64_t>(w->counter->completed).load(std::memory_order_seq_cst) < w->n;
 }
 
+tsu_status_t counter_status(tsu_counter_t* c) {
+  return std::atomic_ref<int32_t>(c->first_error).load(std::memory_order_relaxed);
+}
+
 }  // namespace
 
 extern "C" {
@@ -55,27 +58,22 @@ uint64_t tsu_counter_value(const tsu_counter_t* counter) {
 
 tsu_status_t tsu_counter_wait(tsu_counter_t* counter, uint64_t n) {
   if (!counter) return core::fail(TSU_ERR_NULL_POINTER, "tsu_counter_wait: counter is NULL");
-  util::Backoff backoff;
+  if (tsu_counter_value(counter) >= n) return counter_status(counter);
+  core::Runtime* rt = api::runtime();
+  if (!rt) return api::not_initialized("tsu_counter_wait");
+  if (core::in_progress_context())
+    return core::fail(TSU_ERR_UNSUPPORTED,
+                      "tsu_counter_wait: cannot block inside a completion callback");
+  // Parked or asleep until the callback wakes it (the counter's address is
+  // the key: the public struct has no room for a pointer, and the callback
+  // must not read the counter after counting).
+  const CounterWait w{counter, n};
+  core::BlockingWait wait(counter, rt->manual_progress(), counter_short, &w);
   while (tsu_counter_value(counter) < n) {
-    core::Runtime* rt = api::runtime();
-    if (!rt) return api::not_initialized("tsu_counter_wait");
-    if (core::in_progress_context())
-      return core::fail(TSU_ERR_UNSUPPORTED,
-                        "tsu_counter_wait: cannot block inside a completion callback");
-    if (rt->engine().progress()) {
-      backoff.reset();
-      continue;
-    }
-    // Inside a user-level thread: parked until the callback wakes it (the
-    // counter's address is the key: the public struct has no room for a
-    // pointer, and the callback must not read the counter after counting).
-    const CounterWait w{counter, n};
-    if (core::wait_table::park_while(counter, rt->manual_progress() ? TSU_PARK_DRIVE_PROGRESS : 0,
-                                     counter_short, &w))
-      continue;
-    if (!core::wait_hook_yield()) backoff.pause();
+    if (rt->engine().progress()) wait.worked();
+    else wait.idle();
   }
-  return std::atomic_ref<int32_t>(counter->first_error).load(std::memory_order_relaxed);
+  return counter_status(counter);
 }
 
 }  // extern "C"

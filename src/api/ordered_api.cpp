@@ -6,9 +6,7 @@
 #include "api/layers.hpp"
 #include "api/ordered_requests.hpp"
 #include "api/request_checks.hpp"
-#include "core/wait_hook.hpp"
-#include "core/wait_table.hpp"
-#include "util/backoff.hpp"
+#include "core/blocking_wait.hpp"
 
 using namespace tsu;
 using namespace tsu::api;
@@ -228,15 +226,10 @@ tsu_status_t req_wait_or_test(const char* fn, tsu_req_t req, bool block) noexcep
     const auto* b = static_cast<const Below*>(a);
     return b->book->done_below_seq_cst() <= b->upto;
   };
-  const uint32_t flags = rt->manual_progress() ? TSU_PARK_DRIVE_PROGRESS : 0;
-  util::Backoff backoff;
+  core::BlockingWait wait(book->wait_key(), rt->manual_progress(), short_of, &below);
   while (book->done_below() <= upto) {
-    if (rt->engine().progress()) {
-      backoff.reset();
-    } else if (!core::wait_table::park_while(book->wait_key(), flags, short_of, &below) &&
-               !core::wait_hook_yield()) {
-      backoff.pause();
-    }
+    if (rt->engine().progress()) wait.worked();
+    else wait.idle();
   }
   return report(fn, book, upto);
 }

@@ -7,12 +7,12 @@
 #include <thread>
 
 #include "api/api_common.hpp"
+#include "core/blocking_wait.hpp"
 #include "core/wait_hook.hpp"
 #include "core/wait_table.hpp"
 #include "core/waiter.hpp"
 #include "api/layers.hpp"
 #include "core/trace.hpp"
-#include "util/backoff.hpp"
 
 using namespace tsu;
 using tsu::api::runtime;
@@ -231,15 +231,11 @@ tsu_status_t tsu_barrier(void) {
       st = rt->barrier();
       done.store(true, std::memory_order_relaxed);
     }
-    const uint32_t flags = rt->manual_progress() ? TSU_PARK_DRIVE_PROGRESS : 0;
     auto not_done = [](const void* d) {
       return !static_cast<const std::atomic<bool>*>(d)->load(std::memory_order_seq_cst);
     };
-    util::Backoff backoff;
-    while (!done.load(std::memory_order_acquire))
-      if (!core::wait_table::park_while(&done, flags, not_done, &done) &&
-          !core::wait_hook_yield())
-        backoff.pause();
+    core::BlockingWait wait(&done, rt->manual_progress(), not_done, &done);
+    while (!done.load(std::memory_order_acquire)) wait.idle();
     if (helper.joinable()) helper.join();
   } else {
     st = rt->barrier();

@@ -12,9 +12,8 @@
 #include "runtime/runtime.hpp"
 #include "coll/hierarchy.hpp"
 #include "coll/reduce_ops.hpp"
-#include "core/wait_hook.hpp"
+#include "core/blocking_wait.hpp"
 #include "core/wait_table.hpp"
-#include "util/backoff.hpp"
 
 namespace tsu::coll {
 
@@ -289,18 +288,13 @@ tsu_status_t CollLayer::wait_blocking(const std::function<tsu_status_t(tsu_cb_t)
       &done));
   if (st != TSU_OK) return st;
   // Inside a user-level thread: parked until the callback wakes it.
-  const uint32_t flags = rt_.manual_progress() ? TSU_PARK_DRIVE_PROGRESS : 0;
   auto not_done = [](const void* d) {
     return !static_cast<const Done*>(d)->flag.load(std::memory_order_seq_cst);
   };
-  util::Backoff backoff;
+  core::BlockingWait wait(&done, rt_.manual_progress(), not_done, &done);
   while (!done.flag.load(std::memory_order_acquire)) {
-    if (rt_.engine().progress()) {
-      backoff.reset();
-    } else if (!core::wait_table::park_while(&done, flags, not_done, &done) &&
-               !core::wait_hook_yield()) {
-      backoff.pause();
-    }
+    if (rt_.engine().progress()) wait.worked();
+    else wait.idle();
   }
   if (done.status != TSU_OK)
     return core::fail(done.status, "collective failed: %s", tsu_strerror(done.status));

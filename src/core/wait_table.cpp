@@ -7,6 +7,7 @@
 
 #include "core/command_ring.hpp"  // kCacheLine
 #include "core/waiter.hpp"
+#include "util/futex.hpp"
 
 namespace tsu::core::wait_table {
 
@@ -49,6 +50,34 @@ void unlink(Bucket& b, Entry* e) noexcept {
   }
 }
 
+// Queues `e` on its bucket; seq_cst, before the caller's re-check of its
+// condition (the Dekker pairing described in wait_table.hpp).
+void enqueue(Bucket& b, Entry& e) noexcept {
+  std::lock_guard lock(b.mu);
+  e.next = b.head;
+  b.head = &e;
+  e.queued = true;
+  b.count.fetch_add(1, std::memory_order_seq_cst);
+}
+
+// Takes `e` off its bucket unless a notify did; true when it was still queued
+// (no wake will come), false when a notify took it (its wake may be running).
+bool dequeue(Bucket& b, Entry& e) noexcept {
+  std::lock_guard lock(b.mu);
+  const bool was_queued = e.queued;
+  if (was_queued) unlink(b, &e);
+  return was_queued;
+}
+
+// A sleeping pthread's unpark: the waker's last touch of the sleeper's frame
+// is the store; the futex wake after it uses the word's address only (the
+// sleeper may have returned already, which a private futex wake tolerates).
+void futex_unpark(void* ctx, void* /*token*/) noexcept {
+  auto* word = static_cast<std::atomic<uint32_t>*>(ctx);
+  word->store(1, std::memory_order_release);
+  util::futex_wake(word, 1);
+}
+
 }  // namespace
 
 bool park_while(const void* key, uint32_t flags, bool (*still_waiting)(const void*),
@@ -58,13 +87,7 @@ bool park_while(const void* key, uint32_t flags, bool (*still_waiting)(const voi
   Waiter w(hook.unpark, hook.ctx);
   Entry e{key, &w};
   Bucket& b = bucket_of(key);
-  {
-    std::lock_guard lock(b.mu);
-    e.next = b.head;
-    b.head = &e;
-    e.queued = true;
-    b.count.fetch_add(1, std::memory_order_seq_cst);  // before the re-check below
-  }
+  enqueue(b, e);
   bool refused = false;
   if (still_waiting(arg)) {
     // Returns 1 only after the thread was resumed, and only a wake resumes
@@ -75,15 +98,34 @@ bool park_while(const void* key, uint32_t flags, bool (*still_waiting)(const voi
   // Not parked (the condition holds, or the hook refused): leave the list.
   // If a notify took us out already it is about to call w.wake(), which
   // touches `w` in this frame: wait for that before returning.
-  bool was_queued;
-  {
-    std::lock_guard lock(b.mu);
-    was_queued = e.queued;
-    if (was_queued) unlink(b, &e);
-  }
-  if (!was_queued)
+  if (!dequeue(b, e))
     while (!w.woken()) std::this_thread::yield();
   return !refused;
+}
+
+void sleep_while(const void* key, bool (*still_waiting)(const void*), const void* arg,
+                 uint64_t timeout_ns) noexcept {
+  std::atomic<uint32_t> word{0};  // 1 once futex_unpark ran
+  Waiter w(futex_unpark, &word);
+  Entry e{key, &w};
+  Bucket& b = bucket_of(key);
+  enqueue(b, e);
+  bool committed = false;
+  if (still_waiting(arg) && (committed = w.commit(nullptr))) {
+    const timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000),
+                      static_cast<long>(timeout_ns % 1'000'000'000)};
+    // One timed sleep (a spurious return or the timeout ends it too).
+    if (word.load(std::memory_order_acquire) == 0) util::futex_wait(&word, 0, &ts);
+  }
+  // A notify that took the entry wakes it: with a committed park it runs
+  // futex_unpark, whose store must land before this frame goes; without,
+  // its exchange in Waiter::wake() is its last touch.
+  if (!dequeue(b, e)) {
+    if (committed)
+      while (word.load(std::memory_order_acquire) == 0) std::this_thread::yield();
+    else
+      while (!w.woken()) std::this_thread::yield();
+  }
 }
 
 void notify(const void* key) noexcept {

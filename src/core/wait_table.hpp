@@ -28,6 +28,14 @@ namespace tsu::core::wait_table {
 bool park_while(const void* key, uint32_t flags, bool (*still_waiting)(const void* arg),
                 const void* arg) noexcept;
 
+// The same wait for a thread with no park hook (a plain pthread, while a
+// progress thread completes what it waits for): sleeps in the kernel until
+// notify(key), the condition stops holding, or `timeout_ns` passes (a safety
+// net).  Returns at once if the condition holds already.  Spurious returns
+// are possible: re-check.
+void sleep_while(const void* key, bool (*still_waiting)(const void* arg), const void* arg,
+                 uint64_t timeout_ns) noexcept;
+
 // Wakes every thread parked on `key`.  Cheap when none is parked in its
 // bucket: one load.  Call after the completion is published (seq_cst).
 void notify(const void* key) noexcept;

@@ -42,6 +42,11 @@ constexpr uint64_t kPreemptCheckNs = 5'000;
 constexpr uint64_t kCeilingGrowthNs = 1'000'000;
 // The spin budget of a rank whose threads issue requests (thread_main).
 constexpr uint64_t kIssuingSpinNs = 20'000;
+// How long the progress thread polls, yielding between passes, while this
+// rank's requests wait for their transport (thread_main).
+constexpr uint64_t kRequestsOutPollNs = 2'000'000;
+// How long an idle spin polls without yielding (thread_main).
+constexpr uint64_t kRelaxSpinNs = 10'000;
 // Naps while other pthreads drive progress (nap_while_driven).
 constexpr long kMinDriverNapNs = 50'000, kMaxDriverNapNs = 200'000;
 
@@ -234,7 +239,12 @@ bool ProgressEngine::execute_inline() noexcept {
   bump(stats_.inline_runs);
   TSU_TRACE(trace::kInlineRun, finished_now, 0, 0);
   // Callbacks of commands that finished here, and streaming work left for
-  // continue_pending(), need the consumer: wake it.
+  // continue_pending(), need the consumer: wake it.  Requests left waiting
+  // for their transport do not: their issuer usually waits in tsu_quiet or
+  // tsu_counter_wait, which poll by themselves (a woken engine would be a
+  // third busy thread beside it and the peer's on a two-core node), and the
+  // reply's descriptor wakes the engine otherwise.
+  requests_out_.store(completions_.in_use(), std::memory_order_relaxed);
   if (finished_now || !executor_.may_sleep()) handled = false;
   unlock();
   return handled;
@@ -262,6 +272,7 @@ std::size_t ProgressEngine::pass() noexcept {
   for (auto* p : pollers_) work += p->poll();
   work += executor_.continue_pending();
   callbacks += run_completer();
+  requests_out_.store(completions_.in_use(), std::memory_order_relaxed);
   if (work + callbacks) TSU_TRACE_SPAN(trace::kPass, trace_t0, work, callbacks, 0);
   return work + callbacks;
 }
@@ -420,6 +431,17 @@ void ProgressEngine::thread_main() {
       next_check = now + kPreemptCheckNs;
       switches = -1;
     }
+    // This rank's requests wait for their transport: their completions come
+    // within a round trip, and whoever waits for them (a thread spinning on
+    // its own flag, or one asleep) relies on this thread.  Poll, yielding the
+    // core between passes so the threads sharing it run at once, instead of
+    // sleeping and waking late; bounded, so a request that waits on a slow
+    // peer does not keep a core busy.
+    if (now - idle_since < kRequestsOutPollNs && requests_out_.load(std::memory_order_relaxed) &&
+        poll_while_out_.load(std::memory_order_relaxed)) {
+      sched_yield();
+      continue;
+    }
     if (now - idle_since < spin_ns) {
       if (now >= next_check) {
         next_check = now + kPreemptCheckNs;
@@ -439,7 +461,14 @@ void ProgressEngine::thread_main() {
       // the ring's head: a request pushed now starts after one line transfer
       // instead of waiting for the rest of a pass.  The watch is short, so
       // arriving messages are still polled every few hundred nanoseconds.
-      if (yield_when_idle) {
+      // Past the first kRelaxSpinNs of the gap the spin yields at every
+      // pass: work that comes back within microseconds (node peers' requests)
+      // finds the thread polling at full speed, and a longer spin (a passive
+      // target's, waiting for the network) hands the core to any thread that
+      // wants it instead of holding it for the whole budget (two ranks
+      // sharing two cores: a target's 100 us spin put 100 us into the
+      // initiator's round trip over ofi).
+      if (yield_when_idle || now - idle_since >= kRelaxSpinNs) {
         sched_yield();
         continue;
       }

@@ -233,6 +233,10 @@ class ProgressEngine {
   // it knows the node's ranks).
   static constexpr uint32_t kAutoSpinUsOwnCores = 100, kAutoSpinUsShared = 20;
   void set_spin_us(uint32_t us) noexcept { spin_us_.store(us, std::memory_order_relaxed); }
+  // Whether the progress thread polls (yielding) while this rank's requests
+  // wait for their transport, instead of spinning briefly and sleeping: where
+  // it has a core of its own (Runtime decides with the spin budget).
+  void set_poll_while_out(bool on) noexcept { poll_while_out_.store(on, std::memory_order_relaxed); }
   uint32_t spin_us() const noexcept { return spin_us_.load(std::memory_order_relaxed); }
 
   const EngineStats& stats() const noexcept { return stats_; }
@@ -248,6 +252,11 @@ class ProgressEngine {
   void idle_sleep(IdleWake wake = IdleWake{nullptr, nullptr},
                   uint64_t max_ns = UINT64_MAX) noexcept;
   std::atomic<bool> waiter_asleep_{false};  // an idle_wait() sleeps
+  // Requests started and waiting for their transport (completions_.in_use()),
+  // as the last consumer pass left them: thread_main reads it without the
+  // consumer role (a hint; relaxed).
+  std::atomic<uint32_t> requests_out_{0};
+  std::atomic<bool> poll_while_out_{false};  // set_poll_while_out
   bool pushed(PushResult r, IfAsleep if_asleep) noexcept {
     if (r == PushResult::kPushedConsumerAsleep) [[unlikely]] {
       TSU_TRACE(trace::kDoorbell, 0, 0, 0);
