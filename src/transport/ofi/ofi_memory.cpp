@@ -1,6 +1,6 @@
 // OfiTransport's registered memory and the operations on it: segments
-// registered for native RMA and NIC atomics, native writes and reads, and
-// NIC atomics posted (or staged, in a batch).
+// registered for native RMA and NIC atomics, native writes and reads (staged
+// in a batch), and NIC atomics (posted at once, after what was staged).
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
