@@ -215,6 +215,18 @@ class CollLayer {
   void setup_hierarchy(Team& t, int32_t node_slot) noexcept;
   tsu_status_t start_hier(HierOp* h) noexcept;  // takes ownership
   void hier_step(HierOp* h) noexcept;
+  // hier_step's steps.  hier_start starts h's current step where it applies
+  // to this rank (true: started, its status in st), through the kind's own.
+  struct HierPlace;
+  HierPlace hier_place(HierOp* h) noexcept;  // takes mu_
+  bool hier_start(HierOp* h, const HierPlace& at, tsu_status_t& st) noexcept;
+  bool hier_barrier(HierOp* h, const HierPlace& at, tsu_status_t& st) noexcept;
+  bool hier_allreduce(HierOp* h, const HierPlace& at, tsu_status_t& st) noexcept;
+  bool hier_broadcast(HierOp* h, const HierPlace& at, tsu_status_t& st) noexcept;
+  bool hier_reduce(HierOp* h, const HierPlace& at, tsu_status_t& st) noexcept;
+  bool hier_gather(HierOp* h, const HierPlace& at, tsu_status_t& st) noexcept;  // and allgather
+  bool hier_alltoall(HierOp* h, const HierPlace& at, tsu_status_t& st) noexcept;
+  void hier_finish(HierOp* h) noexcept;  // h's callback, then the team's next op
   static void hier_done_step(tsu_status_t st, void* arg) noexcept;
   // The team's NodeColl handle (-1: not a node team; -2: no such team), its size
   // and this rank's place in it.

@@ -147,146 +147,227 @@ void CollLayer::hier_done_step(tsu_status_t st, void* arg) noexcept {
   h->layer->hier_step(h);
 }
 
-// Starts h's next step that applies to this rank (its callback comes back
-// here), or completes h and starts the team's next hierarchical op.
-void CollLayer::hier_step(HierOp* h) noexcept {
+// Where this rank stands in h's hierarchy: what every step of hier_step reads.
+struct CollLayer::HierPlace {
   tsu_team_t node_team = 0, leaders = 0;
   bool leader = false, root_here = false, me_root = false;
   uint32_t root_local = 0, root_leader = 0, my_leader = 0;
   const Team* tp = nullptr;  // its hierarchy fields do not change after setup
+  std::size_t n = 0, nodes = 0, pad = 0, here = 0, b = 0;
+  tsu_cb_t next{};
+};
+
+CollLayer::HierPlace CollLayer::hier_place(HierOp* h) noexcept {
+  HierPlace at;
   {
     std::lock_guard lock(mu_);
     Team& t = *team(h->team);
-    tp = &t;
-    node_team = t.node_team;
-    leaders = t.leaders;
-    leader = leaders != TSU_TEAM_NULL;
-    my_leader = t.leader_of[t.me];
-    root_leader = t.leader_of[h->root];
-    root_here = root_leader == my_leader;
-    root_local = t.local_of[h->root];
-    me_root = t.me == h->root;
+    at.tp = &t;
+    at.node_team = t.node_team;
+    at.leaders = t.leaders;
+    at.leader = at.leaders != TSU_TEAM_NULL;
+    at.my_leader = t.leader_of[t.me];
+    at.root_leader = t.leader_of[h->root];
+    at.root_here = at.root_leader == at.my_leader;
+    at.root_local = t.local_of[h->root];
+    at.me_root = t.me == h->root;
     // Reduce: a buffer for the node's partial result where there is no dst
     // (a leader that is not the root; the root's node when the root does
     // not lead).
-    if (h->kind == HierKind::kReduce && h->step == 0 && !me_root && (leader || root_here))
+    if (h->kind == HierKind::kReduce && h->step == 0 && !at.me_root && (at.leader || at.root_here))
       h->tmp.resize(h->bytes);
   }
-  const std::size_t n = tp->members.size(), nodes = tp->node_ranks.size(), pad = tp->max_local;
-  const std::size_t here = tp->node_ranks[my_leader].size(), b = h->bytes;
-  const tsu_cb_t next = tsu_cb(&CollLayer::hier_done_step, h);
+  const Team* tp = at.tp;
+  at.n = tp->members.size();
+  at.nodes = tp->node_ranks.size();
+  at.pad = tp->max_local;
+  at.here = tp->node_ranks[at.my_leader].size();
+  at.b = h->bytes;
+  at.next = tsu_cb(&CollLayer::hier_done_step, h);
+  return at;
+}
+
+// Starts h's next step that applies to this rank (its callback comes back
+// here), or completes h and starts the team's next hierarchical op.
+void CollLayer::hier_step(HierOp* h) noexcept {
+  const HierPlace at = hier_place(h);
   for (;;) {
     tsu_status_t st = TSU_OK;
-    bool started = false;
-    // Step 2: the leader's status to the members of its node that take part
-    // in step 3 (the predicate is the same on every member of a node).
-    if (h->step == 2) {
-      if (leader) h->node_status = h->status;
-      if (status_reaches_node(h->kind, root_here, root_local)) {
-        st = broadcast(node_team, &h->node_status, sizeof h->node_status, 0, next);
-        started = true;
-      }
-    } else if (h->step == 3 && h->node_status != TSU_OK) {
-      // The leaders' phase failed: no data phase anywhere on this node.
-      if (h->status == TSU_OK) h->status = h->node_status;
-    } else {
-      switch (h->kind) {
-        case HierKind::kBarrier:
-          if (h->step == 0) st = reduce("tsu_try_barrier", node_team, nullptr, nullptr, 0, TSU_DT_UINT8, TSU_OP_SUM, 0, next), started = true;
-          else if (h->step == 1 && leader) st = barrier(leaders, next), started = true;
-          break;
-        case HierKind::kAllreduce:
-          if (h->step == 0)
-            st = reduce("tsu_try_allreduce", node_team, h->src, leader ? h->dst : nullptr, h->count,
-                        h->type, h->rop, 0, next), started = true;
-          else if (h->step == 1 && leader)
-            st = reduce("tsu_try_allreduce", leaders, h->dst, h->dst, h->count, h->type, h->rop, -1, next),
-            started = true;
-          else if (h->step == 3) st = broadcast(node_team, h->dst, h->bytes, 0, next), started = true;
-          break;
-        case HierKind::kBroadcast:
-          if (h->step == 0 && root_here) st = broadcast(node_team, h->dst, h->bytes, root_local, next), started = true;
-          else if (h->step == 1 && leader) st = broadcast(leaders, h->dst, h->bytes, root_leader, next), started = true;
-          else if (h->step == 3 && !root_here) st = broadcast(node_team, h->dst, h->bytes, 0, next), started = true;
-          break;
-        case HierKind::kReduce: {
-          // The node's partial result: the root's dst where it leads, else tmp.
-          std::byte* acc = me_root ? h->dst : h->tmp.data();
-          if (h->step == 0)
-            st = reduce("tsu_try_reduce", node_team, h->src, leader ? acc : nullptr, h->count, h->type,
-                        h->rop, 0, next), started = true;
-          else if (h->step == 1 && leader)
-            st = reduce("tsu_try_reduce", leaders, acc, acc, h->count, h->type, h->rop, root_leader, next),
-            started = true;
-          else if (h->step == 3 && root_here && root_local != 0)
-            st = broadcast(node_team, acc, h->bytes, 0, next), started = true;
-          break;
-        }
-        case HierKind::kGather:
-        case HierKind::kAllgather: {
-          const bool all = h->kind == HierKind::kAllgather;
-          const bool gets = all || root_here;  // this node gets the gathered vector
-          if (h->step == 0) {
-            if (leader) h->tmp.resize(pad * b);  // this node's blocks, padded
-            st = gather("tsu_try_gather", node_team, h->src, leader ? h->tmp.data() : nullptr, b, 0, next);
-            started = true;
-          } else if (h->step == 1 && leader) {
-            if (gets) h->in.resize(nodes * pad * b);
-            st = gather(all ? "tsu_try_allgather" : "tsu_try_gather", leaders, h->tmp.data(),
-                        gets ? h->in.data() : nullptr, pad * b, all ? -1 : int64_t{root_leader}, next);
-            started = true;
-          } else if (h->step == 3 && gets && (leader || all || root_local != 0)) {
-            // The vector in team-rank order: dst where this rank gets it, else
-            // res (the root's node when the root does not lead).
-            std::byte* to = all || me_root ? h->dst : (h->res.resize(n * b), h->res.data());
-            if (leader)
-              for (std::size_t i = 0; i < n && b; ++i)
-                std::memcpy(to + i * b, h->in.data() + (tp->leader_of[i] * pad + tp->local_of[i]) * b, b);
-            if (all || root_local != 0) {  // (else the root leads: it has the vector)
-              st = broadcast(node_team, to, n * b, 0, next);
-              started = true;
-            }
-          }
-          break;
-        }
-        case HierKind::kAlltoall:
-          if (h->step == 0) {
-            if (leader) h->tmp.resize(here * n * b);  // the node's src vectors
-            st = gather("tsu_try_alltoall", node_team, h->src, leader ? h->tmp.data() : nullptr, n * b, 0, next);
-            started = true;
-          } else if (h->step == 1 && leader) {
-            // To node B: block (a, m) = what local member a sends to B's member m.
-            h->out.resize(nodes * pad * pad * b);
-            h->in.resize(nodes * pad * pad * b);
-            for (std::size_t B = 0; B < nodes && b; ++B)
-              for (std::size_t a = 0; a < here; ++a)
-                for (std::size_t m = 0; m < tp->node_ranks[B].size(); ++m)
-                  std::memcpy(h->out.data() + ((B * pad + a) * pad + m) * b,
-                              h->tmp.data() + (a * n + tp->node_ranks[B][m]) * b, b);
-            st = alltoall(leaders, h->out.data(), h->in.data(), pad * pad * b, next);
-            started = true;
-          } else if (h->step == 3) {
-            // Local member m's dst: from every team rank i, block (local_of[i], m) of i's node.
-            if (leader) {
-              h->res.resize(here * n * b);
-              for (std::size_t m = 0; m < here && b; ++m)
-                for (std::size_t i = 0; i < n; ++i)
-                  std::memcpy(h->res.data() + (m * n + i) * b,
-                              h->in.data() + ((tp->leader_of[i] * pad + tp->local_of[i]) * pad + m) * b, b);
-            }
-            st = scatter(node_team, leader ? h->res.data() : nullptr, h->dst, n * b, 0, next);
-            started = true;
-          }
-          break;
-      }
-    }
-    if (started) {
+    if (hier_start(h, at, st)) {
       if (st == TSU_OK) return;  // the callback continues
       if (h->status == TSU_OK) h->status = st;
     }
     if (h->step >= 3) break;
     ++h->step;
   }
+  hier_finish(h);
+}
+
+bool CollLayer::hier_start(HierOp* h, const HierPlace& at, tsu_status_t& st) noexcept {
+  // Step 2: the leader's status to the members of its node that take part
+  // in step 3 (the predicate is the same on every member of a node).
+  if (h->step == 2) {
+    if (at.leader) h->node_status = h->status;
+    if (!status_reaches_node(h->kind, at.root_here, at.root_local)) return false;
+    st = broadcast(at.node_team, &h->node_status, sizeof h->node_status, 0, at.next);
+    return true;
+  }
+  if (h->step == 3 && h->node_status != TSU_OK) {
+    // The leaders' phase failed: no data phase anywhere on this node.
+    if (h->status == TSU_OK) h->status = h->node_status;
+    return false;
+  }
+  switch (h->kind) {
+    case HierKind::kBarrier: return hier_barrier(h, at, st);
+    case HierKind::kAllreduce: return hier_allreduce(h, at, st);
+    case HierKind::kBroadcast: return hier_broadcast(h, at, st);
+    case HierKind::kReduce: return hier_reduce(h, at, st);
+    case HierKind::kGather:
+    case HierKind::kAllgather: return hier_gather(h, at, st);
+    case HierKind::kAlltoall: return hier_alltoall(h, at, st);
+  }
+  return false;
+}
+
+bool CollLayer::hier_barrier(HierOp* h, const HierPlace& at, tsu_status_t& st) noexcept {
+  if (h->step == 0) {
+    st = reduce("tsu_try_barrier", at.node_team, nullptr, nullptr, 0, TSU_DT_UINT8, TSU_OP_SUM, 0,
+                at.next);
+    return true;
+  }
+  if (h->step == 1 && at.leader) {
+    st = barrier(at.leaders, at.next);
+    return true;
+  }
+  return false;
+}
+
+bool CollLayer::hier_allreduce(HierOp* h, const HierPlace& at, tsu_status_t& st) noexcept {
+  if (h->step == 0) {
+    st = reduce("tsu_try_allreduce", at.node_team, h->src, at.leader ? h->dst : nullptr, h->count,
+                h->type, h->rop, 0, at.next);
+    return true;
+  }
+  if (h->step == 1 && at.leader) {
+    st = reduce("tsu_try_allreduce", at.leaders, h->dst, h->dst, h->count, h->type, h->rop, -1,
+                at.next);
+    return true;
+  }
+  if (h->step == 3) {
+    st = broadcast(at.node_team, h->dst, h->bytes, 0, at.next);
+    return true;
+  }
+  return false;
+}
+
+bool CollLayer::hier_broadcast(HierOp* h, const HierPlace& at, tsu_status_t& st) noexcept {
+  if (h->step == 0 && at.root_here) {
+    st = broadcast(at.node_team, h->dst, h->bytes, at.root_local, at.next);
+    return true;
+  }
+  if (h->step == 1 && at.leader) {
+    st = broadcast(at.leaders, h->dst, h->bytes, at.root_leader, at.next);
+    return true;
+  }
+  if (h->step == 3 && !at.root_here) {
+    st = broadcast(at.node_team, h->dst, h->bytes, 0, at.next);
+    return true;
+  }
+  return false;
+}
+
+bool CollLayer::hier_reduce(HierOp* h, const HierPlace& at, tsu_status_t& st) noexcept {
+  // The node's partial result: the root's dst where it leads, else tmp.
+  std::byte* acc = at.me_root ? h->dst : h->tmp.data();
+  if (h->step == 0) {
+    st = reduce("tsu_try_reduce", at.node_team, h->src, at.leader ? acc : nullptr, h->count,
+                h->type, h->rop, 0, at.next);
+    return true;
+  }
+  if (h->step == 1 && at.leader) {
+    st = reduce("tsu_try_reduce", at.leaders, acc, acc, h->count, h->type, h->rop, at.root_leader,
+                at.next);
+    return true;
+  }
+  if (h->step == 3 && at.root_here && at.root_local != 0) {
+    st = broadcast(at.node_team, acc, h->bytes, 0, at.next);
+    return true;
+  }
+  return false;
+}
+
+bool CollLayer::hier_gather(HierOp* h, const HierPlace& at, tsu_status_t& st) noexcept {
+  const std::size_t n = at.n, nodes = at.nodes, pad = at.pad, b = at.b;
+  const bool leader = at.leader;
+  const bool all = h->kind == HierKind::kAllgather;
+  const bool gets = all || at.root_here;  // this node gets the gathered vector
+  if (h->step == 0) {
+    if (leader) h->tmp.resize(pad * b);  // this node's blocks, padded
+    st = gather("tsu_try_gather", at.node_team, h->src, leader ? h->tmp.data() : nullptr, b, 0,
+                at.next);
+    return true;
+  }
+  if (h->step == 1 && leader) {
+    if (gets) h->in.resize(nodes * pad * b);
+    st = gather(all ? "tsu_try_allgather" : "tsu_try_gather", at.leaders, h->tmp.data(),
+                gets ? h->in.data() : nullptr, pad * b, all ? -1 : int64_t{at.root_leader},
+                at.next);
+    return true;
+  }
+  if (h->step == 3 && gets && (leader || all || at.root_local != 0)) {
+    // The vector in team-rank order: dst where this rank gets it, else
+    // res (the root's node when the root does not lead).
+    std::byte* to = all || at.me_root ? h->dst : (h->res.resize(n * b), h->res.data());
+    if (leader)
+      for (std::size_t i = 0; i < n && b; ++i)
+        std::memcpy(to + i * b,
+                    h->in.data() + (at.tp->leader_of[i] * pad + at.tp->local_of[i]) * b, b);
+    if (all || at.root_local != 0) {  // (else the root leads: it has the vector)
+      st = broadcast(at.node_team, to, n * b, 0, at.next);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool CollLayer::hier_alltoall(HierOp* h, const HierPlace& at, tsu_status_t& st) noexcept {
+  const std::size_t n = at.n, nodes = at.nodes, pad = at.pad, here = at.here, b = at.b;
+  const bool leader = at.leader;
+  const Team* tp = at.tp;
+  if (h->step == 0) {
+    if (leader) h->tmp.resize(here * n * b);  // the node's src vectors
+    st = gather("tsu_try_alltoall", at.node_team, h->src, leader ? h->tmp.data() : nullptr, n * b,
+                0, at.next);
+    return true;
+  }
+  if (h->step == 1 && leader) {
+    // To node B: block (a, m) = what local member a sends to B's member m.
+    h->out.resize(nodes * pad * pad * b);
+    h->in.resize(nodes * pad * pad * b);
+    for (std::size_t B = 0; B < nodes && b; ++B)
+      for (std::size_t a = 0; a < here; ++a)
+        for (std::size_t m = 0; m < tp->node_ranks[B].size(); ++m)
+          std::memcpy(h->out.data() + ((B * pad + a) * pad + m) * b,
+                      h->tmp.data() + (a * n + tp->node_ranks[B][m]) * b, b);
+    st = alltoall(at.leaders, h->out.data(), h->in.data(), pad * pad * b, at.next);
+    return true;
+  }
+  if (h->step == 3) {
+    // Local member m's dst: from every team rank i, block (local_of[i], m) of i's node.
+    if (leader) {
+      h->res.resize(here * n * b);
+      for (std::size_t m = 0; m < here && b; ++m)
+        for (std::size_t i = 0; i < n; ++i)
+          std::memcpy(h->res.data() + (m * n + i) * b,
+                      h->in.data() + ((tp->leader_of[i] * pad + tp->local_of[i]) * pad + m) * b, b);
+    }
+    st = scatter(at.node_team, leader ? h->res.data() : nullptr, h->dst, n * b, 0, at.next);
+    return true;
+  }
+  return false;
+}
+
+void CollLayer::hier_finish(HierOp* h) noexcept {
   // Done: this op's callback, then the team's next hierarchical op.
   HierOp* following = nullptr;
   {

@@ -92,6 +92,32 @@ class NodeColl {
   // mu_ held: advances `op`; true when complete.
   bool advance(Team& t, Op& op) noexcept;
   bool advance_staged(Team& t, Op& op) noexcept;
+  // advance's steps (node_coll_advance.cpp): small data through the slots,
+  // large data read out of the peers' buffers.  Each is false while it waits
+  // (the wait recorded in op); those of stage 1 set the next stage.
+  bool publish_inputs(Team& t, Op& op) noexcept;        // stage 0
+  bool read_inputs(Team& t, Op& op) noexcept;           // stage 1, by kind:
+  bool read_from_root(Team& t, Op& op) noexcept;        //   broadcast, scatter
+  bool reduce_own_slice(Team& t, Op& op) noexcept;      //   large reductions (stage 2 next)
+  bool combine_small_inputs(Team& t, Op& op) noexcept;  //   small reductions
+  bool read_blocks(Team& t, Op& op) noexcept;           //   gather, allgather, alltoall
+  bool copy_reduced_slices(Team& t, Op& op) noexcept;   // stage 2
+  // Small inputs: member j's, waiting for them, and this rank's published.
+  const std::byte* small_input(Team& t, const Op& op, uint32_t j) noexcept;
+  bool wait_small_input(Team& t, Op& op, uint32_t j) noexcept;
+  bool wait_small_inputs(Team& t, Op& op) noexcept;  // every peer's
+  void put_small(Team& t, Op& op, const std::byte* from, std::size_t len) noexcept;
+  // advance_staged's steps (node_coll_staged.cpp), alike.
+  bool stage_own_data(Team& t, Op& op) noexcept;       // stage 0
+  bool read_stages(Team& t, Op& op) noexcept;          // stage 1, by kind:
+  bool copy_staged_blocks(Team& t, Op& op) noexcept;   //   gather, allgather, alltoall
+  bool combine_pair_stage(Team& t, Op& op) noexcept;   //   a reduce of two members
+  bool reduce_staged_slice(Team& t, Op& op) noexcept;  //   other reductions (stage 2 next)
+  bool copy_staged_slices(Team& t, Op& op) noexcept;   // stage 2
+  void finish_staged(Team& t, Op& op) noexcept;        // the cost recorded, done said
+  bool wait_staged(Team& t, Op& op, uint32_t j, std::size_t bytes) noexcept;
+  bool copy_staged(Team& t, Op& op, uint32_t j, std::size_t from, std::byte* to,
+                   std::size_t m) noexcept;
   // mu_ held: advances t's queue head(s); moves completed ones to `done`.
   // Callbacks of completed ops, run after mu_ is released (no allocation).
   struct Completed {

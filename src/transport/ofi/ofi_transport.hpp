@@ -242,6 +242,27 @@ class OfiTransport final : public Transport {
   // last), without waiting for batch_end.
   static constexpr std::size_t kMaxStaged = 64;
 
+  // open's steps, in order (ofi_setup.cpp); each says in `error` why it failed.
+  bool step_ok(int rc, const char* what, std::string& error) const;  // rc 0, else `error` set
+  tsu_status_t find_provider(std::string& error);          // fi_getinfo: info_
+  tsu_status_t adopt_provider_limits(std::string& error);  // sizes and modes from info_
+  bool open_endpoint(std::string& error);  // fabric, domain, queue, address vector, endpoint
+  void find_nic_atomics();                 // nic_valid_
+  bool read_local_name(std::string& error);       // name_ (and the shm region's)
+  tsu_status_t make_buffers(std::string& error);  // the slab; the receives posted
+  // poll's steps (ofi_completions.cpp).  read_queue takes mu_: posts what
+  // waits in retry_, reposts receive buffers, reads a batch of completions
+  // (-FI_EAVAIL: an error entry or a faulted RMA, in failed_*: look again)
+  // and takes the ranks newly lost.
+  ssize_t read_queue(fi_cq_msg_entry* entries, RmaContext*& failed_rma,
+                     tsu_status_t& failed_status, std::vector<uint32_t>& lost) noexcept;
+  // One successful completion: an RMA's callback, a send buffer back, or a
+  // received buffer's contents run (`len` bytes of it).
+  void complete(const core::MessageHandlerTable& handlers, OpContext* c, std::size_t len,
+                bool watching, uint64_t now) noexcept;
+  void receive_control(Buffer& b, uint64_t now) noexcept;  // a keep-alive or kLost notice
+  void receive_messages(const core::MessageHandlerTable& handlers, Buffer& b, std::size_t len,
+                        uint64_t now) noexcept;
   tsu_status_t post_recv(Buffer& b) noexcept;
   // Hands one staged operation to the provider (mu_ held); `more`: FI_MORE.
   ssize_t post(const Staged& s, uint64_t more, bool staged) noexcept;
