@@ -156,7 +156,8 @@ tsu_status_t AmLayer::sync_all() noexcept {
     // Parked or asleep until the message (on_sync) or the rank's loss
     // (on_peer_lost) wakes it.
     const SyncWait w{this, epoch, round, from_route, from};
-    core::BlockingWait wait(&sync_arrived_, rt_.manual_progress(), sync_pending, &w);
+    core::BlockingWait wait(&sync_arrived_, rt_.manual_progress(), sync_pending, &w,
+                            &rt_.engine().waiters_polling());
     for (;;) {
       {
         std::lock_guard lock(sync_mu_);

@@ -68,7 +68,8 @@ tsu_status_t tsu_counter_wait(tsu_counter_t* counter, uint64_t n) {
   // the key: the public struct has no room for a pointer, and the callback
   // must not read the counter after counting).
   const CounterWait w{counter, n};
-  core::BlockingWait wait(counter, rt->manual_progress(), counter_short, &w);
+  core::BlockingWait wait(counter, rt->manual_progress(), counter_short, &w,
+                          &rt->engine().waiters_polling());
   while (tsu_counter_value(counter) < n) {
     if (rt->engine().progress()) wait.worked();
     else wait.idle();

@@ -291,7 +291,8 @@ tsu_status_t CollLayer::wait_blocking(const std::function<tsu_status_t(tsu_cb_t)
   auto not_done = [](const void* d) {
     return !static_cast<const Done*>(d)->flag.load(std::memory_order_seq_cst);
   };
-  core::BlockingWait wait(&done, rt_.manual_progress(), not_done, &done);
+  core::BlockingWait wait(&done, rt_.manual_progress(), not_done, &done,
+                          &rt_.engine().waiters_polling());
   while (!done.flag.load(std::memory_order_acquire)) {
     if (rt_.engine().progress()) wait.worked();
     else wait.idle();

@@ -11,6 +11,7 @@
 // `still_waiting(arg)` reads the condition with seq_cst loads (wait_table.hpp).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "core/wait_hook.hpp"
@@ -19,11 +20,35 @@
 
 namespace tsu::core {
 
+// Counts the calling thread among an engine's waiters that poll it
+// themselves (ProgressEngine::waiters_polling) while on: relaxed, a hint.
+class PollingMark {
+ public:
+  explicit PollingMark(std::atomic<uint32_t>* count) noexcept : count_(count) { on(); }
+  ~PollingMark() { off(); }
+  PollingMark(const PollingMark&) = delete;
+  PollingMark& operator=(const PollingMark&) = delete;
+  void on() noexcept {
+    if (count_ && !on_) count_->fetch_add(1, std::memory_order_relaxed);
+    on_ = true;
+  }
+  void off() noexcept {
+    if (count_ && on_) count_->fetch_sub(1, std::memory_order_relaxed);
+    on_ = false;
+  }
+
+ private:
+  std::atomic<uint32_t>* const count_;
+  bool on_ = false;
+};
+
 class BlockingWait {
  public:
+  // `polling`: the engine's count of waiters polling it (nullptr: none).
   BlockingWait(const void* key, bool manual_progress, bool (*still_waiting)(const void*),
-               const void* arg) noexcept
-      : key_(key), manual_(manual_progress), still_waiting_(still_waiting), arg_(arg) {}
+               const void* arg, std::atomic<uint32_t>* polling = nullptr) noexcept
+      : key_(key), manual_(manual_progress), still_waiting_(still_waiting), arg_(arg),
+        polling_(polling) {}
 
   // A poll found nothing to do.
   void idle() noexcept {
@@ -31,7 +56,9 @@ class BlockingWait {
       return;
     if (wait_hook_yield()) return;
     if (!manual_ && backoff_.sleeping()) {
+      polling_.off();  // asleep: the progress thread polls for it
       wait_table::sleep_while(key_, still_waiting_, arg_, kSleepSafetyNs);
+      polling_.on();
       return;
     }
     backoff_.pause();
@@ -46,6 +73,7 @@ class BlockingWait {
   const bool manual_;
   bool (*const still_waiting_)(const void*);
   const void* const arg_;
+  PollingMark polling_;
   util::Backoff backoff_;
 };
 

@@ -45,8 +45,6 @@ constexpr uint64_t kIssuingSpinNs = 20'000;
 // How long the progress thread polls, yielding between passes, while this
 // rank's requests wait for their transport (thread_main).
 constexpr uint64_t kRequestsOutPollNs = 2'000'000;
-// How long an idle spin polls without yielding (thread_main).
-constexpr uint64_t kRelaxSpinNs = 10'000;
 // Naps while other pthreads drive progress (nap_while_driven).
 constexpr long kMinDriverNapNs = 50'000, kMaxDriverNapNs = 200'000;
 
@@ -433,12 +431,14 @@ void ProgressEngine::thread_main() {
     }
     // This rank's requests wait for their transport: their completions come
     // within a round trip, and whoever waits for them (a thread spinning on
-    // its own flag, or one asleep) relies on this thread.  Poll, yielding the
+    // its own flag, or one asleep) relies on this thread, unless a waiter
+    // polls the engine itself (waiters_polling).  Poll, yielding the
     // core between passes so the threads sharing it run at once, instead of
     // sleeping and waking late; bounded, so a request that waits on a slow
     // peer does not keep a core busy.
     if (now - idle_since < kRequestsOutPollNs && requests_out_.load(std::memory_order_relaxed) &&
-        poll_while_out_.load(std::memory_order_relaxed)) {
+        poll_while_out_.load(std::memory_order_relaxed) &&
+        waiters_polling_.load(std::memory_order_relaxed) == 0) {
       sched_yield();
       continue;
     }
@@ -461,14 +461,7 @@ void ProgressEngine::thread_main() {
       // the ring's head: a request pushed now starts after one line transfer
       // instead of waiting for the rest of a pass.  The watch is short, so
       // arriving messages are still polled every few hundred nanoseconds.
-      // Past the first kRelaxSpinNs of the gap the spin yields at every
-      // pass: work that comes back within microseconds (node peers' requests)
-      // finds the thread polling at full speed, and a longer spin (a passive
-      // target's, waiting for the network) hands the core to any thread that
-      // wants it instead of holding it for the whole budget (two ranks
-      // sharing two cores: a target's 100 us spin put 100 us into the
-      // initiator's round trip over ofi).
-      if (yield_when_idle || now - idle_since >= kRelaxSpinNs) {
+      if (yield_when_idle) {
         sched_yield();
         continue;
       }

@@ -237,6 +237,11 @@ class ProgressEngine {
   // wait for their transport, instead of spinning briefly and sleeping: where
   // it has a core of its own (Runtime decides with the spin budget).
   void set_poll_while_out(bool on) noexcept { poll_while_out_.store(on, std::memory_order_relaxed); }
+  // Threads in a blocking wait's spin and yield phases, polling this engine
+  // themselves (core::PollingMark): while any does, the progress thread does
+  // not poll beside it for requests out (a third busy thread on two cores
+  // doubled the round trip of a waiter in tsu_quiet).
+  std::atomic<uint32_t>& waiters_polling() noexcept { return waiters_polling_; }
   uint32_t spin_us() const noexcept { return spin_us_.load(std::memory_order_relaxed); }
 
   const EngineStats& stats() const noexcept { return stats_; }
@@ -257,6 +262,7 @@ class ProgressEngine {
   // consumer role (a hint; relaxed).
   std::atomic<uint32_t> requests_out_{0};
   std::atomic<bool> poll_while_out_{false};  // set_poll_while_out
+  std::atomic<uint32_t> waiters_polling_{0};
   bool pushed(PushResult r, IfAsleep if_asleep) noexcept {
     if (r == PushResult::kPushedConsumerAsleep) [[unlikely]] {
       TSU_TRACE(trace::kDoorbell, 0, 0, 0);

@@ -17,6 +17,7 @@
 
 #include "bootstrap/local/auth.hpp"
 #include "core/atomic_exec.hpp"
+#include "core/blocking_wait.hpp"
 #include "core/layer_area.hpp"
 #include "core/log.hpp"
 #include "transport/message_rma/message_rma.hpp"
@@ -581,6 +582,7 @@ constexpr uint64_t kQuietSleepNs = 10'000'000;
 
 tsu_status_t Runtime::quiet(ThreadContext& tc) noexcept {
   util::Backoff backoff;
+  PollingMark polling(&engine_->waiters_polling());
   while (tc.outstanding() != 0) {
     if (engine_->progress()) {
       backoff.reset();
@@ -593,7 +595,9 @@ tsu_status_t Runtime::quiet(ThreadContext& tc) noexcept {
     // tail latency).  The timeout is a safety net only.  In manual progress
     // the waiter is the one that makes progress, so it keeps polling.
     if (!manual_progress() && backoff.sleeping()) {
+      polling.off();  // asleep: the progress thread polls for it
       tc.sleep_until_completion(kQuietSleepNs);
+      polling.on();
       continue;
     }
     // In manual progress this thread drives progress: past the spin it
