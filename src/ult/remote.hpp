@@ -22,7 +22,7 @@ namespace tsu::ult {
 class Scheduler;
 class Worker;
 struct CreateArgs;   // scheduler.hpp
-struct SpawnRecord;  // remote.cpp
+struct SpawnRecord;  // remote_internal.hpp
 
 // A spawned thread's details, kept by its creator (in the handle, a "proxy"
 // record that never runs) and by its runner (in the running record).
