@@ -1,3 +1,5 @@
+// The runtime's setup: creating it at tsu_init (bootstrap record, node and
+// network transports, peers), oversubscription, and the progress lanes.
 #include "runtime/runtime.hpp"
 
 #include <sched.h>
@@ -11,19 +13,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <thread>
 #include <arpa/inet.h>
 #include <sys/random.h>
 
 #include "bootstrap/local/auth.hpp"
 #include "core/atomic_exec.hpp"
-#include "core/blocking_wait.hpp"
 #include "core/layer_area.hpp"
 #include "core/log.hpp"
 #include "transport/message_rma/message_rma.hpp"
 #include "transport/network.hpp"
 #include "transport/node.hpp"
-#include "util/backoff.hpp"
 
 namespace tsu::core {
 
@@ -388,243 +387,6 @@ void Runtime::complete(uint32_t completion_id, tsu_status_t status) noexcept {
   engine_->finish(completion_id, status);
 }
 
-tsu_status_t Runtime::announce_segment(tsu_seg_t seg, void* base, std::size_t size,
-                                       bool user_memory, std::string& error,
-                                       transport::AtomicSite site) noexcept {
-  if (!net_) return TSU_OK;
-  transport::MemoryRegion region;
-  region.seg = seg;
-  region.base = base;
-  region.size = size;
-  region.user_memory = user_memory;
-  region.atomics = site;
-  transport::MemoryKey key;
-  const tsu_status_t st = net_->register_memory(region, key, error);
-  if (st != TSU_OK) {
-    error = std::string(net_->name()) + ": registering segment " + std::to_string(seg) + ": " +
-            error;
-    return st;
-  }
-  if (key.len) {
-    try {
-      std::lock_guard lock(keys_mutex_);
-      memory_keys_.emplace_back(seg, key);
-    } catch (...) {
-      net_->deregister_memory(seg);
-      error = "out of memory recording a segment's key";
-      return TSU_ERR_NO_MEMORY;
-    }
-  }
-  return TSU_OK;
-}
-
-bool Runtime::memory_key(tsu_seg_t seg, transport::MemoryKey& out) const noexcept {
-  std::lock_guard lock(keys_mutex_);
-  for (const auto& [s, key] : memory_keys_)
-    if (s == seg) {
-      out = key;
-      return true;
-    }
-  return false;
-}
-
-bool Runtime::atomic_site(tsu_seg_t seg, transport::AtomicSite& out) const noexcept {
-  std::byte* p = nullptr;
-  uint32_t state = 0;
-  if (segments_.translate(seg, 0, 0, p, &state) != TSU_OK) return false;
-  out = state == kSegmentSharedNic ? transport::AtomicSite::kNic : transport::AtomicSite::kCpu;
-  return true;
-}
-
-bool Runtime::atomics_on_nic(const tsu_gaddr_t& target) const noexcept {
-  transport::Transport* t = routes_[target.rank];
-  transport::Access a;
-  return t && t->resolve(target, 0, a) == TSU_OK && a.nic_atomics;
-}
-
-// The rule (docs/ofi.md): NIC atomics only where the network transport
-// executes every (type, op) tsu_try_atomic offers, so a segment's site is
-// fixed at its birth and never depends on which atomic a program uses.
-std::string Runtime::nic_atomics_refusal() const {
-  if (!net_)
-    return "this job has no network transport (every rank is on this node; shared memory "
-           "has no adapter to execute atomics)";
-  if (!rma_)
-    return std::string("TSU_NET=") + net_->name() + " has no RMA protocol of its own";
-  static constexpr tsu_atype_t kTypes[] = {TSU_TYPE_INT32, TSU_TYPE_UINT32, TSU_TYPE_INT64,
-                                           TSU_TYPE_UINT64, TSU_TYPE_DOUBLE};
-  for (const tsu_atype_t type : kTypes)
-    for (int o = TSU_AOP_LOAD; o <= TSU_AOP_XOR; ++o) {
-      const auto op = static_cast<tsu_aop_t>(o);
-      if (atomic_op_valid(op, type) && !net_->nic_atomics(type, op))
-        return std::string("TSU_NET=") + net_->name() + " cannot execute atomic op " +
-               std::to_string(o) + " on type " + std::to_string(static_cast<int>(type)) +
-               " in the network adapter" +
-               (cfg_.net == "ofi" ? " (needs native RMA and a provider with FI_ATOMIC)" : "");
-    }
-  return {};
-}
-
-void Runtime::make_cpu_atomics(tsu_seg_t seg) noexcept { segments_.make_cpu_atomics(seg); }
-
-tsu_status_t Runtime::allocate_segment(std::size_t size, tsu_seg_t& seg, void*& base,
-                                       std::string& error, bool nic_atomics) noexcept {
-  if (nic_atomics) {
-    try {
-      error = nic_atomics_refusal();
-    } catch (...) {
-      error = "out of memory";
-      return TSU_ERR_NO_MEMORY;
-    }
-    if (!error.empty()) {
-      error = "TSU_SEG_NIC_ATOMICS refused: " + error;
-      return TSU_ERR_UNSUPPORTED;
-    }
-  }
-  tsu_status_t st = segments_.allocate(size, seg, base, error, nic_atomics);
-  if (st != TSU_OK) return st;
-  st = announce_segment(seg, base, size, false, error,
-                        nic_atomics ? transport::AtomicSite::kNic : transport::AtomicSite::kCpu);
-  if (st != TSU_OK) {
-    std::string ignored;
-    segments_.free(seg, ignored);
-  }
-  return st;
-}
-
-tsu_status_t Runtime::register_segment(void* base, std::size_t size, tsu_seg_t& seg,
-                                       std::string& error) noexcept {
-  tsu_status_t st = segments_.register_memory(base, size, seg, error);
-  if (st != TSU_OK) return st;
-  st = announce_segment(seg, base, size, true, error);
-  if (st != TSU_OK) {
-    std::string ignored;
-    segments_.free(seg, ignored);
-  }
-  return st;
-}
-
-tsu_status_t Runtime::free_segment(tsu_seg_t seg, std::string& error) noexcept {
-  void* base = nullptr;
-  std::size_t size = 0;
-  transport::AtomicSite site = transport::AtomicSite::kCpu;
-  const bool nic = atomic_site(seg, site) && site == transport::AtomicSite::kNic;
-  if (net_ && segments_.info(seg, base, size)) {
-    // A NIC segment keeps its registration (closed with the transport) and
-    // its memory (unmapped with the table): issuers cache its key, and an
-    // access under a closed key tears tcp;ofi_rxm's connection down.  Its
-    // key leaves the list, so no issuer learns it anew.
-    if (!nic) net_->deregister_memory(seg);
-    std::lock_guard lock(keys_mutex_);
-    std::erase_if(memory_keys_, [seg](const auto& e) { return e.first == seg; });
-  }
-  return segments_.free(seg, error, nic);
-}
-
-namespace {
-bool flag_set(const void* f) {
-  return static_cast<const std::atomic<bool>*>(f)->load(std::memory_order_seq_cst);
-}
-}  // namespace
-
-tsu_status_t Runtime::barrier() noexcept {
-  // Manual progress: while this rank waits in the bootstrap barrier, requests
-  // aimed at it (RMA and atomics over messages, AM requests, rendezvous) from
-  // any rank, on any route, must still be served, or a peer that waits for a
-  // reply before it enters the barrier never gets there.  The bootstrap's
-  // barrier blocks in a socket read, so a helper thread drives the engine.
-  if (size() == 1 || !manual_progress()) return boot_->barrier();
-  std::atomic<bool> done{false};
-  std::thread helper;
-  engine_->helper_looks(+1);  // every tsu_progress caller counts now
-  try {
-    helper = std::thread([&] {
-      util::Backoff backoff;
-      ProgressEngine::DriverLook drivers;
-      while (!done.load(std::memory_order_acquire)) {
-        // Another pthread drives progress meanwhile (a user-level thread
-        // scheduler's workers polling in manual progress): leave it to them.
-        // Polling beside them took their messages (a spawn handled here
-        // waits for a worker to notice it) and their CPU (2-core machine:
-        // remote create+join 5-8 us instead of ~1.5 us).
-        if (engine_->driven_by_others(drivers, util::now_ns())) {
-          engine_->nap_while_driven(drivers, done);
-          continue;
-        }
-        // Idle past the spin and yield rounds: sleep as a progress thread
-        // does, woken by the next request aimed at this rank (a timed nap
-        // of 20 us, stretched by the kernel's timer slack to ~70 us, made
-        // every such request wait for it: a passive target's put or get
-        // over ofi took ~115 us instead of ~50).  The end of the barrier
-        // rings the doorbell.
-        if (engine_->progress()) backoff.reset();
-        else if (!backoff.sleeping() || !engine_->idle_wait(flag_set, &done, UINT64_MAX))
-          backoff.pause();
-      }
-    });
-  } catch (...) {
-    engine_->helper_looks(-1);
-    return boot_->barrier();
-  }
-  const tsu_status_t st = boot_->barrier();
-  done.store(true, std::memory_order_seq_cst);
-  engine_->doorbell().ring();
-  helper.join();
-  engine_->helper_looks(-1);
-  return st;
-}
-
-namespace {
-// tsu_quiet's sleep between checks when nothing wakes it (safety net only:
-// every completion of the thread's requests wakes it).
-constexpr uint64_t kQuietSleepNs = 10'000'000;
-}  // namespace
-
-tsu_status_t Runtime::quiet(ThreadContext& tc) noexcept {
-  util::Backoff backoff;
-  PollingMark polling(&engine_->waiters_polling());
-  while (tc.outstanding() != 0) {
-    if (engine_->progress()) {
-      backoff.reset();
-      continue;
-    }
-    // With a progress thread, a long wait sleeps until the completer counts
-    // one of this thread's requests (ThreadContext::count_completed) instead
-    // of polling every 20 us: the waiter wakes with the completion, not up
-    // to a sleep plus the kernel's timer slack later (a network route's
-    // tail latency).  The timeout is a safety net only.  In manual progress
-    // the waiter is the one that makes progress, so it keeps polling.
-    if (!manual_progress() && backoff.sleeping()) {
-      polling.off();  // asleep: the progress thread polls for it
-      tc.sleep_until_completion(kQuietSleepNs);
-      polling.on();
-      continue;
-    }
-    // In manual progress this thread drives progress: past the spin it
-    // sleeps in the engine, woken by the next message or local request, or
-    // by another pthread's progress completing one of its requests
-    // (count_completed rings the doorbell), not after a timed nap.
-    if (manual_progress() && backoff.sleeping() && sleep_in_engine(tc)) continue;
-    backoff.pause();
-  }
-  return TSU_OK;
-}
-
-bool Runtime::sleep_in_engine(ThreadContext& tc) noexcept {
-  tc.quiet_doorbell.store(&engine_->doorbell(), std::memory_order_relaxed);
-  // Dekker with count_completed: flag, then count (both seq_cst).
-  tc.quiet_sleeper.store(ThreadContext::kQuietInEngine, std::memory_order_seq_cst);
-  bool slept = true;
-  if (tc.issued.load(std::memory_order_relaxed) != tc.completed.load(std::memory_order_seq_cst)) {
-    auto woken = [](const void* t) {
-      return static_cast<const ThreadContext*>(t)->quiet_sleeper.load(std::memory_order_seq_cst) == 0;
-    };
-    slept = engine_->idle_wait(woken, &tc, kQuietSleepNs);
-  }
-  tc.quiet_sleeper.store(0, std::memory_order_relaxed);
-  return slept;
-}
-
 void Runtime::start_lanes() noexcept {
   const uint32_t want = cfg_.progress_threads;
   if (want <= 1) return;
@@ -664,88 +426,6 @@ ProgressEngine& Runtime::pick_lane() noexcept {
   const uint32_t i = next_lane_.fetch_add(1, std::memory_order_relaxed) %
                      static_cast<uint32_t>(lanes_.size() + 1);
   return i < lanes_.size() ? *lanes_[i] : *engine_;
-}
-
-tsu_status_t Runtime::finalize(std::string& error, const std::function<void()>& before_teardown) {
-  // Complete everything in flight, from every thread, callbacks included.
-  util::Backoff backoff;
-  for (;;) {
-    uint64_t pending = 0;
-    threads_.for_each([&](const ThreadContext& tc) { pending += tc.outstanding(); });
-    if (!pending) break;
-    if (!engine_->progress()) backoff.pause();
-  }
-  // The layers' queued sends leave before we tell peers we are done.
-  while (extension_ && !extension_->quiescent())
-    if (!engine_->progress()) backoff.pause();
-  // Peers may still be reading or writing our memory until they get here.
-  // Nothing of ours waits on a peer any more: one that exits from here on
-  // has finalized (not died), so node peers' exits are no longer losses.
-  if (shm_) shm_->finalizing();
-  tsu_status_t st = barrier();
-  if (st != TSU_OK) error = "bootstrap barrier at finalize failed";
-  // Every rank is here: no rank waits for our layers' threads any more (a
-  // rank blocked on one would not have reached the barrier), so they stop
-  // calling us now, before anything is torn down.
-  if (before_teardown) before_teardown();
-  stop_lanes();
-  engine_->stop();
-  if (cfg_.stats) {
-    print_stats();
-    print_transport_stats();
-  }
-  const tsu_status_t st2 = boot_->finalize();
-  if (st == TSU_OK && st2 != TSU_OK) {
-    error = "bootstrap finalize failed";
-    st = st2;
-  }
-  return st;
-}
-
-void Runtime::print_transport_stats() const {
-  if (extension_) extension_->print_stats(rank_);
-  if (net_) net_->print_stats(stderr);
-}
-
-void Runtime::print_stats() const {
-  uint64_t totals[static_cast<uint32_t>(Counter::kCount)] = {};
-  uint32_t threads = 0;
-  threads_.for_each([&](const ThreadContext& tc) {
-    ++threads;
-    for (uint32_t c = 0; c < static_cast<uint32_t>(Counter::kCount); ++c)
-      totals[c] += tc.stats.get(static_cast<Counter>(c));
-  });
-  char line[1024];
-  int n = std::snprintf(line, sizeof line, "tsunagi[%u] stats: threads=%u", rank_, threads);
-  for (uint32_t c = 0; c < static_cast<uint32_t>(Counter::kCount); ++c)
-    n += std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n), " %s=%llu",
-                       counter_name(static_cast<Counter>(c)),
-                       static_cast<unsigned long long>(totals[c]));
-  const EngineStats& es = engine_->stats();
-  std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n),
-                " engine_commands=%llu engine_batches=%llu engine_max_batch=%llu "
-                "engine_callbacks=%llu engine_sleeps=%llu engine_failed=%llu engine_messages=%llu "
-                "engine_inline_runs=%llu",
-                static_cast<unsigned long long>(es.commands.load()),
-                static_cast<unsigned long long>(es.batches.load()),
-                static_cast<unsigned long long>(es.max_batch.load()),
-                static_cast<unsigned long long>(es.callbacks.load()),
-                static_cast<unsigned long long>(es.sleeps.load()),
-                static_cast<unsigned long long>(es.failed.load()),
-                static_cast<unsigned long long>(es.messages.load()),
-                static_cast<unsigned long long>(es.inline_runs.load()));
-  n = static_cast<int>(std::strlen(line));
-  if (!lanes_.empty()) {
-    uint64_t commands = 0, sleeps = 0;
-    for (const auto& lane : lanes_) {
-      commands += lane->stats().commands.load();
-      sleeps += lane->stats().sleeps.load();
-    }
-    std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n),
-                  " lanes=%zu lane_commands=%llu lane_sleeps=%llu", lanes_.size(),
-                  static_cast<unsigned long long>(commands), static_cast<unsigned long long>(sleeps));
-  }
-  std::fprintf(stderr, "%s\n", line);
 }
 
 }  // namespace tsu::core
