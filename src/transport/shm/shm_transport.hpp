@@ -82,10 +82,10 @@ class ShmTransport final : public NodeTransport {
     // be in poll.)
     check_liveness_.store(true, std::memory_order_relaxed);
   }
-  // While this rank waits on a node peer, sleep no longer than the liveness
-  // check's interval.
+  // Sleep no longer than the liveness check's interval while there are node
+  // peers: a wait on one that died ends within it (watch_peer is free).
   uint64_t max_sleep_ns() const noexcept override {
-    return watches_.load(std::memory_order_relaxed) ? PeerLiveness::kIntervalNs : UINT64_MAX;
+    return node_peers_.load(std::memory_order_relaxed) ? PeerLiveness::kIntervalNs : UINT64_MAX;
   }
 
   void set_peer_lost_handler(PeerLostFn fn, void* ctx) noexcept override {
@@ -140,7 +140,6 @@ class ShmTransport final : public NodeTransport {
     int eventfd = -1;   // duplicate of the peer's wake eventfd (or -1)
     core::Doorbell doorbell;
     std::atomic<bool> lost{false};        // set once, by the poller (PeerLiveness)
-    std::atomic<uint32_t> watches{0};     // open watch_peer calls on this rank
   };
   // The mapping of shared segment `seg`, whose slot read `word` with fd/size:
   // cached, or mapped now.  TSU_ERR_BAD_SEGMENT when the segment was freed
@@ -157,12 +156,11 @@ class ShmTransport final : public NodeTransport {
   std::atomic<uint64_t> dropped_{0};
 
   // Peer loss.  liveness_ and polls_ belong to the poller (the engine's
-  // consumer role); check_liveness_ is raised after any sleep; watches_ sums
-  // the peers' watch counts.
+  // consumer role); check_liveness_ is raised after any sleep.
   PeerLiveness liveness_;
   std::atomic<bool> check_liveness_{false};
+  std::atomic<uint32_t> node_peers_{0};  // peers added (add_peer)
   uint32_t polls_ = 0;
-  std::atomic<uint32_t> watches_{0};
   std::atomic<bool> finalizing_{false};  // no more liveness checks (finalizing())
   PeerLostFn lost_fn_ = nullptr;
   void* lost_ctx_ = nullptr;
