@@ -226,6 +226,7 @@ tsu_status_t req_wait_or_test(const char* fn, tsu_req_t req, bool block) noexcep
     const auto* b = static_cast<const Below*>(a);
     return b->book->done_below_seq_cst() <= b->upto;
   };
+  if (book->done_below() > upto) return report(fn, book, upto);
   core::BlockingWait wait(book->wait_key(), rt->manual_progress(), short_of, &below,
                           &rt->engine().waiters_polling());
   while (book->done_below() <= upto) {

@@ -73,6 +73,8 @@ constexpr uint64_t kQuietSleepNs = 10'000'000;
 }  // namespace
 
 tsu_status_t Runtime::quiet(ThreadContext& tc) noexcept {
+  // Nothing out (the bypass path's usual quiet): no mark on the shared count.
+  if (tc.outstanding() == 0) return TSU_OK;
   util::Backoff backoff;
   PollingMark polling(&engine_->waiters_polling());
   while (tc.outstanding() != 0) {
