@@ -11,7 +11,7 @@
 #           altered replays must die on the tag (drop_bad_tag)
 #   unix    3 local ranks posing as 3 nodes (--ranks-per-node 1; the secret
 #           in an inherited pipe), bootstrap on tsurun's Unix socket
-#   netns   2 ranks in 2 network namespaces (tests/udp/netns_run.sh, --spawn
+#   netns   2 ranks in 2 network namespaces (tests/harness/netns_run.sh, --spawn
 #           'ip netns exec {host}'); no attacker, the cmdline/environ scan only
 # While the ranks run rounds of byte-exact RMA, tsu_intruder (no secret)
 # probes the bootstrap (read, put, barrier, claim every rank), floods it
@@ -48,7 +48,7 @@ case $mode in
     job=$! ;;
   netns)
     touch "$dir/done"  # nobody attacks: the ranks only scan and run their rounds
-    bash "$here/../udp/netns_run.sh" --hosts 2 -- "$tsurun" -n 2 --tag-output --timeout 60 "$prog" "$dir" \
+    bash "$here/../harness/netns_run.sh" --hosts 2 -- "$tsurun" -n 2 --tag-output --timeout 60 "$prog" "$dir" \
       >"$dir/out" 2>&1
     rc=$?
     cat "$dir/out"

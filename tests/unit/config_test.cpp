@@ -236,7 +236,7 @@ TEST(Config, DocumentedDefaultsAreTheBuiltInOnes) {
 
 TEST(Config, UnknownNetworkTransportIsRefusedAtInit) {
   // Parsing accepts any short name (the registry is above core); tsu_init
-  // refuses a name no transport has (tests/multiproc lifecycle).
+  // refuses a name no transport has (tests/runtime lifecycle).
   Config cfg;
   std::string error;
   FakeEnv env{{{"TSU_NET", "carrier-pigeon"}}};

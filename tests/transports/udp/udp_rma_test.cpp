@@ -3,7 +3,7 @@
 // one node use shm among themselves, ranks of different nodes use udp.
 // Under TSU_UDP_IMPAIR the same checks run through loss, reordering,
 // duplication, corruption and delay: results must stay exact.  These are
-// the udp protocol's fault tests (tests/udp/CMakeLists.txt: impairments,
+// the udp protocol's fault tests (tests/transports/udp/CMakeLists.txt: impairments,
 // network namespaces, three nodes, a small MTU); the same features without
 // faults, on every route, are the conformance suite (tests/conformance/).
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "../multiproc/mp_util.hpp"
+#include "mp_util.hpp"
 
 namespace {
 

@@ -3,7 +3,7 @@
 // plus a progress-driving barrier.
 #pragma once
 
-#include "../multiproc/mp_util.hpp"
+#include "mp_util.hpp"
 
 namespace mp {
 // A barrier that drives progress while it waits (manual mode: peers may need

@@ -39,7 +39,7 @@
 #include <thread>
 #include <vector>
 
-#include "../multiproc/mp_util.hpp"
+#include "mp_util.hpp"
 
 namespace {
 

@@ -10,7 +10,7 @@
 # network interface to loopback (FI_TCP_IFACE, FI_UDP_IFACE,
 # FI_SOCKETS_IFACE) so that nothing binds eth0.  --iface NAME pins them,
 # and TSU_OFI_IFACE unless the caller set it, to NAME instead (veth0: COMMAND
-# is tests/udp/netns_run.sh, whose namespaces have it; the check that the
+# is tests/harness/netns_run.sh, whose namespaces have it; the check that the
 # provider exists still runs here, on lo).
 # --full-matrix-only: SKIPPED unless TSU_TEST_OFI_MATRIX=1.
 # --skip-reason: this provider/program pair is known not to work
