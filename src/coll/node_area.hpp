@@ -32,9 +32,8 @@
 // root run far ahead (reuse waits for every peer's ready >= 2(s-kTinyDepth+1)+1).
 // The depth sets how many tiny ops a member that has a core does while the
 // members it is ahead of wait for theirs: with more ranks than cores, a
-// member that catches up yields, and each such turn costs context switches
-// (4 ranks on 2 cores, broadcast/reduce/gather 8 B: ~7 us a turn, 16 lines
-// gave ~0.9 us an op, 1024 lines ~0.35 us; docs/benchmarks-coll.md).
+// member that catches up yields, and each such turn costs context switches,
+// so a deep ring makes fewer, longer turns (docs/messaging.md, "Reuse").
 //
 // Large data (up to kStageBytes published per member) is staged: the owner
 // copies it into `stage` a kStageChunk at a time and raises `staged` to

@@ -166,14 +166,12 @@ void NodeColl::start(int32_t handle, const Request& req) noexcept {
     }
     op->done_read = !op->small && req.kind != Kind::kBarrier;
     // Staged up to the stage's size, except a scatter (each reader wants 1/n
-    // of what would be staged, so one CMA copy beats copying everything in;
-    // measured on this 2-core machine).  A gather is staged at every size
-    // too: the peers stage in parallel and the root's copies out follow
-    // them chunk by chunk, where CMA reads of the blocks run one after the
-    // other at about half memcpy's speed (1 MiB, quiet machine: 2 ranks 62-67
-    // us staged vs 139-173 CMA, 4 ranks 187-237 vs 384-397).  An alltoall
-    // is staged while the n - 1 blocks its peers read fit, packed
-    // (docs/benchmarks-coll.md).
+    // of what would be staged, so one CMA copy beats copying everything in).
+    // A gather is staged at every size too: the peers stage in parallel and
+    // the root's copies out follow them chunk by chunk, where CMA reads of
+    // the blocks run one after the other at about half memcpy's speed
+    // (docs/messaging.md, "Why these paths").  An alltoall is staged while
+    // the n - 1 blocks its peers read fit, packed.
     const std::size_t staged_bytes = req.kind == Kind::kAlltoall ? req.bytes * (t.n - 1) : published;
     op->staged = !op->small && staged_bytes <= std::min(node::kStageBytes, rt_.config().coll_stage_max) &&
                  (!per_member || req.kind == Kind::kAlltoall);

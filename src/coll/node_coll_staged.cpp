@@ -26,8 +26,8 @@ std::size_t chunks_for(std::size_t bytes) {
 // chunk by chunk as the peer stages it, and stages nothing itself.  (The
 // slice scheme below would stage both inputs whole, combine half on each
 // side, then copy the peer's half: 3 passes over the data on the root's
-// path instead of one; 16-core machine, 2 ranks, 1 MiB: 230 us against
-// Open MPI's 167, docs/benchmarks-coll.md.)
+// path instead of one, behind Open MPI; docs/messaging.md, "Why these
+// paths".)
 bool pair_reduce(const NodeColl::Request& r, uint32_t n) { return r.kind == K::kReduce && n == 2; }
 
 // The bytes of an op's data: an alltoall's src holds a block per member.
@@ -212,8 +212,8 @@ bool NodeColl::reduce_staged_slice(Team& t, Op& op) noexcept {
   std::byte* acc = t.slot[me]->stage + lo * es;
   const uint64_t t0 = op.timed ? util::now_ns() : 0;
   // (In place with plain stores whichever stores staged the data:
-  // combining in scratch and streaming the slice out measured no
-  // faster, 2 ranks 1 MiB allreduce 217-302 us vs ~200.)
+  // combining in scratch and streaming the slice out measured no faster;
+  // docs/messaging.md, "Why these paths".)
   for (uint32_t j = 0; j < n; ++j)
     if (j != me && cnt) combine(r.type, r.rop, acc, t.slot[j]->stage + lo * es, cnt);
   if (node::is_root(r, me) && cnt) std::memcpy(r.dst + lo * es, acc, cnt * es);

@@ -20,7 +20,8 @@
 // probes, runs split into "mostly plain" and "mostly streaming" and a
 // switched-from probe may have read the switch, not the stores; with
 // two-collective probes the split remains, and those runs' plain probes
-// read 2-5x the plain cost of plain runs: the far placement, it seems.)
+// read well above the plain cost of plain runs: the far placement, it
+// seems; docs/messaging.md, "Which stores write a stage".)
 // On every collective with k % kTimedPeriod == 1 (the probes' second ones
 // and, well clear of them, ones in the stores the writers chose), a
 // member times its own copying (not its waits) and
@@ -33,8 +34,8 @@
 // sample: timing noise (preemption) only adds, so a slow sample does not
 // switch, a real 3x slowdown does in 4 timed collectives, while a
 // probe that finds the other stores cheap again switches back at once.
-// Two probes of two collectives per 64 cost ~2% where the probed stores
-// are 1.7x slower.  The averages are racy relaxed 32-bit loads and
+// Probes are two of every 64 collectives, few enough that probing the
+// slower stores costs little (the figure: docs/messaging.md).  The averages are racy relaxed 32-bit loads and
 // stores: a stale value only delays a switch.
 #pragma once
 
@@ -75,7 +76,7 @@ static_assert(node::kStagedSizes == 3);
 
 // Folds one timed collective's copying time (ns per MiB) into this
 // member's average: down to a lower sample at once, up by a quarter of the
-// difference but at most 25% (a preempted copy can take 30x as long).
+// difference but at most 25% (a preempted copy can take many times as long).
 inline void record_stage_cost(std::atomic<uint32_t>& avg, uint64_t ns_per_mib) noexcept {
   const uint64_t x = ns_per_mib > UINT32_MAX ? UINT32_MAX : (ns_per_mib ? ns_per_mib : 1);
   const uint64_t old = avg.load(std::memory_order_relaxed);

@@ -6,7 +6,8 @@
 //   3. spin, then yield (util::Backoff);
 //   4. past that, with a progress thread completing the work, sleep in the
 //      kernel until the completion notifies `key` (a timed nap instead woke
-//      20 us plus the kernel's timer slack, ~70 us, after the completion);
+//      a nap plus the kernel's timer slack after the completion:
+//      docs/design-decisions.md, "Progress engine");
 //      in manual progress the caller drives progress, so it keeps polling.
 // `still_waiting(arg)` reads the condition with seq_cst loads (wait_table.hpp).
 #pragma once

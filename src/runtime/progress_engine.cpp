@@ -343,7 +343,7 @@ void ProgressEngine::idle_sleep(IdleWake wake, uint64_t max_ns) noexcept {
   end_sleep_all();
   // A transport that keeps the engine awake for ever (TSU_OFI_WAIT=none)
   // must not keep the threads sharing this core from it: on a node with
-  // fewer cores than busy threads, a woken issuer waited a time slice (4 ms)
+  // fewer cores than busy threads, a woken issuer waited a time slice
   // behind the polling engine (docs/ofi.md, "Busy polling").  (A transport
   // refusing for work of its own is polled again at once, as before.)
   if (busy) sched_yield();
@@ -362,8 +362,8 @@ void ProgressEngine::nap_while_driven(DriverLook& look,
 void ProgressEngine::thread_main() {
   t_in_progress_context = true;
   // Adaptive spin.  Spinning pays when work returns within the budget: a
-  // sleeping thread's wake-up costs 3-30 us (30 on an idle core of a VM,
-  // docs/benchmarks-udp.md), the length of a request/reply over udp.  It
+  // sleeping thread's wake-up costs as much as a request/reply over udp
+  // (docs/design-decisions.md, "Progress engine", idle policy).  It
   // costs when the core is wanted: on a host with fewer cores than busy
   // threads a spin steals the core the peer needs.  So the budget adapts:
   // - an idle gap the spin covered restores it to a ceiling, a longer gap
@@ -377,8 +377,8 @@ void ProgressEngine::thread_main() {
   //   since the last idle gap) the budget is at most kIssuingSpinNs: an
   //   issuer runs its requests itself while the engine sleeps (inline
   //   execution), cheaper than handing them over, and a thread waiting for
-  //   completion polls by itself (the udp 8 B put rate lost 20-30% to a
-  //   100 us spin, docs/benchmarks-udp.md).  A passive rank (a target)
+  //   completion polls by itself (a long spin there costs the issuers'
+  //   rate: docs/design-decisions.md, "Progress engine").  A passive rank (a target)
   //   keeps the full budget: nobody else polls for its requests.
   uint64_t max_spin_ns = uint64_t{spin_us_.load(std::memory_order_relaxed)} * 1000;
   uint64_t ceiling_ns = max_spin_ns, spin_ns = max_spin_ns;

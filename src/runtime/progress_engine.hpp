@@ -167,22 +167,20 @@ class ProgressEngine {
   // tsu_progress at least once per kDriverMaxGapNs (100 us) on average over the last
   // window (at least kDriverWindowNs) of the caller's looks.  For the
   // progress thread and a barrier's helper: polling beside such callers
-  // only takes the CPU they need (2-core machine: the remote create+join
-  // round trip took ~20 us in thread mode, the progress threads and the
-  // ULT workers of two ranks polling on two CPUs; a barrier helper polling
-  // beside rank 1's worker, 5-8 us in manual progress).  A caller polling
+  // only takes the CPU they need (docs/design-decisions.md, "Progress
+  // engine", other pthreads that drive the engine).  A caller polling
   // more rarely (a runtime calling tsu_progress between tasks longer than
   // that) does not count: the progress thread goes on serving requests at
-  // once.  (At one call per 10 us, a ULT worker sharing its CPU with a
-  // progress thread looked idle whenever the progress thread had the CPU,
-  // and both went on polling: 1-14 us instead of 0.6-1.4.)
+  // once.  (The gap is not shorter because a ULT worker sharing its CPU with
+  // a progress thread looks idle whenever the progress thread has the CPU:
+  // at one call per 10 us both went on polling and slowed each other.)
   //
   // The progress thread counts only schedulers' workers: it steps back for
   // a scheduler whose idle workers poll anyway, not for an application's
-  // own polling loop (tsu-bench am across two namespaces, thread mode: its
-  // round trip over ofi was 1.3-1.5x longer with the progress thread napping
-  // beside the polling main threads, 4 interleaved rounds,
-  // docs/benchmarks-ult.md).  A barrier's helper counts every caller.
+  // own polling loop: napping beside an application's polling threads
+  // lengthened its round trips over ofi, since the data no longer woke the
+  // progress thread (docs/design-decisions.md, "Progress engine").  A
+  // barrier's helper counts every caller.
   struct DriverLook {
     bool schedulers_only = false;
     uint64_t polls = 0, at_ns = 0;

@@ -135,14 +135,15 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
                                                  Doorbell(&cb->doorbell, rt->wake_eventfd_));
   // TSU_SPIN_US=auto: a long idle spin where every rank of the node can have
   // a core for its progress thread beside one for its own threads (a spin
-  // there costs nobody; a sleep costs a wake-up, ~30 us on an idle VM core),
-  // a short one where they share (docs/design-decisions.md, "Idle policy").
+  // there costs nobody; a sleep costs a wake-up, as long as a round trip
+  // over the network), a short one where they share (docs/design-decisions.md,
+  // "Progress engine", idle policy).
   if (rt->cfg_.spin_us == Config::kSpinAuto)
     rt->engine_->set_spin_us(rt->cpus_per_node_rank() >= 2 ? ProgressEngine::kAutoSpinUsOwnCores
                                                            : ProgressEngine::kAutoSpinUsShared);
   // Polling while this rank's requests are out costs nobody there either; on
-  // a node whose ranks share cores it took the core a peer rank needed (4
-  // ranks on 2 CPUs: collectives over udp 3x slower).
+  // a node whose ranks share cores it takes the core a peer rank needs
+  // (docs/design-decisions.md, "Progress engine").
   rt->engine_->set_poll_while_out(rt->cpus_per_node_rank() >= 2);
   rt->engine_->set_handlers(&rt->handlers_);
   // A node peer whose process exits is lost like a silent network peer.
@@ -202,8 +203,7 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
 // scheduler's workers) and takes its node peers to run as many (there is no
 // exchange).  Progress threads do not count: they spin briefly and sleep,
 // and where they were counted the yields handed the CPU to a spinning one
-// (two ranks on two CPUs, 8 B pingpong: 0.45 -> 13-25 us median,
-// docs/ult.md "Oversubscription").
+// (docs/ult.md, "Oversubscription").
 // The CPUs are those at tsu_init.
 bool Runtime::oversubscribed() const noexcept {
   return uint64_t{node_ranks_} * busy_threads() > cpus_;

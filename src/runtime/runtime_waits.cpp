@@ -36,19 +36,19 @@ tsu_status_t Runtime::barrier() noexcept {
       while (!done.load(std::memory_order_acquire)) {
         // Another pthread drives progress meanwhile (a user-level thread
         // scheduler's workers polling in manual progress): leave it to them.
-        // Polling beside them took their messages (a spawn handled here
-        // waits for a worker to notice it) and their CPU (2-core machine:
-        // remote create+join 5-8 us instead of ~1.5 us).
+        // Polling beside them takes their messages (a spawn handled here
+        // waits for a worker to notice it) and their CPU
+        // (docs/design-decisions.md, "Progress engine").
         if (engine_->driven_by_others(drivers, util::now_ns())) {
           engine_->nap_while_driven(drivers, done);
           continue;
         }
         // Idle past the spin and yield rounds: sleep as a progress thread
-        // does, woken by the next request aimed at this rank (a timed nap
-        // of 20 us, stretched by the kernel's timer slack to ~70 us, made
-        // every such request wait for it: a passive target's put or get
-        // over ofi took ~115 us instead of ~50).  The end of the barrier
-        // rings the doorbell.
+        // does, woken by the next request aimed at this rank: a timed nap,
+        // stretched by the kernel's timer slack, would make every such
+        // request (a passive target's put or get) wait for its end
+        // (docs/design-decisions.md, "Progress engine").  The end of the
+        // barrier rings the doorbell.
         if (engine_->progress()) backoff.reset();
         else if (!backoff.sleeping() || !engine_->idle_wait(flag_set, &done, UINT64_MAX))
           backoff.pause();

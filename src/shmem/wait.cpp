@@ -62,9 +62,8 @@ void wait_pause(unsigned* spins) noexcept {
   // tsu_progress drives progress in manual mode, lets a user-level thread's
   // scheduler run its other threads (wait hook), and yields the CPU when the
   // node has more busy threads than CPUs.  With the CPU shared, most rounds
-  // only yield: a progress pass each time made a 4-PE barrier on 2 CPUs
-  // 15-25x slower than yielding (the PE we wait for needs the CPU, not our
-  // progress engine).
+  // only yield: the PE we wait for needs the CPU, not our progress engine
+  // (docs/shmem.md, waiting loops).
   const bool shared_cpu = tsu_yield_when_idle();
   if (!shared_cpu || (n & (kYieldsPerProgress - 1)) == 0) {
     tsu_progress();

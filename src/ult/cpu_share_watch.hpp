@@ -1,9 +1,9 @@
 // Whether another thread wants the calling worker's CPU: measured, not guessed.
 //
 // An idle worker that has its CPU to itself should make no system calls
-// while it spins: sched_yield costs ~0.6 us on the 2-core VM even when
-// nothing else is runnable, and the remote create+join round trip had two
-// of them on its path (docs/benchmarks-ult.md).  A worker that shares its
+// while it spins: sched_yield is a system call even when nothing else is
+// runnable, and the remote create+join round trip had two of them on its
+// path (docs/ult.md, the idle worker's yields).  A worker that shares its
 // CPU with another runnable thread must give it away, or the thread it
 // waits for (the peer rank's worker, a progress thread) runs only when the
 // kernel preempts the spinner, a time slice later.

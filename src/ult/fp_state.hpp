@@ -108,7 +108,8 @@ __attribute__((always_inline)) inline void fp_before_switch(bool exact, uint8_t*
 // A thread run inline by its joiner (Worker::run_inline) shares no switch
 // with it.  In exact mode the joiner's environment is saved before and put
 // back after, so what the thread changes ends with it; the fast mode leaves
-// it shared (saving it costs 3.7 ns of a 35 ns create + join: docs/ult.md).
+// it shared (saving it is a noticeable part of a create + join: docs/ult.md,
+// "Inline threads").
 struct FpSaved {
   unsigned mxcsr = 0;
   uint16_t x87_cw = 0;
@@ -125,8 +126,8 @@ inline FpSaved fp_save_exact() noexcept {
   s.x87_flags = x87_read_flags();
   return s;
 }
-// (ldmxcsr and fldcw of an unchanged value cost under 1 ns; reading
-// MXCSR to compare costs 6 on the AMD EPYC VM.)
+// (Restored without comparing: loading an unchanged value is cheaper than
+// reading MXCSR to compare; docs/ult.md, *Inline threads*.)
 inline void fp_restore_exact([[maybe_unused]] const FpSaved& s, X87Env& scratch) noexcept {
 #if TSU_ULT_HAS_MXCSR
   _mm_setcsr(s.mxcsr);

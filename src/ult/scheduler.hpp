@@ -38,8 +38,8 @@ struct Settings {
   uint64_t spin_ns = 50'000;  // TSU_ULT_SPIN_US: an idle worker polls this long, then sleeps
   // TSU_ULT_REMOTE_SPIN_US: how long, instead, after it sent a spawn or an
   // exit value to another rank (the answer comes a network round trip
-  // later: 20-60 us between namespaces here, past spin_ns, and waking a
-  // sleeping worker costs as much again on an idle core).
+  // later, often past spin_ns, and waking a sleeping worker costs as much
+  // again on an idle core: docs/ult.md, *Progress*).
   uint64_t remote_spin_ns = 200'000;
   bool fp_exact = false;      // TSU_ULT_FP_FLAGS=exact: every flag per thread (fp_state.hpp)
   // tsu_yield_when_idle() at init (TSU_YIELD; auto: more threads than CPUs,

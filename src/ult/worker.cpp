@@ -538,7 +538,7 @@ void Worker::loop() {
       if (!remote) tsu_progress();
       // As a polling waiter's backoff did: spin a few empty passes, then
       // give the CPU away once per pass, so that on a shared CPU the peer
-      // rank runs (spinning without it cost 8-12 ms round trips).
+      // rank runs (spinning without it, a round trip waited for time slices).
       // (Only where another thread wants this CPU: cpu_share_watch.hpp.)
       if (++drive_idle > 32 && cpu_wanted(now_ns())) sched_yield(); else cpu_relax();
       continue;
@@ -559,7 +559,7 @@ void Worker::loop() {
     }
     // The longer spin only while this CPU is ours: where another thread
     // wants it (ranks sharing cores), polling for the answer would take the
-    // CPU from whoever computes it (the remote spawn rate fell 25% so).
+    // CPU from whoever computes it (docs/ult.md, *Progress*).
     const bool cpu_shared = cpu_wanted(now);
     const bool spinning =
         now - idle_since < (cpu_shared ? sched_.settings().spin_ns : spin_ns);
@@ -572,8 +572,8 @@ void Worker::loop() {
       // create+join path: its joiner, or the rank that runs it, now waits
       // for the other side): offer the CPU at once.  Where the peer's worker
       // shares this core it runs now, instead of after this loop's next 16
-      // polls (~5 us per message, the bimodal 1.5 us / 12-16 us medians on
-      // the 2-core machine); where it has its own core the call returns.
+      // polls (a delay on every message: docs/ult.md); where it has its own
+      // core the call returns.
       seen_sent = sent_batches_;
       sched_yield();
     } else if ((idle & 15) != 0) {

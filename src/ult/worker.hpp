@@ -360,8 +360,9 @@ class Worker {
   // thread only once that thread has waited there kNurseryGraceNs.  A thread
   // its creator joins at once (create + join, fork/join's last child) is run
   // by its creator, inline, and never handed between workers (a steal then
-  // made the joiner block and be woken across cores: 3-6x the create + join
-  // of one worker).  Owner-private (steal() runs on this worker's pthread).
+  // made the joiner block and be woken across cores, several times the
+  // create + join of one worker: docs/ult.md, the nursery).  Owner-private
+  // (steal() runs on this worker's pthread).
   struct NurseryWatch {
     uint64_t puts = ~uint64_t{0};
     uint64_t since_ns = 0;

@@ -117,8 +117,8 @@ std::size_t OfiTransport::poll(const core::MessageHandlerTable& handlers) noexce
   // Native RMA aimed at this rank leaves no completion here (tcp;ofi_rxm
   // offers no FI_RMA_EVENT): the provider serves it inside fi_cq_read,
   // unseen, and an engine that sees no work sleeps between every two of
-  // them (a wake-up per put: ~35 us instead of ~14 on a quiet 2-core VM,
-  // docs/benchmarks-ofi.md).  The queue's descriptor is readable while the
+  // them, and every put or get pays a wake-up (docs/ofi.md, "Native RMA
+  // served unseen").  The queue's descriptor is readable while the
   // provider has input to serve: readable before the reads and not after
   // counts as work.  (Both checks: a descriptor that stays readable proves
   // nothing, and must not keep the engine from sleeping.)  Only after a poll

@@ -53,9 +53,9 @@ tsu_status_t OfiRma::start(const core::Command& cmd, uint32_t completion_id) noe
     return fallback_.start(cmd, completion_id);
   // A small put or get behind others still in flight rides a message, so
   // that many leave in one provider send (TSU_OFI_BUNDLE) and their replies
-  // come back together: 4-7x the rate of one fi_write each.  One that finds
-  // nothing in flight goes native: a lone fi_write completes ~1.6x sooner
-  // than the message round trip (docs/benchmarks-ofi.md).
+  // come back together, at a much higher rate than one fi_write each.  One
+  // that finds nothing in flight goes native: a lone fi_write completes
+  // sooner than the message round trip (docs/ofi.md, "Bundles").
   if (cmd.len <= t_.rma_message_max() &&
       (ops_.size() != free_.size() || fallback_.in_flight() != 0))
     return fallback_.start(cmd, completion_id);
@@ -236,8 +236,9 @@ void OfiRma::issue(Op* op, const WireKey& key) noexcept {
   }
   // One piece at a time, each completing on its own: a long transfer then
   // shows the peer alive at every piece (a keep-alive waits behind the data
-  // in the provider's stream, and at 10% loss 32 MiB took longer than
-  // TSU_OFI_PEER_TIMEOUT), and a put's bytes land in order of pieces.
+  // in the provider's stream, and one large transfer on a lossy link can
+  // outlast TSU_OFI_PEER_TIMEOUT: docs/ofi.md, "Keep-alive / peer loss"), and a put's
+  // bytes land in order of pieces.
   op->key = key;
   op->piece = std::min(op->len - op->done_len, t_.rma_piece());
   const uint64_t raddr = key.base + off + op->done_len;

@@ -288,7 +288,7 @@ tsu_status_t OfiTransport::adopt_provider_limits(std::string& error) {
   buffer_size_ = (kPrefix + cfg_.max_message + 63) & ~std::size_t{63};
   // Tagged messages to other nodes go eager up to what the provider sends in
   // one piece (a larger one takes rxm's own rendezvous: request, read, read
-  // reply, done; a 16 KiB message ~2x slower than tsunagi's, docs/ofi.md).
+  // reply, done, slower than tsunagi's; docs/ofi.md, "Tagged messages eager").
   eager_max_ = rxm_eager_plan();
   inject_size_ = info_->tx_attr->inject_size;
   msg_inject_size_ = inject_size_;
@@ -325,8 +325,8 @@ bool OfiTransport::open_endpoint(std::string& error) {
   // A wait descriptor costs on every completion: tcp;ofi_rxm then opens its
   // tcp queue with one too, which the provider signals (a write to a socket
   // pair) for each completion and resets (a read) in its next progress call.
-  // TSU_OFI_WAIT=none opens the queue without one and never sleeps: 8 B
-  // put/get/fetch-add 1.2-1.3x faster (docs/benchmarks-ofi.md, "8-byte latency").
+  // TSU_OFI_WAIT=none opens the queue without one and never sleeps: faster
+  // small operations for a core kept busy (docs/ofi.md, "Busy polling").
   cq_attr.wait_obj = cfg_.cq_wait ? FI_WAIT_FD : FI_WAIT_NONE;
   if (!cfg_.cq_wait || fi_cq_open(domain_, &cq_attr, &cq_, nullptr) != 0) {
     // No wait descriptor here: the engine polls while it "sleeps" (or, with

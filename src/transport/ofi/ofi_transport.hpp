@@ -351,9 +351,9 @@ class OfiTransport final : public Transport {
   OfiConfig cfg_;
   std::size_t buffer_size_ = 0;
   std::size_t eager_max_ = 0;  // eager tagged payloads up to this (0: TSU_EAGER_MAX)
-  // TSU_OFI_EAGER_MAX=auto over tcp;ofi_rxm: 32 KiB.  Measured 2026-11-29:
-  // 0.54-0.81x the half round trip at 16-32 KiB against the bulk path; 64
-  // KiB eager is no faster, and a higher rxm limit slows 128 KiB (docs/ofi.md).
+  // TSU_OFI_EAGER_MAX=auto over tcp;ofi_rxm: 32 KiB.  Below it eager beats
+  // the bulk path; 64 KiB eager is no faster, and a higher rxm limit slows
+  // larger messages (docs/ofi.md, "Why 32 KiB").
   static constexpr std::size_t kRxmTcpEagerAuto = 32u << 10;
   // FI_OFI_RXM_EAGER_LIMIT set while the endpoint opens ("": none).
   std::string rxm_eager_limit_request_;

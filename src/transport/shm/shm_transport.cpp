@@ -361,8 +361,8 @@ std::size_t ShmTransport::poll(const core::MessageHandlerTable& handlers) noexce
 // Watches cost nothing here: the engine's sleep is always bounded by the
 // liveness check's interval while the rank has node peers (max_sleep_ns),
 // so a wait on a node peer that dies ends within it.  (Counting them put
-// five atomic operations on every receive's path: 8 B tagged pingpong
-// between node peers ~20% slower.)
+// five atomic operations on every receive's path: docs/messaging.md, "A
+// node peer dies".)
 void ShmTransport::watch_peer(uint32_t) noexcept {}
 
 void ShmTransport::unwatch_peer(uint32_t) noexcept {}
