@@ -181,12 +181,6 @@ class CommandRing {
     return (tail_.word.load(std::memory_order_seq_cst) >> 1) != head_.load(std::memory_order_relaxed);
   }
 
-  // Approximate number of queued entries (for stats and tests).
-  std::size_t size_approx() const noexcept {
-    return static_cast<std::size_t>((tail_.word.load(std::memory_order_relaxed) >> 1) -
-                                    head_.load(std::memory_order_relaxed));
-  }
-
  private:
   struct alignas(kCacheLine) Slot {
     std::atomic<uint32_t> seq;

@@ -73,11 +73,8 @@ class SegmentTable {
   uint32_t live() const noexcept;
 
   int control_block_fd() const noexcept { return cb_region_.fd; }
-  std::size_t control_block_size() const noexcept { return sizeof(ControlBlock); }
   const ControlBlock* control_block() const noexcept { return cb_; }
   ControlBlock* control_block() noexcept { return cb_; }
-  int main_segment_fd() const noexcept { return locals_ ? locals_[0].region.fd : -1; }
-  std::size_t main_segment_size() const noexcept { return locals_ ? locals_[0].region.size : 0; }
 
  private:
   struct Local {

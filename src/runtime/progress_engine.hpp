@@ -243,7 +243,6 @@ class ProgressEngine {
   uint32_t spin_us() const noexcept { return spin_us_.load(std::memory_order_relaxed); }
 
   const EngineStats& stats() const noexcept { return stats_; }
-  uint32_t ring_capacity() const noexcept { return ring_.capacity(); }
   Doorbell& doorbell() noexcept { return doorbell_; }
 
  private:

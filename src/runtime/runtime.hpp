@@ -189,7 +189,6 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
     if (!e) [[unlikely]] e = tc.lane = &pick_lane();
     return *e;
   }
-  bootstrap::Bootstrap& boot() noexcept { return *boot_; }
   MessageHandlerTable& handlers() noexcept { return handlers_; }
 
  private:

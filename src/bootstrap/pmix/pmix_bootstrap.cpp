@@ -51,15 +51,6 @@ bool get_number(const pmix_proc_t& who, const char* key, uint32_t& out) {
   return ok;
 }
 
-bool get_string(const pmix_proc_t& who, const char* key, std::string& out) {
-  pmix_value_t* v = nullptr;
-  if (PMIx_Get(&who, key, nullptr, 0, &v) != PMIX_SUCCESS || v == nullptr) return false;
-  const bool ok = v->type == PMIX_STRING && v->data.string != nullptr;
-  if (ok) out = v->data.string;
-  PMIX_VALUE_RELEASE(v);
-  return ok;
-}
-
 }  // namespace
 
 bool PmixBootstrap::available() { return true; }
@@ -86,13 +77,6 @@ std::unique_ptr<PmixBootstrap> PmixBootstrap::connect(tsu_status_t& status, std:
     b->initialized_ = false;
     return nullptr;
   }
-  // Placement: optional (a server may not offer every key); defaults say
-  // "one rank alone on node 0", which the runtime's own node records refine.
-  get_number(me, PMIX_LOCAL_RANK, b->local_rank_);
-  get_number(job, PMIX_LOCAL_SIZE, b->local_size_);
-  get_number(me, PMIX_NODEID, b->node_id_);
-  get_string(me, PMIX_HOSTNAME, b->host_);
-
   // The job secret: one given by the user (TSU_JOB_SECRET, exported by the
   // launcher) wins; otherwise rank 0 draws one and publishes it through
   // PMIx, which serves it only to processes of this job (docs/launchers.md).

@@ -2,7 +2,7 @@
 // server that srun --mpi=pmix and Open MPI's mpirun run for every job.
 //
 //   rank, size      PMIx_Init's process name, PMIX_JOB_SIZE
-//   placement       PMIX_LOCAL_RANK, PMIX_LOCAL_SIZE, PMIX_NODEID, PMIX_HOSTNAME
+//   placement       every rank's PMIX_NODEID (node_layout)
 //   put             PMIx_Put (global scope) + PMIx_Commit: published once
 //   get             PMIx_Get of the owning rank's key (bootstrap.hpp: keys
 //                   end in ".<rank>"), fetched when first asked for (the
@@ -14,7 +14,8 @@
 //                   launcher ends the job instead of leaving peers waiting.
 //
 // All methods are thread-safe (one mutex), never throw, and keep the reason
-// for the last failure in last_error().
+// for the last failure (last_error_: the errors of connect and job_secret
+// and the abort message quote it).
 #pragma once
 
 #include <cstdint>
@@ -57,13 +58,6 @@ class PmixBootstrap final : public Bootstrap {
     return traffic_;
   }
 
-  // Placement as the launcher reports it.
-  uint32_t local_rank() const { return local_rank_; }
-  uint32_t local_size() const { return local_size_; }
-  uint32_t node_id() const { return node_id_; }
-  const std::string& host_name() const { return host_; }
-  const std::string& last_error() const { return last_error_; }
-
  private:
   PmixBootstrap() = default;
   tsu_status_t fail(std::string reason);
@@ -75,10 +69,6 @@ class PmixBootstrap final : public Bootstrap {
   Traffic traffic_;  // PMIx calls that may reach the server
   uint32_t rank_ = 0;
   uint32_t size_ = 0;
-  uint32_t local_rank_ = 0;
-  uint32_t local_size_ = 1;
-  uint32_t node_id_ = 0;
-  std::string host_;
   std::string nspace_;
   bool initialized_ = false;  // PMIx_Init succeeded
   bool finalized_ = false;    // finalize() ran: no abort at destruction

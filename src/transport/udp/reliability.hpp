@@ -117,7 +117,6 @@ struct Peer {
   uint64_t echo_for(uint64_t now) const noexcept {
     return echo_ts ? echo_ts + (now - echo_rx_ns) : 0;
   }
-  bool all_acked() const noexcept { return una == nxt; }
   // 64-bit selective-ack map relative to rcv_nxt (bit i: rcv_nxt + 1 + i).
   uint64_t sack64() const noexcept {
     if (!rx_buffered) return 0;

@@ -44,7 +44,6 @@ class UdpSocket {
   // Whether sends may be grouped with UDP_SEGMENT (on by default; switched
   // off for good if the kernel refuses it).
   void set_segmentation(bool on) noexcept { gso_ = on; }
-  bool segmentation() const noexcept { return gso_; }
   // Asks for coalesced receives (UDP_GRO); false if the kernel refuses.
   // Then every receive buffer must hold kMaxGsoBytes.
   bool enable_coalescing() noexcept;
