@@ -35,8 +35,9 @@
 // switch, a real 3x slowdown does in 4 timed collectives, while a
 // probe that finds the other stores cheap again switches back at once.
 // Probes are two of every 64 collectives, few enough that probing the
-// slower stores costs little (the figure: docs/messaging.md).  The averages are racy relaxed 32-bit loads and
-// stores: a stale value only delays a switch.
+// slower stores costs little (the figure: docs/messaging.md).  The
+// averages are racy relaxed 32-bit loads and stores: a stale value only
+// delays a switch.
 #pragma once
 
 #include <algorithm>

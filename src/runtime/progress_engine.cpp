@@ -378,8 +378,8 @@ void ProgressEngine::thread_main() {
   //   issuer runs its requests itself while the engine sleeps (inline
   //   execution), cheaper than handing them over, and a thread waiting for
   //   completion polls by itself (a long spin there costs the issuers'
-  //   rate: docs/design-decisions.md, "Progress engine").  A passive rank (a target)
-  //   keeps the full budget: nobody else polls for its requests.
+  //   rate: docs/design-decisions.md, "Progress engine").  A passive rank
+  //   (a target) keeps the full budget: nobody else polls for its requests.
   uint64_t max_spin_ns = uint64_t{spin_us_.load(std::memory_order_relaxed)} * 1000;
   uint64_t ceiling_ns = max_spin_ns, spin_ns = max_spin_ns;
   uint64_t idle_since = 0, next_check = 0, commands_seen = 0, next_growth = 0;

@@ -109,7 +109,7 @@ __attribute__((always_inline)) inline void fp_before_switch(bool exact, uint8_t*
 // with it.  In exact mode the joiner's environment is saved before and put
 // back after, so what the thread changes ends with it; the fast mode leaves
 // it shared (saving it is a noticeable part of a create + join: docs/ult.md,
-// "Inline threads").
+// *Inline threads*).
 struct FpSaved {
   unsigned mxcsr = 0;
   uint16_t x87_cw = 0;

@@ -237,8 +237,8 @@ void OfiRma::issue(Op* op, const WireKey& key) noexcept {
   // One piece at a time, each completing on its own: a long transfer then
   // shows the peer alive at every piece (a keep-alive waits behind the data
   // in the provider's stream, and one large transfer on a lossy link can
-  // outlast TSU_OFI_PEER_TIMEOUT: docs/ofi.md, "Keep-alive / peer loss"), and a put's
-  // bytes land in order of pieces.
+  // outlast TSU_OFI_PEER_TIMEOUT: docs/ofi.md, "Keep-alive / peer loss"),
+  // and a put's bytes land in order of pieces.
   op->key = key;
   op->piece = std::min(op->len - op->done_len, t_.rma_piece());
   const uint64_t raddr = key.base + off + op->done_len;
