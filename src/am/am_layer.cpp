@@ -37,18 +37,18 @@ AmLayer::AmLayer(core::Runtime& rt)
 AmLayer::~AmLayer() = default;
 
 std::size_t AmLayer::max_payload(uint32_t dst) const noexcept {
-  const transport::Transport* t = rt_.message_route(dst);
+  const transport::Messaging* t = rt_.message_route(dst);
   return t ? t->max_message_payload() : 0;
 }
 
 tsu_status_t AmLayer::try_send(uint32_t dst, const MessageHeader& h, const void* payload) noexcept {
-  transport::Transport* t = rt_.message_route(dst);
+  transport::Messaging* t = rt_.message_route(dst);
   if (!t) return TSU_ERR_UNREACHABLE;
   // Messages queued for `dst` go first: nothing may overtake them.  If `dst`
   // is lost they only wait for the next poll to drop them, so a new request
   // to it fails now, as it would with the queue empty.
   if (queued_[dst].load(std::memory_order_acquire))
-    return t->is_peer_lost(dst) ? TSU_ERR_PEER_LOST : TSU_EAGAIN;
+    return rt_.peer_lost(dst) ? TSU_ERR_PEER_LOST : TSU_EAGAIN;
   return t->send_message(dst, h, payload);
 }
 
@@ -137,7 +137,7 @@ bool AmLayer::sync_pending(const void* arg) noexcept {
         v.end())
       return false;
   }
-  return !(w->route && w->route->is_peer_lost(w->from));
+  return !w->self->rt_.peer_lost(w->from);
 }
 
 tsu_status_t AmLayer::sync_all() noexcept {
@@ -152,10 +152,9 @@ tsu_status_t AmLayer::sync_all() noexcept {
     if (st != TSU_OK) return st;
     // The rank this round waits for; if it is lost, nothing will come.
     const uint32_t from = (me + n - dist) % n;
-    transport::Transport* from_route = rt_.message_route(from);
     // Parked or asleep until the message (on_sync) or the rank's loss
     // (on_peer_lost) wakes it.
-    const SyncWait w{this, epoch, round, from_route, from};
+    const SyncWait w{this, epoch, round, from};
     core::BlockingWait wait(&sync_arrived_, rt_.manual_progress(), sync_pending, &w,
                             &rt_.engine().waiters_polling());
     for (;;) {
@@ -168,7 +167,7 @@ tsu_status_t AmLayer::sync_all() noexcept {
           break;
         }
       }
-      if (from_route && from_route->is_peer_lost(from))
+      if (rt_.peer_lost(from))
         return core::fail(TSU_ERR_PEER_LOST, "synchronization: rank %u is lost", from);
       if (rt_.engine().progress()) wait.worked();
       else wait.idle();
@@ -254,7 +253,7 @@ tsu_status_t AmLayer::send_user(const char* fn, uint32_t dst, uint32_t id, const
                       TSU_AM_MAX_ARGS);
   if ((nargs && !args) || (len && !payload))
     return core::fail(TSU_ERR_NULL_POINTER, "%s: args or payload is NULL", fn);
-  transport::Transport* t = rt_.message_route(dst);
+  transport::Messaging* t = rt_.message_route(dst);
   if (!t) return core::fail(TSU_ERR_UNREACHABLE, "%s: no transport reaches rank %u", fn, dst);
   MessageHeader h{};
   h.handler = static_cast<uint16_t>(core::kFirstUserHandler + id);
@@ -281,8 +280,8 @@ tsu_status_t AmLayer::send_user(const char* fn, uint32_t dst, uint32_t id, const
   // Long: room in the ring first (so a refused request wrote nothing), then
   // the payload by RMA, then the notice.
   if (queued_[dst].load(std::memory_order_acquire))
-    return t->is_peer_lost(dst) ? transport_error(fn, dst, TSU_ERR_PEER_LOST) : TSU_EAGAIN;
-  transport::Transport* mem = rt_.route(dst);
+    return rt_.peer_lost(dst) ? transport_error(fn, dst, TSU_ERR_PEER_LOST) : TSU_EAGAIN;
+  transport::MemoryAccess* mem = rt_.memory_access(dst);
   transport::Access a;
   tsu_status_t st = mem ? mem->resolve(*long_addr, len, a) : TSU_ERR_UNREACHABLE;
   if (st == TSU_ERR_UNREACHABLE || st == TSU_ERR_UNSUPPORTED)

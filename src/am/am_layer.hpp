@@ -133,7 +133,6 @@ class AmLayer {
     AmLayer* self;
     uint64_t epoch;
     uint32_t round;
-    transport::Transport* route;
     uint32_t from;
   };
   static bool sync_pending(const void* arg) noexcept;

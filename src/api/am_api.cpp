@@ -6,11 +6,20 @@ using namespace tsu;
 using namespace tsu::api;
 
 namespace tsu::api {
+namespace {
+void reserve_layer_areas(const core::Config& cfg, uint32_t size, core::LayerAreaPlan& plan) {
+  plan.reserve(kMsgAreaId, msg::MsgLayer::area_bytes(cfg, size));
+  plan.reserve(kCollAreaId, coll::CollLayer::area_bytes());
+}
+
 std::unique_ptr<core::Extension> make_layers(core::Runtime& rt, std::string& error) {
   auto l = std::unique_ptr<Layers>(new (std::nothrow) Layers(rt));
   if (!l) error = "cannot allocate the messaging layers";
   return l;
 }
+}  // namespace
+
+const core::ExtensionFactory kLayersFactory = {reserve_layer_areas, make_layers};
 
 tsu_status_t layers_sync(core::Runtime& rt, const char* fn) noexcept {
   const tsu_status_t st = layers(rt).am.sync_all();

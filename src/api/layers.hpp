@@ -17,8 +17,13 @@
 
 namespace tsu::api {
 
+// The layers' slices of the layer area (runtime/layer_area.hpp).
+inline constexpr uint32_t kMsgAreaId = 1;   // the tagged layer's posted-receive queue
+inline constexpr uint32_t kCollAreaId = 2;  // the collectives' node team slots
+
 struct Layers final : core::Extension {
-  explicit Layers(core::Runtime& rt) : am(rt), msg(rt, am), coll(rt, am), ordered(rt) {
+  explicit Layers(core::Runtime& rt)
+      : am(rt), msg(rt, am, kMsgAreaId), coll(rt, am, kCollAreaId), ordered(rt) {
     lost_.reserve(rt.size());  // a rank is declared lost at most once
   }
   std::size_t poll() noexcept override {
@@ -67,7 +72,9 @@ struct Layers final : core::Extension {
   std::atomic<bool> lost_pending_{false};
 };
 
-std::unique_ptr<core::Extension> make_layers(core::Runtime& rt, std::string& error);
+// The factory Runtime::create calls (reserve before the transports open,
+// make after).
+extern const core::ExtensionFactory kLayersFactory;
 
 // Collective synchronization of the layers' setup calls (handler and team
 // registration): returns when every rank has called it; drives progress.

@@ -161,7 +161,7 @@ tsu_status_t tsu_gaddr_ptr(tsu_gaddr_t addr, size_t len, void** out) {
     return core::fail(TSU_ERR_UNREACHABLE, "tsu_gaddr_ptr: rank %u is on another node",
                       addr.rank);
   transport::Access a;
-  const tsu_status_t st = rt->route(addr.rank)->resolve(addr, len, a);
+  const tsu_status_t st = rt->memory_access(addr.rank)->resolve(addr, len, a);
   if (st != TSU_OK)
     return core::fail(st, "tsu_gaddr_ptr: rank %u segment %u offset %llu length %zu: %s",
                       addr.rank, addr.seg, static_cast<unsigned long long>(addr.offset), len,

@@ -45,7 +45,7 @@ tsu_status_t tsu_init(const tsu_config_t* config) {
                       "tsu_finalize");
   std::unique_ptr<core::Runtime> rt;
   std::string error;
-  const tsu_status_t st = core::Runtime::create(config, ++g_epoch, rt, error, api::make_layers);
+  const tsu_status_t st = core::Runtime::create(config, ++g_epoch, rt, error, api::kLayersFactory);
   if (st != TSU_OK) {
     TSU_LOG_ERROR("tsu_init failed: %s", error.c_str());
     return core::fail(st, "tsu_init: %s", error.c_str());

@@ -64,11 +64,11 @@ bool CollLayer::advance(Op& op) noexcept {
         auto it = stash_.find(StashKey{op.team->ctx, op.seq, r.round, r.src});
         if (it == stash_.end()) {
           // Waiting on this member: make sure its death would be noticed
-          // even if this rank never sent to it (Transport::watch_peer),
+          // even if this rank never sent to it (PeerLoss::watch_peer),
           // until its message is here or the op ends (end_watch).
           const uint32_t from = op.team->members[r.src];
-          if (transport::Transport* t = rt_.route(from)) {
-            t->watch_peer(from);
+          if (rt_.route(from)) {
+            rt_.watch_peer(from);
             r.watched = true;
           }
           continue;
@@ -140,7 +140,7 @@ void CollLayer::end_watch(const Op& op, Recv& r) noexcept {
   if (!r.watched) return;
   r.watched = false;
   const uint32_t from = op.team->members[r.src];
-  if (transport::Transport* t = rt_.route(from)) t->unwatch_peer(from);
+  rt_.unwatch_peer(from);
 }
 
 void CollLayer::end_watches(Op& op) noexcept {

@@ -64,7 +64,10 @@ inline constexpr uint32_t kRoundDirectDone = 1u << 27;     // + dissemination ro
 
 class CollLayer {
  public:
-  CollLayer(core::Runtime& rt, am::AmLayer& am);
+  // `area_id`: the slice of the layer area reserved for area_bytes() at init
+  // (runtime/layer_area.hpp), where node teams keep their shared slots.
+  CollLayer(core::Runtime& rt, am::AmLayer& am, uint32_t area_id);
+  static std::size_t area_bytes() noexcept { return NodeColl::area_bytes(); }
   ~CollLayer();
   CollLayer(const CollLayer&) = delete;
   CollLayer& operator=(const CollLayer&) = delete;

@@ -60,7 +60,10 @@ class NodeColl {
     tsu_cb_t cb{};
   };
 
-  explicit NodeColl(core::Runtime& rt);
+  // `area_id`: the collectives' slice of the layer area (area_bytes() of it,
+  // reserved at init; runtime/layer_area.hpp).
+  NodeColl(core::Runtime& rt, uint32_t area_id);
+  static std::size_t area_bytes() noexcept;
   ~NodeColl();
   NodeColl(const NodeColl&) = delete;
   NodeColl& operator=(const NodeColl&) = delete;
@@ -153,6 +156,7 @@ class NodeColl {
   static void finish(const Completed& done) noexcept;
 
   core::Runtime& rt_;
+  const uint32_t area_id_;
   const bool notify_;  // engines may sleep (thread progress): wake them after a store
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Team>> teams_;  // handle = index; null when freed

@@ -77,7 +77,7 @@ void MsgLayer::pull(std::unique_ptr<Local> lp, uint32_t src, uint64_t tag, std::
       if (!into) np.reset();
     }
     auto ask = [&](uint64_t pull_cookie) {
-      transport::Transport* route = rt_.message_route(src);
+      transport::BulkTransfer* route = rt_.bulk_route(src);
       return route ? route->bulk_recv(src, static_cast<uint32_t>(cookie), into, len, on_bulk_done,
                                       this, pull_cookie)
                    : TSU_ERR_UNREACHABLE;
@@ -100,7 +100,7 @@ void MsgLayer::pull(std::unique_ptr<Local> lp, uint32_t src, uint64_t tag, std::
     start_pull(std::move(np), std::move(lp), src, tag, len, cookie, "rendezvous CTS", ask);
     return;
   }
-  transport::Transport* mem = rt_.route(src);
+  transport::MemoryAccess* mem = rt_.memory_access(src);
   Access from;
   // Nothing to copy (a zero-byte receive buffer): just the FIN, on any route.
   tsu_status_t st = n ? TSU_ERR_UNSUPPORTED : TSU_OK;

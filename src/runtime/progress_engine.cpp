@@ -144,7 +144,7 @@ std::size_t ProgressEngine::execute_batch(std::size_t& finished_now) noexcept {
   std::size_t n = 0;
   const auto start = [&](const Command& cmd) {
     if (n++ == 0)
-      for (auto* t : transports_) t->batch_begin();
+      for (auto* m : messaging_) m->batch_begin();
     const uint32_t id = completions_.acquire(cmd.cb, cmd.issuer);
     TSU_TRACE_ASYNC(trace::kRequestBegin, id, cmd.kind, cmd.dst.rank, cmd.src.rank);
     const tsu_status_t st = executor_.execute(cmd, id);
@@ -166,7 +166,7 @@ std::size_t ProgressEngine::execute_batch(std::size_t& finished_now) noexcept {
   bump(stats_.commands, n);
   if (n > stats_.max_batch.load(std::memory_order_relaxed))
     stats_.max_batch.store(n, std::memory_order_relaxed);
-  for (auto* t : transports_) t->batch_end();
+  for (auto* m : messaging_) m->batch_end();
   return n;
 }
 

@@ -27,10 +27,8 @@
 #include "core/message.hpp"
 #include "core/thread_ring.hpp"
 #include "core/trace.hpp"
-
-namespace tsu::transport {
-class Transport;
-}
+#include "transport/messaging.hpp"
+#include "transport/transport.hpp"
 
 namespace tsu::core {
 
@@ -98,7 +96,10 @@ class ProgressEngine {
   ProgressEngine& operator=(const ProgressEngine&) = delete;
 
   // Before start(): transports to poll, and where their messages go.
-  void add_transport(transport::Transport* t) { transports_.push_back(t); }
+  void add_transport(transport::Transport* t) {
+    transports_.push_back(t);
+    if (transport::Messaging* m = t->parts().messages) messaging_.push_back(m);
+  }
   void set_handlers(const MessageHandlerTable* handlers) { handlers_ = handlers; }
   void add_poller(Poller* p) { pollers_.push_back(p); }
 
@@ -330,6 +331,7 @@ class ProgressEngine {
   ThreadRing* start_ring_ = nullptr;
   CompletionTable completions_;
   std::vector<transport::Transport*> transports_;
+  std::vector<transport::Messaging*> messaging_;  // their Messaging parts (batches)
   std::vector<Poller*> pollers_;
   const MessageHandlerTable* handlers_ = nullptr;
   int epoll_fd_ = -1;

@@ -134,7 +134,8 @@ tsu_status_t Runtime::finalize(std::string& error, const std::function<void()>& 
   // Peers may still be reading or writing our memory until they get here.
   // Nothing of ours waits on a peer any more: one that exits from here on
   // has finalized (not died), so node peers' exits are no longer losses.
-  if (shm_) shm_->finalizing();
+  for (auto& t : node_) t->finalizing();
+  if (net_) net_->finalizing();
   tsu_status_t st = barrier();
   if (st != TSU_OK) error = "bootstrap barrier at finalize failed";
   // Every rank is here: no rank waits for our layers' threads any more (a

@@ -43,8 +43,8 @@ Access shifted(const Access& base, uint64_t delta) noexcept {
 }  // namespace
 
 tsu_status_t Runtime::execute_vector(const VectorView& req) noexcept {
-  transport::Transport* t = routes_[req.rank];
-  if (!t || !(t->capabilities() & transport::kCapMemoryAccess)) return TSU_ERR_UNREACHABLE;
+  transport::MemoryAccess* t = mem_routes_[req.rank];
+  if (!t) return TSU_ERR_UNREACHABLE;
   const std::size_t n = req.count;
   // Fast path: each side's pieces all lie in one range of one segment, so
   // one resolution per side checks every piece (a piece is in bounds iff

@@ -85,7 +85,8 @@ class CountingPoller final : public Poller {
 class RefusingTransport final : public tsu::transport::Transport {
  public:
   const char* name() const noexcept override { return "refusing"; }
-  uint32_t capabilities() const noexcept override { return tsu::transport::kCapMessages; }
+  tsu::transport::Parts parts() noexcept override { return {}; }
+  std::size_t poll(const tsu::core::MessageHandlerTable&) noexcept override { return 0; }
   bool prepare_sleep() noexcept override {
     asked.fetch_add(1);
     return !busy.load();

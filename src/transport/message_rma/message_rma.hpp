@@ -30,6 +30,7 @@
 #include "core/message.hpp"
 #include "core/vector_request.hpp"
 #include "transport/rma.hpp"
+#include "transport/messaging.hpp"
 #include "transport/transport.hpp"
 
 namespace tsu::transport {
@@ -76,7 +77,7 @@ class MessageRma final : public RmaProtocol {
     bool in_backlog = false;
     Kind kind = Kind::kPut;
     uint32_t peer = 0;     // rank the requests go to
-    bool watched = false;  // holds a Transport::watch_peer on peer until release
+    bool watched = false;  // holds a PeerLoss::watch_peer on peer until release
     Command cmd{};
     // Where the result goes: an engine record, or a forwarded copy's origin.
     bool forwarded = false;
@@ -105,10 +106,10 @@ class MessageRma final : public RmaProtocol {
   tsu_status_t start_op(uint64_t cookie) noexcept;
   void advance(uint64_t cookie) noexcept;
   bool send_next(Op& op, uint64_t cookie) noexcept;  // false: stop (room/err/done)
-  bool send_next_vector(Op& op, uint64_t cookie, Transport& t) noexcept;
+  bool send_next_vector(Op& op, uint64_t cookie, Messaging& t) noexcept;
   bool vector_sent(const Op& op) const noexcept;
   // While an op waits for its peer's replies, the peer's transport watches
-  // it (Transport::watch_peer), so its death fails the op; release ends it.
+  // it (PeerLoss::watch_peer), so its death fails the op; release ends it.
   void watch(Op& op) noexcept;
   void release(Op& op, uint64_t cookie) noexcept;  // frees the slot (and a vector)
   void fail(Op& op, tsu_status_t st) noexcept;
@@ -117,7 +118,7 @@ class MessageRma final : public RmaProtocol {
   tsu_status_t check_local_side(const Op& op) const noexcept;
   tsu_status_t check_whole(const tsu_gaddr_t& piece, uint64_t end,
                            std::size_t piece_len) const noexcept;
-  Transport* transport_to(uint32_t rank) const noexcept;
+  Messaging* transport_to(uint32_t rank) const noexcept;
 
   // Handlers (target side and origin side).
   static void on_put_req(void* ctx, uint32_t src, const MessageHeader& h, const std::byte* p) noexcept;

@@ -1,5 +1,7 @@
 #include "transport/ofi/ofi_rma.hpp"
 
+#include "transport/memory_access.hpp"
+
 #include <algorithm>
 #include <cstring>
 
