@@ -172,7 +172,7 @@ tsu_status_t Runtime::execute(const Command& cmd, uint32_t completion_id) noexce
     // The protocol owns a vector request from here (it frees it when done).
     if (!rma_ && cmd.kind == CommandKind::kVector) delete vector_of(cmd);
     st = rma_ ? rma_->start(cmd, completion_id) : TSU_ERR_UNREACHABLE;
-    if (st != TSU_EAGAIN && st != TSU_OK)
+    if (st != kStarted && st != TSU_OK)
       TSU_LOG_DEBUG("remote request to rank %u failed: %s", cmd.dst.rank, tsu_strerror(st));
     return st;
   }

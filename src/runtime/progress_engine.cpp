@@ -148,7 +148,7 @@ std::size_t ProgressEngine::execute_batch(std::size_t& finished_now) noexcept {
     const uint32_t id = completions_.acquire(cmd.cb, cmd.issuer);
     TSU_TRACE_ASYNC(trace::kRequestBegin, id, cmd.kind, cmd.dst.rank, cmd.src.rank);
     const tsu_status_t st = executor_.execute(cmd, id);
-    if (st == TSU_EAGAIN) return;  // pending: the transport finishes it
+    if (st == kStarted) return;  // pending: the transport finishes it
     completions_.finish(id, st);
     ++finished_now;
     if (st != TSU_OK) bump(stats_.failed);

@@ -33,8 +33,8 @@
 namespace tsu::core {
 
 // What the executor calls to start a command.  Returns the final status, or
-// TSU_EAGAIN to leave the record pending until ProgressEngine::finish(id, st)
-// (network transports, on acknowledgement).
+// kStarted (core/command.hpp) to leave the record pending until
+// ProgressEngine::finish(id, st) (network transports, on acknowledgement).
 class CommandExecutor {
  public:
   virtual ~CommandExecutor() = default;

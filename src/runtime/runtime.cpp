@@ -16,7 +16,7 @@
 #include <arpa/inet.h>
 #include <sys/random.h>
 
-#include "bootstrap/local/auth.hpp"
+#include "bootstrap/auth.hpp"
 #include "core/atomic_exec.hpp"
 #include "core/log.hpp"
 #include "transport/message_rma/message_rma.hpp"

@@ -110,7 +110,7 @@ class RmaProtocol {
  public:
   virtual ~RmaProtocol() = default;
   // Starts `cmd` (a copy with at least one side behind the transport, or an
-  // atomic).  TSU_OK or an error: done now; TSU_EAGAIN: pending, finished
+  // atomic).  TSU_OK or an error: done now; core::kStarted: pending, finished
   // later through RmaHost::complete(completion_id, status).
   virtual tsu_status_t start(const core::Command& cmd, uint32_t completion_id) noexcept = 0;
   // Continues requests and replies that waited for transport room.

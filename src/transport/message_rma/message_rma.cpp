@@ -126,7 +126,7 @@ tsu_status_t MessageRma::start_op(uint64_t cookie) noexcept {
     release(*op, cookie);
     return st;
   }
-  return TSU_EAGAIN;
+  return core::kStarted;
 }
 
 void MessageRma::advance(uint64_t cookie) noexcept {

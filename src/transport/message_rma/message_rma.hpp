@@ -5,7 +5,7 @@
 // Origin (executor, progress context): a command whose target is reached
 // only by messages becomes an Op; its requests are sent (a put streams its
 // data in pieces of the transport's max message; a get asks for pieces; an
-// atomic carries operand and compare) and the executor returns TSU_EAGAIN.
+// atomic carries operand and compare) and the executor returns core::kStarted.
 // Reply handlers write results (get data into the local buffer, atomic
 // result) and finish the engine record when every piece is answered.
 // Target (handlers, progress context): executes with the runtime's own
@@ -58,7 +58,7 @@ class MessageRma final : public RmaProtocol {
   // The target side's handlers (and the origin's reply handlers).
   void register_handlers(MessageHandlerTable& table);
 
-  // Starts `cmd` (at least one side on a message-only route).  TSU_EAGAIN:
+  // Starts `cmd` (at least one side on a message-only route).  core::kStarted:
   // pending, the engine record `completion_id` is finished later.
   tsu_status_t start(const Command& cmd, uint32_t completion_id) noexcept override;
   // Continues ops and replies that waited for transport room.
