@@ -25,7 +25,7 @@ struct LongRef {
 };
 }  // namespace
 
-AmLayer::AmLayer(core::Runtime& rt)
+AmLayer::AmLayer(runtime::Runtime& rt)
     : rt_(rt), queued_(new std::atomic<uint32_t>[rt.size()]) {
   for (uint32_t r = 0; r < rt.size(); ++r) queued_[r].store(0, std::memory_order_relaxed);
   std::size_t m = rt.config().am_medium_max;
@@ -71,7 +71,7 @@ tsu_status_t AmLayer::send_or_queue(uint32_t dst, const MessageHeader& h,
   // manual progress no engine thread sleeps, and the ring is a futex system
   // call per queued message (measured: one per broadcast from a root that
   // outruns its receivers).
-  if (!core::in_progress_context() && !rt_.manual_progress()) rt_.engine().doorbell().ring();
+  if (!runtime::in_progress_context() && !rt_.manual_progress()) rt_.engine().doorbell().ring();
   return TSU_OK;
 }
 
@@ -265,7 +265,7 @@ tsu_status_t AmLayer::send_user(const char* fn, uint32_t dst, uint32_t id, const
                         len, medium_max_);
     h.payload_len = static_cast<uint32_t>(len);
     const tsu_status_t st = try_send(dst, h, payload);
-    if (st == TSU_OK) core::run_callback(cb, TSU_OK);
+    if (st == TSU_OK) runtime::run_callback(cb, TSU_OK);
     return st < 0 ? transport_error(fn, dst, st) : st;
   }
   if (long_addr->rank != dst)
@@ -287,7 +287,7 @@ tsu_status_t AmLayer::send_user(const char* fn, uint32_t dst, uint32_t id, const
   if (st == TSU_ERR_UNREACHABLE || st == TSU_ERR_UNSUPPORTED)
     return core::fail(st, "%s: rank %u's memory is not reachable from here", fn, dst);
   if (st != TSU_OK) {  // a target error: reported through the callback
-    core::run_callback(cb, st);
+    runtime::run_callback(cb, st);
     return TSU_OK;
   }
   if (len) {
@@ -296,7 +296,7 @@ tsu_status_t AmLayer::send_user(const char* fn, uint32_t dst, uint32_t id, const
                                 0};
     st = rt_.copy_access(a, src, len);
     if (st != TSU_OK) {
-      core::run_callback(cb, st);
+      runtime::run_callback(cb, st);
       return TSU_OK;
     }
   }
@@ -307,7 +307,7 @@ tsu_status_t AmLayer::send_user(const char* fn, uint32_t dst, uint32_t id, const
   // The payload is in place; if the ring filled up meanwhile, queue the
   // notice rather than refuse a request whose data was already written.
   if (st == TSU_EAGAIN) st = send_or_queue(dst, h, &ref);
-  if (st == TSU_OK) core::run_callback(cb, TSU_OK);
+  if (st == TSU_OK) runtime::run_callback(cb, TSU_OK);
   return st;
 }
 

@@ -21,8 +21,8 @@ namespace tsu::api {
 inline constexpr uint32_t kMsgAreaId = 1;   // the tagged layer's posted-receive queue
 inline constexpr uint32_t kCollAreaId = 2;  // the collectives' node team slots
 
-struct Layers final : core::Extension {
-  explicit Layers(core::Runtime& rt)
+struct Layers final : runtime::Extension {
+  explicit Layers(runtime::Runtime& rt)
       : am(rt), msg(rt, am, kMsgAreaId), coll(rt, am, kCollAreaId), ordered(rt) {
     lost_.reserve(rt.size());  // a rank is declared lost at most once
   }
@@ -74,13 +74,13 @@ struct Layers final : core::Extension {
 
 // The factory Runtime::create calls (reserve before the transports open,
 // make after).
-extern const core::ExtensionFactory kLayersFactory;
+extern const runtime::ExtensionFactory kLayersFactory;
 
 // Collective synchronization of the layers' setup calls (handler and team
 // registration): returns when every rank has called it; drives progress.
-tsu_status_t layers_sync(core::Runtime& rt, const char* fn) noexcept;
+tsu_status_t layers_sync(runtime::Runtime& rt, const char* fn) noexcept;
 
-inline Layers& layers(core::Runtime& rt) noexcept {
+inline Layers& layers(runtime::Runtime& rt) noexcept {
   return *static_cast<Layers*>(rt.extension());
 }
 

@@ -133,7 +133,7 @@ void CollLayer::on_data(void* ctx, uint32_t, const MessageHeader& h,
       s.got += n;
     }
   }
-  if (finished) core::run_callback(done, status);
+  if (finished) runtime::run_callback(done, status);
 }
 
 void CollLayer::end_watch(const Op& op, Recv& r) noexcept {
@@ -185,7 +185,7 @@ void CollLayer::on_peer_lost(uint32_t rank) noexcept {
   }
   if (!failed.empty())
     TSU_LOG_WARN("rank %u lost: %zu collectives fail", rank, failed.size());
-  for (const tsu_cb_t& cb : failed) core::run_callback(cb, TSU_ERR_PEER_LOST);
+  for (const tsu_cb_t& cb : failed) runtime::run_callback(cb, TSU_ERR_PEER_LOST);
   node_.on_peer_lost(rank);  // a node peer: its teams' shared-memory collectives
 }
 
@@ -211,7 +211,7 @@ tsu_status_t CollLayer::start(std::unique_ptr<Op> op) noexcept {
       active_.emplace(OpKey{ref.team->ctx, ref.seq}, std::move(op));
     }
   }
-  if (finished) core::run_callback(cb, status);
+  if (finished) runtime::run_callback(cb, status);
   return TSU_OK;
 }
 

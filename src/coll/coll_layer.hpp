@@ -38,7 +38,7 @@
 #include "core/message.hpp"
 #include "tsunagi/tsunagi.h"
 
-namespace tsu::core {
+namespace tsu::runtime {
 class Runtime;
 }
 namespace tsu::am {
@@ -66,7 +66,7 @@ class CollLayer {
  public:
   // `area_id`: the slice of the layer area reserved for area_bytes() at init
   // (runtime/layer_area.hpp), where node teams keep their shared slots.
-  CollLayer(core::Runtime& rt, am::AmLayer& am, uint32_t area_id);
+  CollLayer(runtime::Runtime& rt, am::AmLayer& am, uint32_t area_id);
   static std::size_t area_bytes() noexcept { return NodeColl::area_bytes(); }
   ~CollLayer();
   CollLayer(const CollLayer&) = delete;
@@ -244,7 +244,7 @@ class CollLayer {
   bool shared_path(const char* fn, tsu_team_t team, HierKind hier_kind, const NodeColl::Request& req,
                    Usable&& usable, tsu_status_t& st) noexcept;
 
-  core::Runtime& rt_;
+  runtime::Runtime& rt_;
   am::AmLayer& am_;
   std::mutex mu_;
   std::vector<std::unique_ptr<Team>> teams_;      // handle = index; null when freed

@@ -26,7 +26,7 @@ uint32_t tag_of(uint64_t ctx) noexcept {  // 24 bits, never 0 (a fresh area's va
 }
 }  // namespace
 
-NodeColl::NodeColl(core::Runtime& rt, uint32_t area_id)
+NodeColl::NodeColl(runtime::Runtime& rt, uint32_t area_id)
     : rt_(rt),
       area_id_(area_id),
       notify_(!rt.manual_progress()) {
@@ -112,7 +112,7 @@ void NodeColl::print_stats(uint32_t rank) const noexcept {
 }
 
 void NodeColl::finish(const Completed& done) noexcept {
-  for (std::size_t i = 0; i < done.count; ++i) core::run_callback(done.items[i].cb, done.items[i].status);
+  for (std::size_t i = 0; i < done.count; ++i) runtime::run_callback(done.items[i].cb, done.items[i].status);
 }
 
 void NodeColl::start(int32_t handle, const Request& req) noexcept {

@@ -37,7 +37,7 @@
 #include "coll/scratch_pool.hpp"
 #include "tsunagi/tsunagi.h"
 
-namespace tsu::core {
+namespace tsu::runtime {
 class Runtime;
 }
 
@@ -62,7 +62,7 @@ class NodeColl {
 
   // `area_id`: the collectives' slice of the layer area (area_bytes() of it,
   // reserved at init; runtime/layer_area.hpp).
-  NodeColl(core::Runtime& rt, uint32_t area_id);
+  NodeColl(runtime::Runtime& rt, uint32_t area_id);
   static std::size_t area_bytes() noexcept;
   ~NodeColl();
   NodeColl(const NodeColl&) = delete;
@@ -155,7 +155,7 @@ class NodeColl {
   void reduce_slice(Team& t, Op& op, std::byte* acc) noexcept;
   static void finish(const Completed& done) noexcept;
 
-  core::Runtime& rt_;
+  runtime::Runtime& rt_;
   const uint32_t area_id_;
   const bool notify_;  // engines may sleep (thread progress): wake them after a store
   mutable std::mutex mu_;

@@ -64,7 +64,7 @@ std::size_t MsgLayer::area_bytes(const core::Config& cfg, uint32_t ranks) noexce
   return PostedQueue::bytes_for(std::min(cfg.posted_slots, PostedQueue::kMaxCapacity), ranks);
 }
 
-MsgLayer::MsgLayer(core::Runtime& rt, am::AmLayer& am, uint32_t area_id)
+MsgLayer::MsgLayer(runtime::Runtime& rt, am::AmLayer& am, uint32_t area_id)
     : rt_(rt),
       am_(am),
       eager_max_(rt.config().eager_max),
@@ -157,7 +157,7 @@ void MsgLayer::on_peer_lost(uint32_t rank) noexcept {
   if (!sends.empty() || !pulls.empty() || !posted.empty())
     TSU_LOG_WARN("rank %u lost: failing %zu rendezvous sends, %zu transfers, %zu receives", rank,
                  sends.size(), pulls.size(), posted.size());
-  for (auto& req : sends) core::run_callback(req->cb, TSU_ERR_PEER_LOST);
+  for (auto& req : sends) runtime::run_callback(req->cb, TSU_ERR_PEER_LOST);
   for (auto& np : pulls) complete(*np->l, np->src, np->tag, np->len, TSU_ERR_PEER_LOST);
   for (auto& l : posted)
     if (l) complete(*l, rank, l->tag, 0, TSU_ERR_PEER_LOST);

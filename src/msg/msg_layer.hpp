@@ -22,7 +22,7 @@
 #include "msg/posted_queue.hpp"
 #include "tsunagi/tsunagi.h"
 
-namespace tsu::core {
+namespace tsu::runtime {
 class Runtime;
 }
 namespace tsu::am {
@@ -50,7 +50,7 @@ class MsgLayer {
  public:
   // `area_id`: the slice of the layer area reserved for area_bytes() at init
   // (runtime/layer_area.hpp), which holds this rank's posted-receive queue.
-  MsgLayer(core::Runtime& rt, am::AmLayer& am, uint32_t area_id);
+  MsgLayer(runtime::Runtime& rt, am::AmLayer& am, uint32_t area_id);
   static std::size_t area_bytes(const core::Config& cfg, uint32_t ranks) noexcept;
   ~MsgLayer();
   MsgLayer(const MsgLayer&) = delete;
@@ -162,7 +162,7 @@ class MsgLayer {
   std::unique_ptr<NetPull> take_pull(uint64_t cookie, uint32_t peer) noexcept;
   bool source_lost(uint32_t src) const noexcept;
 
-  core::Runtime& rt_;
+  runtime::Runtime& rt_;
   am::AmLayer& am_;
   std::size_t eager_max_;
   std::size_t sceager_min_;

@@ -28,7 +28,7 @@ void MsgLayer::lock_queue(Filled& f) noexcept {
       case PostedQueue::kRecordWaits:
         // The pass's thread is the record's only reader: it owns the line
         // now (no sender takes a lock in state kFilled).
-        if (core::in_consumer_pass()) {
+        if (runtime::in_consumer_pass()) {
           take_filled(f);
           return;
         }
@@ -140,7 +140,7 @@ void MsgLayer::complete(Local& l, uint32_t src, uint64_t tag, std::size_t len,
     rt_.unwatch_peer(l.src);
   }
   if (l.status) *l.status = tsu_msg_status_t{src, st, tag, len};
-  core::run_callback(l.cb, st);
+  runtime::run_callback(l.cb, st);
 }
 
 void MsgLayer::on_eager(void* ctx, uint32_t src, const MessageHeader& h,
@@ -261,7 +261,7 @@ tsu_status_t MsgLayer::probe(uint32_t src, uint64_t tag, uint64_t mask,
   if (!status) return core::fail(TSU_ERR_NULL_POINTER, "tsu_msg_probe: status is NULL");
   if (src != TSU_ANY_SOURCE && src >= rt_.size())
     return core::fail(TSU_ERR_BAD_RANK, "tsu_msg_probe: rank %u >= job size %u", src, rt_.size());
-  if (!core::in_progress_context()) rt_.engine().progress();
+  if (!runtime::in_progress_context()) rt_.engine().progress();
   Filled filled;
   lock_queue(filled);
   for (const auto& u : unexpected_)

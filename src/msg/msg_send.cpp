@@ -120,7 +120,7 @@ tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::si
       bool busy = false;
       if (try_single_copy(dst, tag, buf, len, busy)) {
         counters_.sceager.fetch_add(1, std::memory_order_relaxed);
-        core::run_callback(cb, TSU_OK);
+        runtime::run_callback(cb, TSU_OK);
         return TSU_OK;
       }
       (busy ? counters_.busy : counters_.miss).fetch_add(1, std::memory_order_relaxed);
@@ -139,7 +139,7 @@ tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::si
       return st < 0 ? am::AmLayer::transport_error("tsu_try_send", dst, st) : st;
     }
     counters_.eager.fetch_add(1, std::memory_order_relaxed);
-    core::run_callback(cb, TSU_OK);
+    runtime::run_callback(cb, TSU_OK);
     return TSU_OK;
   }
   // Rendezvous: the receiver copies from our buffer, then says FIN.

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace tsu::core {
+namespace tsu::runtime {
 
 struct LayerAreaSlice {
   uint32_t id = 0;      // the reserving layer's id (0: unused entry)
@@ -84,4 +84,4 @@ inline std::byte* find_layer_slice(std::byte* area, std::size_t size, uint32_t i
   return nullptr;
 }
 
-}  // namespace tsu::core
+}  // namespace tsu::runtime

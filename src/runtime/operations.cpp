@@ -12,7 +12,12 @@
 #include "core/vector_request.hpp"
 #include "runtime/runtime.hpp"
 
-namespace tsu::core {
+namespace tsu::runtime {
+
+using core::atomic_execute;
+using core::atomic_op_fetches;
+using core::atomic_store_result;
+using core::atomic_type_size;
 
 using transport::Access;
 
@@ -201,4 +206,4 @@ tsu_status_t Runtime::execute(const Command& cmd, uint32_t completion_id) noexce
   return st;
 }
 
-}  // namespace tsu::core
+}  // namespace tsu::runtime

@@ -16,7 +16,7 @@
 #include "transport/transport.hpp"
 #include "util/clock.hpp"
 
-namespace tsu::core {
+namespace tsu::runtime {
 
 namespace {
 thread_local bool t_in_progress_context = false;
@@ -475,4 +475,4 @@ void ProgressEngine::thread_main() {
   }
 }
 
-}  // namespace tsu::core
+}  // namespace tsu::runtime

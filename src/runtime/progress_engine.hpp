@@ -30,7 +30,23 @@
 #include "transport/messaging.hpp"
 #include "transport/transport.hpp"
 
-namespace tsu::core {
+namespace tsu::runtime {
+
+// The core types the engine works with.
+using core::Command;
+using core::CommandRing;
+using core::CompletionRecord;
+using core::CompletionTable;
+using core::Config;
+using core::Doorbell;
+using core::DoorbellShared;
+using core::kCacheLine;
+using core::PushResult;
+namespace trace = core::trace;
+using core::kStarted;
+using core::MessageHandlerTable;
+using core::ThreadContext;
+using core::ThreadRing;
 
 // What the executor calls to start a command.  Returns the final status, or
 // kStarted (core/command.hpp) to leave the record pending until
@@ -346,4 +362,4 @@ class ProgressEngine {
   std::thread thread_;
 };
 
-}  // namespace tsu::core
+}  // namespace tsu::runtime

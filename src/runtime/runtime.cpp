@@ -23,7 +23,10 @@
 #include "transport/network.hpp"
 #include "transport/node.hpp"
 
-namespace tsu::core {
+namespace tsu::runtime {
+
+using core::g_log_level;
+using core::log_set_rank;
 
 std::atomic<Runtime*> g_runtime{nullptr};
 
@@ -458,4 +461,4 @@ ProgressEngine& Runtime::pick_lane() noexcept {
   return i < lanes_.size() ? *lanes_[i] : *engine_;
 }
 
-}  // namespace tsu::core
+}  // namespace tsu::runtime

@@ -37,7 +37,15 @@ namespace tsu::transport {
 class NodeTransport;
 }  // namespace tsu::transport
 
-namespace tsu::core {
+namespace tsu::runtime {
+
+// The core types the runtime works with.
+using core::CommandKind;
+using core::ControlBlock;
+using core::SegmentTable;
+using core::SharedRegion;
+using core::ThreadRegistry;
+using core::VectorView;
 
 class Runtime;
 
@@ -332,4 +340,4 @@ uint32_t busy_threads() noexcept;
 // CPUs in the calling thread's affinity mask (1 when it cannot be read).
 uint32_t affinity_cpus() noexcept;
 
-}  // namespace tsu::core
+}  // namespace tsu::runtime

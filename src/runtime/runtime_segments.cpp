@@ -11,7 +11,10 @@
 #include "transport/network.hpp"
 #include "transport/node.hpp"
 
-namespace tsu::core {
+namespace tsu::runtime {
+
+using core::atomic_op_valid;
+using core::kSegmentSharedNic;
 
 tsu_status_t Runtime::announce_segment(tsu_seg_t seg, void* base, std::size_t size,
                                        bool user_memory, std::string& error,
@@ -147,4 +150,4 @@ tsu_status_t Runtime::free_segment(tsu_seg_t seg, std::string& error) noexcept {
   return segments_.free(seg, error, nic);
 }
 
-}  // namespace tsu::core
+}  // namespace tsu::runtime

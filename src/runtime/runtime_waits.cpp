@@ -11,7 +11,9 @@
 #include "transport/node.hpp"
 #include "util/backoff.hpp"
 
-namespace tsu::core {
+namespace tsu::runtime {
+
+using core::PollingMark;
 
 namespace {
 bool flag_set(const void* f) {
@@ -156,4 +158,4 @@ tsu_status_t Runtime::finalize(std::string& error, const std::function<void()>& 
   return st;
 }
 
-}  // namespace tsu::core
+}  // namespace tsu::runtime

@@ -9,7 +9,9 @@
 #include "core/vector_request.hpp"
 #include "runtime/runtime.hpp"
 
-namespace tsu::core {
+namespace tsu::runtime {
+
+using core::VectorPiece;
 
 using transport::Access;
 
@@ -83,4 +85,4 @@ tsu_status_t Runtime::execute_vector(const VectorView& req) noexcept {
   return TSU_OK;
 }
 
-}  // namespace tsu::core
+}  // namespace tsu::runtime
