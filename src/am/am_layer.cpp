@@ -25,7 +25,7 @@ struct LongRef {
 };
 }  // namespace
 
-AmLayer::AmLayer(core::Runtime& rt)
+AmLayer::AmLayer(runtime::Runtime& rt)
     : rt_(rt), queued_(new std::atomic<uint32_t>[rt.size()]) {
   for (uint32_t r = 0; r < rt.size(); ++r) queued_[r].store(0, std::memory_order_relaxed);
   std::size_t m = rt.config().am_medium_max;
@@ -37,18 +37,18 @@ AmLayer::AmLayer(core::Runtime& rt)
 AmLayer::~AmLayer() = default;
 
 std::size_t AmLayer::max_payload(uint32_t dst) const noexcept {
-  const transport::Transport* t = rt_.message_route(dst);
+  const transport::Messaging* t = rt_.message_route(dst);
   return t ? t->max_message_payload() : 0;
 }
 
 tsu_status_t AmLayer::try_send(uint32_t dst, const MessageHeader& h, const void* payload) noexcept {
-  transport::Transport* t = rt_.message_route(dst);
+  transport::Messaging* t = rt_.message_route(dst);
   if (!t) return TSU_ERR_UNREACHABLE;
   // Messages queued for `dst` go first: nothing may overtake them.  If `dst`
   // is lost they only wait for the next poll to drop them, so a new request
   // to it fails now, as it would with the queue empty.
   if (queued_[dst].load(std::memory_order_acquire))
-    return t->is_peer_lost(dst) ? TSU_ERR_PEER_LOST : TSU_EAGAIN;
+    return rt_.peer_lost(dst) ? TSU_ERR_PEER_LOST : TSU_EAGAIN;
   return t->send_message(dst, h, payload);
 }
 
@@ -71,7 +71,7 @@ tsu_status_t AmLayer::send_or_queue(uint32_t dst, const MessageHeader& h,
   // manual progress no engine thread sleeps, and the ring is a futex system
   // call per queued message (measured: one per broadcast from a root that
   // outruns its receivers).
-  if (!core::in_progress_context() && !rt_.manual_progress()) rt_.engine().doorbell().ring();
+  if (!runtime::in_progress_context() && !rt_.manual_progress()) rt_.engine().doorbell().ring();
   return TSU_OK;
 }
 
@@ -137,7 +137,7 @@ bool AmLayer::sync_pending(const void* arg) noexcept {
         v.end())
       return false;
   }
-  return !(w->route && w->route->is_peer_lost(w->from));
+  return !w->self->rt_.peer_lost(w->from);
 }
 
 tsu_status_t AmLayer::sync_all() noexcept {
@@ -152,10 +152,9 @@ tsu_status_t AmLayer::sync_all() noexcept {
     if (st != TSU_OK) return st;
     // The rank this round waits for; if it is lost, nothing will come.
     const uint32_t from = (me + n - dist) % n;
-    transport::Transport* from_route = rt_.message_route(from);
     // Parked or asleep until the message (on_sync) or the rank's loss
     // (on_peer_lost) wakes it.
-    const SyncWait w{this, epoch, round, from_route, from};
+    const SyncWait w{this, epoch, round, from};
     core::BlockingWait wait(&sync_arrived_, rt_.manual_progress(), sync_pending, &w,
                             &rt_.engine().waiters_polling());
     for (;;) {
@@ -168,7 +167,7 @@ tsu_status_t AmLayer::sync_all() noexcept {
           break;
         }
       }
-      if (from_route && from_route->is_peer_lost(from))
+      if (rt_.peer_lost(from))
         return core::fail(TSU_ERR_PEER_LOST, "synchronization: rank %u is lost", from);
       if (rt_.engine().progress()) wait.worked();
       else wait.idle();
@@ -254,7 +253,7 @@ tsu_status_t AmLayer::send_user(const char* fn, uint32_t dst, uint32_t id, const
                       TSU_AM_MAX_ARGS);
   if ((nargs && !args) || (len && !payload))
     return core::fail(TSU_ERR_NULL_POINTER, "%s: args or payload is NULL", fn);
-  transport::Transport* t = rt_.message_route(dst);
+  transport::Messaging* t = rt_.message_route(dst);
   if (!t) return core::fail(TSU_ERR_UNREACHABLE, "%s: no transport reaches rank %u", fn, dst);
   MessageHeader h{};
   h.handler = static_cast<uint16_t>(core::kFirstUserHandler + id);
@@ -266,7 +265,7 @@ tsu_status_t AmLayer::send_user(const char* fn, uint32_t dst, uint32_t id, const
                         len, medium_max_);
     h.payload_len = static_cast<uint32_t>(len);
     const tsu_status_t st = try_send(dst, h, payload);
-    if (st == TSU_OK) core::run_callback(cb, TSU_OK);
+    if (st == TSU_OK) runtime::run_callback(cb, TSU_OK);
     return st < 0 ? transport_error(fn, dst, st) : st;
   }
   if (long_addr->rank != dst)
@@ -281,14 +280,14 @@ tsu_status_t AmLayer::send_user(const char* fn, uint32_t dst, uint32_t id, const
   // Long: room in the ring first (so a refused request wrote nothing), then
   // the payload by RMA, then the notice.
   if (queued_[dst].load(std::memory_order_acquire))
-    return t->is_peer_lost(dst) ? transport_error(fn, dst, TSU_ERR_PEER_LOST) : TSU_EAGAIN;
-  transport::Transport* mem = rt_.route(dst);
+    return rt_.peer_lost(dst) ? transport_error(fn, dst, TSU_ERR_PEER_LOST) : TSU_EAGAIN;
+  transport::MemoryAccess* mem = rt_.memory_access(dst);
   transport::Access a;
   tsu_status_t st = mem ? mem->resolve(*long_addr, len, a) : TSU_ERR_UNREACHABLE;
   if (st == TSU_ERR_UNREACHABLE || st == TSU_ERR_UNSUPPORTED)
     return core::fail(st, "%s: rank %u's memory is not reachable from here", fn, dst);
   if (st != TSU_OK) {  // a target error: reported through the callback
-    core::run_callback(cb, st);
+    runtime::run_callback(cb, st);
     return TSU_OK;
   }
   if (len) {
@@ -297,7 +296,7 @@ tsu_status_t AmLayer::send_user(const char* fn, uint32_t dst, uint32_t id, const
                                 0};
     st = rt_.copy_access(a, src, len);
     if (st != TSU_OK) {
-      core::run_callback(cb, st);
+      runtime::run_callback(cb, st);
       return TSU_OK;
     }
   }
@@ -308,7 +307,7 @@ tsu_status_t AmLayer::send_user(const char* fn, uint32_t dst, uint32_t id, const
   // The payload is in place; if the ring filled up meanwhile, queue the
   // notice rather than refuse a request whose data was already written.
   if (st == TSU_EAGAIN) st = send_or_queue(dst, h, &ref);
-  if (st == TSU_OK) core::run_callback(cb, TSU_OK);
+  if (st == TSU_OK) runtime::run_callback(cb, TSU_OK);
   return st;
 }
 

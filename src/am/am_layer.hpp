@@ -28,7 +28,7 @@ struct tsu_am_token_s {
   bool replied;
 };
 
-namespace tsu::core {
+namespace tsu::runtime {
 class Runtime;
 }
 namespace tsu::transport {
@@ -43,7 +43,7 @@ class AmLayer {
   static constexpr uint16_t kFlagLong = 1u << 3;
   static constexpr uint16_t kFlagReply = 1u << 4;
 
-  explicit AmLayer(core::Runtime& rt);
+  explicit AmLayer(runtime::Runtime& rt);
   ~AmLayer();
   AmLayer(const AmLayer&) = delete;
   AmLayer& operator=(const AmLayer&) = delete;
@@ -92,7 +92,7 @@ class AmLayer {
   // Drops queued messages to `rank` and fails its long AMs (TSU_ERR_PEER_LOST).
   void on_peer_lost(uint32_t rank) noexcept;
 
-  core::Runtime& runtime() noexcept { return rt_; }
+  runtime::Runtime& runtime() noexcept { return rt_; }
 
  private:
   struct UserEntry {
@@ -114,7 +114,7 @@ class AmLayer {
   static void dispatch_user(void* ctx, uint32_t src, const core::MessageHeader& h,
                             const std::byte* payload) noexcept;
 
-  core::Runtime& rt_;
+  runtime::Runtime& rt_;
   std::size_t medium_max_;
   std::mutex reg_mu_;
   std::vector<std::unique_ptr<UserEntry>> entries_;  // guarded by reg_mu_
@@ -133,7 +133,6 @@ class AmLayer {
     AmLayer* self;
     uint64_t epoch;
     uint32_t round;
-    transport::Transport* route;
     uint32_t from;
   };
   static bool sync_pending(const void* arg) noexcept;

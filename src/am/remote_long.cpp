@@ -63,7 +63,7 @@ void RemoteLong::complete(uint64_t cookie, tsu_status_t st, int64_t from) noexce
     cb = it->second.cb;
     pending_.erase(it);
   }
-  core::run_callback(cb, st);
+  runtime::run_callback(cb, st);
 }
 
 bool RemoteLong::forget(uint64_t cookie) noexcept {

@@ -10,10 +10,10 @@
 namespace tsu::api {
 
 using core::Counter;
-using core::Runtime;
+using runtime::Runtime;
 using core::ThreadContext;
 
-inline Runtime* runtime() noexcept { return core::g_runtime.load(std::memory_order_acquire); }
+inline Runtime* live_runtime() noexcept { return ::tsu::runtime::g_runtime.load(std::memory_order_acquire); }
 
 [[gnu::cold]] inline tsu_status_t not_initialized(const char* fn) noexcept {
   return core::fail(TSU_ERR_NOT_INITIALIZED, "%s: tsunagi is not initialized (call tsu_init first)",
@@ -43,7 +43,7 @@ inline constexpr uint64_t kBatchInFlight = 4;
 // be the progress thread's own engine.
 [[gnu::noinline]] inline bool submit_to_lane(Runtime& rt, ThreadContext& tc,
                                              const core::Command& cmd) noexcept {
-  core::ProgressEngine& lane = rt.lane_of(tc);
+  runtime::ProgressEngine& lane = rt.lane_of(tc);
   return lane.is_lane() ? lane.submit_to_lane(tc, cmd) : lane.submit_own(tc, cmd);
 }
 
@@ -58,7 +58,7 @@ inline constexpr uint64_t kBatchInFlight = 4;
   // thread (it saves a wake-up per request) or, with enough of this thread's
   // requests in flight to wake the engine soon, left for it to batch
   // (progress_engine.hpp).
-  using IfAsleep = core::ProgressEngine::IfAsleep;
+  using IfAsleep = runtime::ProgressEngine::IfAsleep;
   const bool network = !rt.memory_route(cmd.dst.rank) || !rt.memory_route(cmd.src.rank);
   const IfAsleep if_asleep =
       !network ? IfAsleep::kWake
@@ -93,7 +93,7 @@ inline tsu_status_t complete_inline(ThreadContext& tc, const tsu_cb_t& cb,
   tc.stats.add(Counter::kBypassed);
   if (status != TSU_OK) tc.stats.add(Counter::kFailedAtTarget);
   TSU_TRACE(core::trace::kBypass, static_cast<int64_t>(status), 0, 0);
-  core::run_callback(cb, status);
+  runtime::run_callback(cb, status);
   return TSU_OK;
 }
 

@@ -72,7 +72,7 @@ tsu_status_t atomic_impl(Runtime* rt, tsu_gaddr_t target, tsu_aop_t op, tsu_atyp
 extern "C" tsu_status_t tsu_try_atomic(tsu_gaddr_t target, tsu_aop_t op, tsu_atype_t type,
                                        const void* operand, const void* compare, void* result,
                                        tsu_cb_t cb) {
-  Runtime* rt = runtime();
+  Runtime* rt = live_runtime();
   if (!rt) [[unlikely]] return not_initialized("tsu_try_atomic");
   return atomic_impl<false>(rt, target, op, type, operand, compare, result, cb);
 }
@@ -80,7 +80,7 @@ extern "C" tsu_status_t tsu_try_atomic(tsu_gaddr_t target, tsu_aop_t op, tsu_aty
 extern "C" tsu_status_t tsu_try_atomic_nbi(tsu_gaddr_t target, tsu_aop_t op, tsu_atype_t type,
                                            const void* operand, const void* compare,
                                            void* result) {
-  Runtime* rt = runtime();
+  Runtime* rt = live_runtime();
   if (!rt) [[unlikely]] return not_initialized("tsu_try_atomic_nbi");
   return atomic_impl<true>(rt, target, op, type, operand, compare, result, tsu_cb_t{});
 }

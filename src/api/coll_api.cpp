@@ -6,7 +6,7 @@ using namespace tsu;
 using namespace tsu::api;
 
 #define TSU_COLL_ENTRY(fn)                      \
-  Runtime* rt = runtime();                      \
+  Runtime* rt = live_runtime();                      \
   if (!rt) [[unlikely]] return not_initialized(fn); \
   coll::CollLayer& c = layers(*rt).coll
 
@@ -15,7 +15,7 @@ extern "C" {
 tsu_status_t tsu_team_split(tsu_team_t parent, int32_t color, uint32_t key, tsu_team_t* out) {
   TSU_COLL_ENTRY("tsu_team_split");
   if (!out) return core::fail(TSU_ERR_NULL_POINTER, "tsu_team_split: out is NULL");
-  if (core::in_progress_context())
+  if (runtime::in_progress_context())
     return core::fail(TSU_ERR_UNSUPPORTED,
                       "tsu_team_split: blocking collective; not from a handler or callback");
   return c.split(parent, color, key, *out);

@@ -59,9 +59,9 @@ uint64_t tsu_counter_value(const tsu_counter_t* counter) {
 tsu_status_t tsu_counter_wait(tsu_counter_t* counter, uint64_t n) {
   if (!counter) return core::fail(TSU_ERR_NULL_POINTER, "tsu_counter_wait: counter is NULL");
   if (tsu_counter_value(counter) >= n) return counter_status(counter);
-  core::Runtime* rt = api::runtime();
+  runtime::Runtime* rt = api::live_runtime();
   if (!rt) return api::not_initialized("tsu_counter_wait");
-  if (core::in_progress_context())
+  if (runtime::in_progress_context())
     return core::fail(TSU_ERR_UNSUPPORTED,
                       "tsu_counter_wait: cannot block inside a completion callback");
   // Parked or asleep until the callback wakes it (the counter's address is

@@ -17,8 +17,13 @@
 
 namespace tsu::api {
 
-struct Layers final : core::Extension {
-  explicit Layers(core::Runtime& rt) : am(rt), msg(rt, am), coll(rt, am), ordered(rt) {
+// The layers' slices of the layer area (runtime/layer_area.hpp).
+inline constexpr uint32_t kMsgAreaId = 1;   // the tagged layer's posted-receive queue
+inline constexpr uint32_t kCollAreaId = 2;  // the collectives' node team slots
+
+struct Layers final : runtime::Extension {
+  explicit Layers(runtime::Runtime& rt)
+      : am(rt), msg(rt, am, kMsgAreaId), coll(rt, am, kCollAreaId), ordered(rt) {
     lost_.reserve(rt.size());  // a rank is declared lost at most once
   }
   std::size_t poll() noexcept override {
@@ -67,13 +72,15 @@ struct Layers final : core::Extension {
   std::atomic<bool> lost_pending_{false};
 };
 
-std::unique_ptr<core::Extension> make_layers(core::Runtime& rt, std::string& error);
+// The factory Runtime::create calls (reserve before the transports open,
+// make after).
+extern const runtime::ExtensionFactory kLayersFactory;
 
 // Collective synchronization of the layers' setup calls (handler and team
 // registration): returns when every rank has called it; drives progress.
-tsu_status_t layers_sync(core::Runtime& rt, const char* fn) noexcept;
+tsu_status_t layers_sync(runtime::Runtime& rt, const char* fn) noexcept;
 
-inline Layers& layers(core::Runtime& rt) noexcept {
+inline Layers& layers(runtime::Runtime& rt) noexcept {
   return *static_cast<Layers*>(rt.extension());
 }
 

@@ -3,12 +3,12 @@
 #include "api/nic_probe.hpp"
 
 using namespace tsu;
-using tsu::api::runtime;
+using tsu::api::live_runtime;
 
 extern "C" {
 
 tsu_status_t tsu_segment_alloc(size_t size, tsu_seg_t* seg, void** base) {
-  core::Runtime* rt = runtime();
+  runtime::Runtime* rt = live_runtime();
   if (!rt) return api::not_initialized("tsu_segment_alloc");
   if (!seg || !base)
     return core::fail(TSU_ERR_NULL_POINTER, "tsu_segment_alloc: seg and base must not be NULL");
@@ -24,7 +24,7 @@ tsu_status_t tsu_segment_alloc(size_t size, tsu_seg_t* seg, void** base) {
 }
 
 tsu_status_t tsu_segment_alloc_ex(size_t size, unsigned flags, tsu_seg_t* seg, void** base) {
-  core::Runtime* rt = runtime();
+  runtime::Runtime* rt = live_runtime();
   if (!rt) return api::not_initialized("tsu_segment_alloc_ex");
   if (!seg || !base)
     return core::fail(TSU_ERR_NULL_POINTER, "tsu_segment_alloc_ex: seg and base must not be NULL");
@@ -33,7 +33,7 @@ tsu_status_t tsu_segment_alloc_ex(size_t size, unsigned flags, tsu_seg_t* seg, v
                       flags & ~TSU_SEG_NIC_ATOMICS);
   const bool nic = flags & TSU_SEG_NIC_ATOMICS;
   // The allocation waits for its first NIC atomic: only where waiting is allowed.
-  if (nic && core::in_progress_context())
+  if (nic && runtime::in_progress_context())
     return core::fail(TSU_ERR_UNSUPPORTED,
                       "tsu_segment_alloc_ex: TSU_SEG_NIC_ATOMICS cannot wait for the segment's "
                       "first NIC atomic inside a completion callback or the progress thread");
@@ -61,7 +61,7 @@ tsu_status_t tsu_segment_alloc_ex(size_t size, unsigned flags, tsu_seg_t* seg, v
 }
 
 tsu_status_t tsu_segment_atomic_site(tsu_seg_t seg, tsu_atomic_site_t* site) {
-  core::Runtime* rt = runtime();
+  runtime::Runtime* rt = live_runtime();
   if (!rt) return api::not_initialized("tsu_segment_atomic_site");
   if (!site) return core::fail(TSU_ERR_NULL_POINTER, "tsu_segment_atomic_site: site is NULL");
   transport::AtomicSite s;
@@ -73,7 +73,7 @@ tsu_status_t tsu_segment_atomic_site(tsu_seg_t seg, tsu_atomic_site_t* site) {
 }
 
 tsu_status_t tsu_mem_register(void* base, size_t size, tsu_seg_t* seg) {
-  core::Runtime* rt = runtime();
+  runtime::Runtime* rt = live_runtime();
   if (!rt) return api::not_initialized("tsu_mem_register");
   if (!base || !seg)
     return core::fail(TSU_ERR_NULL_POINTER, "tsu_mem_register: base and seg must not be NULL");
@@ -89,7 +89,7 @@ tsu_status_t tsu_mem_register(void* base, size_t size, tsu_seg_t* seg) {
 }
 
 tsu_status_t tsu_segment_free(tsu_seg_t seg) {
-  core::Runtime* rt = runtime();
+  runtime::Runtime* rt = live_runtime();
   if (!rt) return api::not_initialized("tsu_segment_free");
   std::string error;
   const tsu_status_t st = rt->free_segment(seg, error);
@@ -98,7 +98,7 @@ tsu_status_t tsu_segment_free(tsu_seg_t seg) {
 }
 
 tsu_status_t tsu_segment_info(tsu_seg_t seg, void** base, size_t* size) {
-  core::Runtime* rt = runtime();
+  runtime::Runtime* rt = live_runtime();
   if (!rt) return api::not_initialized("tsu_segment_info");
   if (!base || !size)
     return core::fail(TSU_ERR_NULL_POINTER, "tsu_segment_info: base and size must not be NULL");
@@ -112,7 +112,7 @@ tsu_status_t tsu_segment_info(tsu_seg_t seg, void** base, size_t* size) {
 }
 
 tsu_status_t tsu_laddr_of(const void* ptr, tsu_laddr_t* out) {
-  core::Runtime* rt = runtime();
+  runtime::Runtime* rt = live_runtime();
   if (!rt) return api::not_initialized("tsu_laddr_of");
   if (!ptr || !out)
     return core::fail(TSU_ERR_NULL_POINTER, "tsu_laddr_of: ptr and out must not be NULL");
@@ -125,7 +125,7 @@ tsu_status_t tsu_laddr_of(const void* ptr, tsu_laddr_t* out) {
 }
 
 tsu_status_t tsu_gaddr_of(const void* ptr, tsu_gaddr_t* out) {
-  core::Runtime* rt = runtime();
+  runtime::Runtime* rt = live_runtime();
   if (!rt) return api::not_initialized("tsu_gaddr_of");
   if (!ptr || !out)
     return core::fail(TSU_ERR_NULL_POINTER, "tsu_gaddr_of: ptr and out must not be NULL");
@@ -138,7 +138,7 @@ tsu_status_t tsu_gaddr_of(const void* ptr, tsu_gaddr_t* out) {
 }
 
 tsu_status_t tsu_laddr_ptr(tsu_laddr_t addr, size_t len, void** out) {
-  core::Runtime* rt = runtime();
+  runtime::Runtime* rt = live_runtime();
   if (!rt) return api::not_initialized("tsu_laddr_ptr");
   if (!out) return core::fail(TSU_ERR_NULL_POINTER, "tsu_laddr_ptr: out is NULL");
   std::byte* p;
@@ -151,7 +151,7 @@ tsu_status_t tsu_laddr_ptr(tsu_laddr_t addr, size_t len, void** out) {
 }
 
 tsu_status_t tsu_gaddr_ptr(tsu_gaddr_t addr, size_t len, void** out) {
-  core::Runtime* rt = runtime();
+  runtime::Runtime* rt = live_runtime();
   if (!rt) return api::not_initialized("tsu_gaddr_ptr");
   if (!out) return core::fail(TSU_ERR_NULL_POINTER, "tsu_gaddr_ptr: out is NULL");
   if (addr.rank >= rt->size())
@@ -161,7 +161,7 @@ tsu_status_t tsu_gaddr_ptr(tsu_gaddr_t addr, size_t len, void** out) {
     return core::fail(TSU_ERR_UNREACHABLE, "tsu_gaddr_ptr: rank %u is on another node",
                       addr.rank);
   transport::Access a;
-  const tsu_status_t st = rt->route(addr.rank)->resolve(addr, len, a);
+  const tsu_status_t st = rt->memory_access(addr.rank)->resolve(addr, len, a);
   if (st != TSU_OK)
     return core::fail(st, "tsu_gaddr_ptr: rank %u segment %u offset %llu length %zu: %s",
                       addr.rank, addr.seg, static_cast<unsigned long long>(addr.offset), len,

@@ -19,7 +19,7 @@ void on_probe(tsu_status_t status, void* arg) {
 }
 }  // namespace
 
-tsu_status_t first_nic_atomic(core::Runtime& rt, tsu_seg_t seg) noexcept {
+tsu_status_t first_nic_atomic(runtime::Runtime& rt, tsu_seg_t seg) noexcept {
   ProbeResult result;
   const uint64_t zero = 0;
   uint64_t old = 0;

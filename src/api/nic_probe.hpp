@@ -13,6 +13,6 @@ namespace tsu::api {
 // moment a segment may change site: no other issuer knows its id yet and
 // no NIC atomic on it has completed, so no word can see both executors.
 // Other failures are returned.
-tsu_status_t first_nic_atomic(core::Runtime& rt, tsu_seg_t seg) noexcept;
+tsu_status_t first_nic_atomic(runtime::Runtime& rt, tsu_seg_t seg) noexcept;
 
 }  // namespace tsu::api

@@ -56,7 +56,7 @@ tsu_status_t issue_ordered(Runtime& rt, ThreadContext& tc, const char* fn, core:
     case core::OrderBook::Decision::kFail:
       // What it follows failed before this call: it completes at once.
       tc.stats.add(Counter::kFailedAtTarget);
-      core::run_callback(cmd.cb, TSU_ERR_DEPENDENCY);
+      runtime::run_callback(cmd.cb, TSU_ERR_DEPENDENCY);
       o.finish(req, TSU_ERR_DEPENDENCY);
       break;
     case core::OrderBook::Decision::kRun: {
@@ -66,7 +66,7 @@ tsu_status_t issue_ordered(Runtime& rt, ThreadContext& tc, const char* fn, core:
         tc.stats.add(Counter::kBypassed);
         const tsu_status_t done = rt.execute(run, UINT32_MAX);
         if (done != TSU_OK) tc.stats.add(Counter::kFailedAtTarget);
-        core::run_callback(run.cb, done);
+        runtime::run_callback(run.cb, done);
       } else if (const tsu_status_t sub = submit(rt, tc, run); sub != TSU_OK) {
         book->withdraw(req);  // ring full: nothing issued, no handle given out
         return sub;
@@ -110,14 +110,14 @@ extern "C" {
 
 tsu_status_t tsu_try_put_ordered(tsu_gaddr_t dst, tsu_laddr_t src, size_t len, tsu_req_t after,
                                  tsu_cb_t cb, tsu_req_t* req) {
-  Runtime* rt = runtime();
+  Runtime* rt = live_runtime();
   if (!rt) [[unlikely]] return not_initialized("tsu_try_put_ordered");
   return rma_ordered(*rt, "tsu_try_put_ordered", true, dst, src, len, after, cb, req);
 }
 
 tsu_status_t tsu_try_get_ordered(tsu_laddr_t dst, tsu_gaddr_t src, size_t len, tsu_req_t after,
                                  tsu_cb_t cb, tsu_req_t* req) {
-  Runtime* rt = runtime();
+  Runtime* rt = live_runtime();
   if (!rt) [[unlikely]] return not_initialized("tsu_try_get_ordered");
   return rma_ordered(*rt, "tsu_try_get_ordered", false, src, dst, len, after, cb, req);
 }
@@ -125,7 +125,7 @@ tsu_status_t tsu_try_get_ordered(tsu_laddr_t dst, tsu_gaddr_t src, size_t len, t
 tsu_status_t tsu_try_copy_ordered(tsu_gaddr_t dst, tsu_gaddr_t src, size_t len, tsu_req_t after,
                                   tsu_cb_t cb, tsu_req_t* req) {
   constexpr const char* fn = "tsu_try_copy_ordered";
-  Runtime* rt = runtime();
+  Runtime* rt = live_runtime();
   if (!rt) [[unlikely]] return not_initialized(fn);
   ThreadContext& tc = *rt->threads().current();
   tsu_status_t st = check_copy(*rt, tc, fn, dst, src, len);
@@ -149,7 +149,7 @@ tsu_status_t tsu_try_atomic_ordered(tsu_gaddr_t target, tsu_aop_t op, tsu_atype_
                                     const void* operand, const void* compare, void* result,
                                     tsu_req_t after, tsu_cb_t cb, tsu_req_t* req) {
   constexpr const char* fn = "tsu_try_atomic_ordered";
-  Runtime* rt = runtime();
+  Runtime* rt = live_runtime();
   if (!rt) [[unlikely]] return not_initialized(fn);
   ThreadContext& tc = *rt->threads().current();
   tsu_status_t st = check_atomic(*rt, tc, fn, target, op, type, operand, compare, result);
@@ -201,7 +201,7 @@ namespace {
 
 // tsu_req_wait (block) and tsu_req_test (one look).
 tsu_status_t req_wait_or_test(const char* fn, tsu_req_t req, bool block) noexcept {
-  Runtime* rt = runtime();
+  Runtime* rt = live_runtime();
   if (!rt) return not_initialized(fn);
   ThreadContext& tc = *rt->threads().current();
   core::OrderBook* book = tc.orders.get();
@@ -209,11 +209,11 @@ tsu_status_t req_wait_or_test(const char* fn, tsu_req_t req, bool block) noexcep
   if (const tsu_status_t st = wait_target(fn, book, req, upto); st != TSU_OK) return st;
   if (!book || upto == 0) return TSU_OK;
   if (!block) {
-    if (book->done_below() <= upto && !core::in_progress_context()) rt->engine().progress();
+    if (book->done_below() <= upto && !runtime::in_progress_context()) rt->engine().progress();
     if (book->done_below() <= upto) return TSU_EAGAIN;
     return report(fn, book, upto);
   }
-  if (book->done_below() <= upto && core::in_progress_context())
+  if (book->done_below() <= upto && runtime::in_progress_context())
     return core::fail(TSU_ERR_UNSUPPORTED,
                       "%s: cannot block inside a completion callback or the progress thread", fn);
   // Inside a user-level thread: parked until a completion moves the

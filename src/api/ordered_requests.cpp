@@ -77,7 +77,7 @@ void OrderedRequests::start(const core::OrderedRelease& r) noexcept {
   if (r.fail) {
     TSU_LOG_DEBUG("ordered request %llu not run: a request it followed failed",
                   static_cast<unsigned long long>(req->id));
-    core::run_callback(req->cmd.cb, TSU_ERR_DEPENDENCY);
+    runtime::run_callback(req->cmd.cb, TSU_ERR_DEPENDENCY);
     finish(req, TSU_ERR_DEPENDENCY);
     owner->count_completed(1);
     return;
@@ -86,7 +86,7 @@ void OrderedRequests::start(const core::OrderedRelease& r) noexcept {
   cmd.cb = done_cb(req);
   if (runs_inline(cmd)) {
     const tsu_status_t st = rt_.execute(cmd, UINT32_MAX);  // memory route: no record used
-    core::run_callback(cmd.cb, st);
+    runtime::run_callback(cmd.cb, st);
     owner->count_completed(1);
     return;
   }
@@ -97,7 +97,7 @@ void OrderedRequests::start(const core::OrderedRelease& r) noexcept {
     retry_.push_back(cmd);
   } catch (const std::bad_alloc&) {
     TSU_LOG_ERROR("ordered requests: out of memory queueing a released request");
-    core::run_callback(cmd.cb, TSU_ERR_NO_MEMORY);
+    runtime::run_callback(cmd.cb, TSU_ERR_NO_MEMORY);
     owner->count_completed(1);
     return;
   }

@@ -22,7 +22,7 @@ namespace tsu::api {
 
 class OrderedRequests {
  public:
-  explicit OrderedRequests(core::Runtime& rt) : rt_(rt) {}
+  explicit OrderedRequests(runtime::Runtime& rt) : rt_(rt) {}
 
   // The calling thread's book (made on its first ordered request), or null
   // when it cannot be made.
@@ -43,7 +43,7 @@ class OrderedRequests {
  private:
   void start(const core::OrderedRelease& r) noexcept;
 
-  core::Runtime& rt_;
+  runtime::Runtime& rt_;
   std::mutex retry_mu_;
   std::vector<core::Command> retry_;  // guarded by retry_mu_
   std::atomic<bool> retry_pending_{false};

@@ -88,43 +88,43 @@ tsu_status_t copy_impl(Runtime* rt, tsu_gaddr_t dst, tsu_gaddr_t src, size_t len
 extern "C" {
 
 tsu_status_t tsu_try_put(tsu_gaddr_t dst, tsu_laddr_t src, size_t len, tsu_cb_t cb) {
-  Runtime* rt = runtime();
+  Runtime* rt = live_runtime();
   if (!rt) [[unlikely]] return not_initialized("tsu_try_put");
   return put_impl<false>(rt, dst, src, len, cb);
 }
 
 tsu_status_t tsu_try_get(tsu_laddr_t dst, tsu_gaddr_t src, size_t len, tsu_cb_t cb) {
-  Runtime* rt = runtime();
+  Runtime* rt = live_runtime();
   if (!rt) [[unlikely]] return not_initialized("tsu_try_get");
   return get_impl<false>(rt, dst, src, len, cb);
 }
 
 tsu_status_t tsu_try_copy(tsu_gaddr_t dst, tsu_gaddr_t src, size_t len, tsu_cb_t cb) {
-  Runtime* rt = runtime();
+  Runtime* rt = live_runtime();
   if (!rt) [[unlikely]] return not_initialized("tsu_try_copy");
   return copy_impl<false>(rt, dst, src, len, cb);
 }
 
 tsu_status_t tsu_try_put_nbi(tsu_gaddr_t dst, tsu_laddr_t src, size_t len) {
-  Runtime* rt = runtime();
+  Runtime* rt = live_runtime();
   if (!rt) [[unlikely]] return not_initialized("tsu_try_put_nbi");
   return put_impl<true>(rt, dst, src, len, tsu_cb_t{});
 }
 
 tsu_status_t tsu_try_get_nbi(tsu_laddr_t dst, tsu_gaddr_t src, size_t len) {
-  Runtime* rt = runtime();
+  Runtime* rt = live_runtime();
   if (!rt) [[unlikely]] return not_initialized("tsu_try_get_nbi");
   return get_impl<true>(rt, dst, src, len, tsu_cb_t{});
 }
 
 tsu_status_t tsu_try_copy_nbi(tsu_gaddr_t dst, tsu_gaddr_t src, size_t len) {
-  Runtime* rt = runtime();
+  Runtime* rt = live_runtime();
   if (!rt) [[unlikely]] return not_initialized("tsu_try_copy_nbi");
   return copy_impl<true>(rt, dst, src, len, tsu_cb_t{});
 }
 
 tsu_status_t tsu_fence(void) {
-  Runtime* rt = runtime();
+  Runtime* rt = live_runtime();
   if (!rt) return not_initialized("tsu_fence");
   ThreadContext& tc = *rt->threads().current();
   if (tc.outstanding()) tc.fence_pending = true;
@@ -132,9 +132,9 @@ tsu_status_t tsu_fence(void) {
 }
 
 tsu_status_t tsu_quiet(void) {
-  Runtime* rt = runtime();
+  Runtime* rt = live_runtime();
   if (!rt) return not_initialized("tsu_quiet");
-  if (core::in_progress_context())
+  if (runtime::in_progress_context())
     return core::fail(TSU_ERR_UNSUPPORTED,
                       "tsu_quiet: cannot block inside a completion callback or the progress "
                       "thread");

@@ -15,7 +15,7 @@
 #include "core/trace.hpp"
 
 using namespace tsu;
-using tsu::api::runtime;
+using tsu::api::live_runtime;
 
 namespace {
 std::mutex g_init_mutex;  // serializes init and finalize
@@ -35,7 +35,7 @@ extern "C" {
 
 tsu_status_t tsu_init(const tsu_config_t* config) {
   std::lock_guard lock(g_init_mutex);
-  if (runtime())
+  if (live_runtime())
     return core::fail(TSU_ERR_ALREADY_INITIALIZED, "tsu_init: tsunagi is already initialized");
   // The launcher's bootstrap session ends at tsu_finalize: only a singleton
   // (no launcher) can start a second job in the same process.
@@ -43,9 +43,9 @@ tsu_status_t tsu_init(const tsu_config_t* config) {
     return core::fail(TSU_ERR_UNSUPPORTED,
                       "tsu_init: a rank started by a launcher cannot initialize again after "
                       "tsu_finalize");
-  std::unique_ptr<core::Runtime> rt;
+  std::unique_ptr<runtime::Runtime> rt;
   std::string error;
-  const tsu_status_t st = core::Runtime::create(config, ++g_epoch, rt, error, api::make_layers);
+  const tsu_status_t st = runtime::Runtime::create(config, ++g_epoch, rt, error, api::kLayersFactory);
   if (st != TSU_OK) {
     TSU_LOG_ERROR("tsu_init failed: %s", error.c_str());
     return core::fail(st, "tsu_init: %s", error.c_str());
@@ -56,15 +56,15 @@ tsu_status_t tsu_init(const tsu_config_t* config) {
   if (!rt->config().trace.empty() &&
       core::trace::start(rt->config().trace, rt->rank(), error) != TSU_OK)
     TSU_LOG_ERROR("%s (tracing stays off)", error.c_str());
-  core::g_runtime.store(rt.release(), std::memory_order_release);
+  runtime::g_runtime.store(rt.release(), std::memory_order_release);
   return TSU_OK;
 }
 
 tsu_status_t tsu_finalize(void) {
   std::lock_guard lock(g_init_mutex);
-  core::Runtime* rt = runtime();
+  runtime::Runtime* rt = live_runtime();
   if (!rt) return api::not_initialized("tsu_finalize");
-  if (core::in_progress_context())
+  if (runtime::in_progress_context())
     return core::fail(TSU_ERR_UNSUPPORTED,
                       "tsu_finalize: cannot be called from a completion callback");
   // Layers' own pthreads stop calling us before the teardown (their hooks
@@ -77,7 +77,7 @@ tsu_status_t tsu_finalize(void) {
     }
   });
   g_finalized = true;
-  core::g_runtime.store(nullptr, std::memory_order_release);
+  runtime::g_runtime.store(nullptr, std::memory_order_release);
   delete rt;
   core::trace::stop();  // the progress thread has stopped: every buffer is quiet
   core::log_set_rank(-1);
@@ -85,12 +85,12 @@ tsu_status_t tsu_finalize(void) {
   return TSU_OK;
 }
 
-int tsu_initialized(void) { return runtime() != nullptr; }
+int tsu_initialized(void) { return live_runtime() != nullptr; }
 
 tsu_status_t tsu_add_finalize_hook(tsu_finalize_hook_fn_t fn, void* ctx) {
   if (!fn) return core::fail(TSU_ERR_NULL_POINTER, "tsu_add_finalize_hook: fn is NULL");
   std::lock_guard lock(g_init_mutex);
-  if (!runtime()) return api::not_initialized("tsu_add_finalize_hook");
+  if (!live_runtime()) return api::not_initialized("tsu_add_finalize_hook");
   if (g_finalize_hook_count == TSU_FINALIZE_HOOKS_MAX)
     return core::fail(TSU_ERR_LIMIT, "tsu_add_finalize_hook: %u hooks are set already",
                       TSU_FINALIZE_HOOKS_MAX);
@@ -100,7 +100,7 @@ tsu_status_t tsu_add_finalize_hook(tsu_finalize_hook_fn_t fn, void* ctx) {
 
 tsu_status_t tsu_remove_finalize_hook(tsu_finalize_hook_fn_t fn, void* ctx) {
   std::lock_guard lock(g_init_mutex);
-  if (!runtime()) return api::not_initialized("tsu_remove_finalize_hook");
+  if (!live_runtime()) return api::not_initialized("tsu_remove_finalize_hook");
   for (uint32_t i = g_finalize_hook_count; i-- > 0;) {
     if (g_finalize_hooks[i].fn != fn || g_finalize_hooks[i].ctx != ctx) continue;
     for (uint32_t j = i + 1; j < g_finalize_hook_count; ++j)
@@ -112,7 +112,7 @@ tsu_status_t tsu_remove_finalize_hook(tsu_finalize_hook_fn_t fn, void* ctx) {
 }
 
 tsu_status_t tsu_rank(uint32_t* rank) {
-  core::Runtime* rt = runtime();
+  runtime::Runtime* rt = live_runtime();
   if (!rt) return api::not_initialized("tsu_rank");
   if (!rank) return core::fail(TSU_ERR_NULL_POINTER, "tsu_rank: rank is NULL");
   *rank = rt->rank();
@@ -120,7 +120,7 @@ tsu_status_t tsu_rank(uint32_t* rank) {
 }
 
 tsu_status_t tsu_size(uint32_t* size) {
-  core::Runtime* rt = runtime();
+  runtime::Runtime* rt = live_runtime();
   if (!rt) return api::not_initialized("tsu_size");
   if (!size) return core::fail(TSU_ERR_NULL_POINTER, "tsu_size: size is NULL");
   *size = rt->size();
@@ -128,7 +128,7 @@ tsu_status_t tsu_size(uint32_t* size) {
 }
 
 tsu_status_t tsu_node_of(uint32_t rank, uint32_t* node) {
-  core::Runtime* rt = runtime();
+  runtime::Runtime* rt = live_runtime();
   if (!rt) return api::not_initialized("tsu_node_of");
   if (!node) return core::fail(TSU_ERR_NULL_POINTER, "tsu_node_of: node is NULL");
   if (rank >= rt->size())
@@ -138,7 +138,7 @@ tsu_status_t tsu_node_of(uint32_t rank, uint32_t* node) {
 }
 
 tsu_status_t tsu_node_count(uint32_t* count) {
-  core::Runtime* rt = runtime();
+  runtime::Runtime* rt = live_runtime();
   if (!rt) return api::not_initialized("tsu_node_count");
   if (!count) return core::fail(TSU_ERR_NULL_POINTER, "tsu_node_count: count is NULL");
   *count = rt->node_count();
@@ -146,38 +146,38 @@ tsu_status_t tsu_node_count(uint32_t* count) {
 }
 
 tsu_status_t tsu_progress(void) {
-  core::Runtime* rt = runtime();
+  runtime::Runtime* rt = live_runtime();
   if (!rt) return api::not_initialized("tsu_progress");
   // Seen by the progress thread and a barrier's helper thread, which then
   // leave progress to us (ProgressEngine::thread_main, Runtime::barrier).
-  if (!core::in_progress_context()) rt->engine().note_external_poll(core::wait_hook_set());
+  if (!runtime::in_progress_context()) rt->engine().note_external_poll(core::wait_hook_set());
   // Nothing to do: a rank sharing its CPU lets the peer it waits for run.
   // (Tested first, so the usual path stays a plain call of progress().)
   if (rt->yield_when_idle()) {
     if (!rt->engine().progress() &&
-        (core::in_progress_context() || !core::wait_hook_yield()))
+        (runtime::in_progress_context() || !core::wait_hook_yield()))
       sched_yield();
     return TSU_OK;
   }
   // Inside a user-level thread (a wait hook is set), an empty pass lets the
   // scheduler run other threads: polling loops there do not hold the worker.
-  if (!rt->engine().progress() && !core::in_progress_context()) core::wait_hook_yield();
+  if (!rt->engine().progress() && !runtime::in_progress_context()) core::wait_hook_yield();
   return TSU_OK;
 }
 
 tsu_status_t tsu_set_busy_threads(uint32_t threads) {
   // (Under the init lock: the runtime stays while it is told.)
   std::lock_guard lock(g_init_mutex);
-  core::set_busy_threads(threads ? threads : 1);
-  if (core::Runtime* rt = runtime()) {
+  runtime::set_busy_threads(threads ? threads : 1);
+  if (runtime::Runtime* rt = live_runtime()) {
     rt->update_yield();
-    TSU_LOG_INFO("busy threads %u: yield=%d", core::busy_threads(), rt->yield_when_idle());
+    TSU_LOG_INFO("busy threads %u: yield=%d", runtime::busy_threads(), rt->yield_when_idle());
   }
   return TSU_OK;
 }
 
 int tsu_yield_when_idle(void) {
-  if (core::Runtime* rt = runtime()) return rt->yield_when_idle() ? 1 : 0;
+  if (runtime::Runtime* rt = live_runtime()) return rt->yield_when_idle() ? 1 : 0;
   // No job: TSU_YIELD from the environment (auto if it does not parse), and
   // auto counts this process's busy threads alone.
   core::Config cfg;
@@ -185,7 +185,7 @@ int tsu_yield_when_idle(void) {
   if (core::config_from_env(cfg, [](const char* n) { return std::getenv(n); }, error) != TSU_OK)
     cfg.yield_idle = -1;
   if (cfg.yield_idle >= 0) return cfg.yield_idle;
-  return core::busy_threads() > core::affinity_cpus() ? 1 : 0;
+  return runtime::busy_threads() > runtime::affinity_cpus() ? 1 : 0;
 }
 
 tsu_status_t tsu_set_wait_hook(tsu_wait_hook_fn_t fn, void* ctx) {
@@ -205,9 +205,9 @@ int tsu_waiter_commit(tsu_waiter_t* waiter, void* token) {
 }
 
 tsu_status_t tsu_barrier(void) {
-  core::Runtime* rt = runtime();
+  runtime::Runtime* rt = live_runtime();
   if (!rt) return api::not_initialized("tsu_barrier");
-  if (core::in_progress_context())
+  if (runtime::in_progress_context())
     return core::fail(TSU_ERR_UNSUPPORTED,
                       "tsu_barrier: cannot block inside a completion callback");
   tsu_status_t st = TSU_OK;
@@ -245,7 +245,7 @@ tsu_status_t tsu_barrier(void) {
 }
 
 tsu_status_t tsu_stats_print(void) {
-  core::Runtime* rt = runtime();
+  runtime::Runtime* rt = live_runtime();
   if (!rt) return api::not_initialized("tsu_stats_print");
   rt->print_stats();
   rt->print_transport_stats();

@@ -83,7 +83,7 @@ tsu_status_t issue_vector(Runtime& rt, ThreadContext& tc, const tsu_cb_t& cb,
 tsu_status_t vector_call(const char* fn, bool is_put, uint32_t rank, tsu_seg_t remote_seg,
                          tsu_seg_t local_seg, const tsu_piece_t* pieces, size_t count,
                          tsu_cb_t cb) {
-  Runtime* rt = runtime();
+  Runtime* rt = live_runtime();
   if (!rt) [[unlikely]] return not_initialized(fn);
   ThreadContext& tc = *rt->threads().current();
   if (!pieces && count)
@@ -131,7 +131,7 @@ tsu_status_t vector_call(const char* fn, bool is_put, uint32_t rank, tsu_seg_t r
 
 tsu_status_t strided_call(const char* fn, bool is_put, tsu_gaddr_t remote, tsu_laddr_t local,
                           const tsu_strided_t* shape, tsu_cb_t cb) {
-  Runtime* rt = runtime();
+  Runtime* rt = live_runtime();
   if (!rt) [[unlikely]] return not_initialized(fn);
   ThreadContext& tc = *rt->threads().current();
   if (!shape) return rejected(tc, core::fail(TSU_ERR_NULL_POINTER, "%s: shape is NULL", fn));

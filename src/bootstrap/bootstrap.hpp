@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "bootstrap/local/auth.hpp"
+#include "bootstrap/auth.hpp"
 #include "tsunagi/tsunagi.h"
 
 namespace tsu::bootstrap {

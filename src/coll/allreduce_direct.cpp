@@ -75,7 +75,7 @@ void CollLayer::reduce_direct(Op& op, const std::byte* src, std::byte* dst, std:
   // Access to member j's memory at address `addr` (its pid, for CMA).
   auto reach = [&](uint32_t j, uint64_t addr, std::size_t n_bytes, Access& out) {
     const uint32_t rank = op.team->members[j];
-    transport::Transport* t = rt_.route(rank);
+    transport::MemoryAccess* t = rt_.memory_access(rank);
     return t ? t->resolve_process_memory(rank, addr, n_bytes, out) : TSU_ERR_UNREACHABLE;
   };
   auto failed = [&](const char* what, uint32_t j, tsu_status_t st) {

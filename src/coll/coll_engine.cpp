@@ -64,11 +64,11 @@ bool CollLayer::advance(Op& op) noexcept {
         auto it = stash_.find(StashKey{op.team->ctx, op.seq, r.round, r.src});
         if (it == stash_.end()) {
           // Waiting on this member: make sure its death would be noticed
-          // even if this rank never sent to it (Transport::watch_peer),
+          // even if this rank never sent to it (PeerLoss::watch_peer),
           // until its message is here or the op ends (end_watch).
           const uint32_t from = op.team->members[r.src];
-          if (transport::Transport* t = rt_.route(from)) {
-            t->watch_peer(from);
+          if (rt_.route(from)) {
+            rt_.watch_peer(from);
             r.watched = true;
           }
           continue;
@@ -133,14 +133,14 @@ void CollLayer::on_data(void* ctx, uint32_t, const MessageHeader& h,
       s.got += n;
     }
   }
-  if (finished) core::run_callback(done, status);
+  if (finished) runtime::run_callback(done, status);
 }
 
 void CollLayer::end_watch(const Op& op, Recv& r) noexcept {
   if (!r.watched) return;
   r.watched = false;
   const uint32_t from = op.team->members[r.src];
-  if (transport::Transport* t = rt_.route(from)) t->unwatch_peer(from);
+  rt_.unwatch_peer(from);
 }
 
 void CollLayer::end_watches(Op& op) noexcept {
@@ -185,7 +185,7 @@ void CollLayer::on_peer_lost(uint32_t rank) noexcept {
   }
   if (!failed.empty())
     TSU_LOG_WARN("rank %u lost: %zu collectives fail", rank, failed.size());
-  for (const tsu_cb_t& cb : failed) core::run_callback(cb, TSU_ERR_PEER_LOST);
+  for (const tsu_cb_t& cb : failed) runtime::run_callback(cb, TSU_ERR_PEER_LOST);
   node_.on_peer_lost(rank);  // a node peer: its teams' shared-memory collectives
 }
 
@@ -211,7 +211,7 @@ tsu_status_t CollLayer::start(std::unique_ptr<Op> op) noexcept {
       active_.emplace(OpKey{ref.team->ctx, ref.seq}, std::move(op));
     }
   }
-  if (finished) core::run_callback(cb, status);
+  if (finished) runtime::run_callback(cb, status);
   return TSU_OK;
 }
 

@@ -21,7 +21,8 @@ constexpr uint64_t kWorldContext = 1;
 
 }  // namespace
 
-CollLayer::CollLayer(core::Runtime& rt, am::AmLayer& am) : rt_(rt), am_(am), node_(rt) {
+CollLayer::CollLayer(runtime::Runtime& rt, am::AmLayer& am, uint32_t area_id)
+    : rt_(rt), am_(am), node_(rt, area_id) {
   auto world = std::make_unique<Team>();
   world->ctx = kWorldContext;
   world->members.resize(rt.size());

@@ -38,7 +38,7 @@
 #include "core/message.hpp"
 #include "tsunagi/tsunagi.h"
 
-namespace tsu::core {
+namespace tsu::runtime {
 class Runtime;
 }
 namespace tsu::am {
@@ -64,7 +64,10 @@ inline constexpr uint32_t kRoundDirectDone = 1u << 27;     // + dissemination ro
 
 class CollLayer {
  public:
-  CollLayer(core::Runtime& rt, am::AmLayer& am);
+  // `area_id`: the slice of the layer area reserved for area_bytes() at init
+  // (runtime/layer_area.hpp), where node teams keep their shared slots.
+  CollLayer(runtime::Runtime& rt, am::AmLayer& am, uint32_t area_id);
+  static std::size_t area_bytes() noexcept { return NodeColl::area_bytes(); }
   ~CollLayer();
   CollLayer(const CollLayer&) = delete;
   CollLayer& operator=(const CollLayer&) = delete;
@@ -241,7 +244,7 @@ class CollLayer {
   bool shared_path(const char* fn, tsu_team_t team, HierKind hier_kind, const NodeColl::Request& req,
                    Usable&& usable, tsu_status_t& st) noexcept;
 
-  core::Runtime& rt_;
+  runtime::Runtime& rt_;
   am::AmLayer& am_;
   std::mutex mu_;
   std::vector<std::unique_ptr<Team>> teams_;      // handle = index; null when freed

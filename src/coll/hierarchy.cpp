@@ -380,7 +380,7 @@ void CollLayer::hier_finish(HierOp* h) noexcept {
       t.hier_waiting.pop_front();
     }
   }
-  core::run_callback(h->cb, h->status);
+  runtime::run_callback(h->cb, h->status);
   delete h;
   if (following) hier_step(following);
 }

@@ -1,7 +1,8 @@
-// The collectives' part of a rank's layer area (core/layer_area.hpp): one
-// slot per node team this rank belongs to.  A slot is written only by its
+// The collectives' slice of a rank's layer area (runtime/layer_area.hpp):
+// one slot per node team this rank belongs to.  A slot is written only by its
 // owner and read by the team's node peers, who map the area
-// (Transport::peer_layer_area).
+// (MemoryAccess::peer_layer_area).  Pages are only backed where a team uses
+// them.
 //
 // Flags: `ready` and `done` hold (team tag << 40 | count).  The tag tells a
 // team's values from those left by an earlier team in the same slot; counts
@@ -50,7 +51,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/layer_area.hpp"
 
 namespace tsu::coll::node {
 
@@ -64,7 +64,9 @@ struct Published {  // user buffer addresses, for peers' Cross Memory Attach rea
   uint64_t src, dst;
 };
 
-inline constexpr uint32_t kTinyDepth = core::kCollTinyLines;
+// Tiny-data lines per slot: how many tiny collectives a rank may run ahead of
+// a team peer (64 KiB a slot).
+inline constexpr uint32_t kTinyDepth = 1024;
 inline constexpr std::size_t kTinyBytes = 56;
 
 inline constexpr std::size_t kStageBytes = 1u << 20;
@@ -94,8 +96,8 @@ struct SlotArea {
   alignas(64) std::byte stage[kStageBytes];
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "flags are shared between processes");
-static_assert(sizeof(SlotArea) * kSlots <= core::kCollNodeAreaBytes,
-              "core/layer_area.hpp reserves the collectives' region");
+// What the collectives reserve of the layer area (CollLayer::area_bytes).
+inline constexpr std::size_t kAreaBytes = sizeof(SlotArea) * kSlots;
 
 inline constexpr unsigned kCountBits = 40;
 inline constexpr uint64_t kCountMask = (uint64_t{1} << kCountBits) - 1;
@@ -108,10 +110,10 @@ inline bool reached(uint64_t v, uint32_t tag, uint64_t count) noexcept {
   return (v >> kCountBits) == tag && (v & kCountMask) >= count;
 }
 
-// The collectives' region of a layer area of `size` bytes (its last part).
-inline SlotArea* slots_of(std::byte* area, std::size_t size) noexcept {
-  if (!area || size < core::kCollNodeAreaBytes) return nullptr;
-  return reinterpret_cast<SlotArea*>(area + size - core::kCollNodeAreaBytes);
+// The slots in the collectives' slice of a layer area (`size` bytes).
+inline SlotArea* slots_of(std::byte* slice, std::size_t size) noexcept {
+  if (!slice || size < kAreaBytes) return nullptr;
+  return reinterpret_cast<SlotArea*>(slice);
 }
 
 }  // namespace tsu::coll::node

@@ -26,13 +26,16 @@ uint32_t tag_of(uint64_t ctx) noexcept {  // 24 bits, never 0 (a fresh area's va
 }
 }  // namespace
 
-NodeColl::NodeColl(core::Runtime& rt)
+NodeColl::NodeColl(runtime::Runtime& rt, uint32_t area_id)
     : rt_(rt),
+      area_id_(area_id),
       notify_(!rt.manual_progress()) {
   std::size_t size = 0;
-  std::byte* area = rt.layer_area(size);  // (sets size: not in one expression)
-  mine_ = node::slots_of(area, size);
+  std::byte* slice = rt.layer_area(area_id, size);  // (sets size: not in one expression)
+  mine_ = node::slots_of(slice, size);
 }
+
+std::size_t NodeColl::area_bytes() noexcept { return node::kAreaBytes; }
 
 NodeColl::~NodeColl() = default;
 
@@ -54,10 +57,9 @@ int32_t NodeColl::add_team(const std::vector<uint32_t>& members, uint32_t me, ui
     t->seen_done.assign(t->n, 0);
     t->seen_ready.assign(t->n, 0);
     for (uint32_t r : members) {
-      transport::Transport* tr = rt_.route(r);
       std::size_t size = 0;
-      std::byte* area = tr ? tr->peer_layer_area(r, size) : nullptr;
-      SlotArea* s = node::slots_of(area, size);
+      std::byte* slice = rt_.peer_layer_area(r, area_id_, size);
+      SlotArea* s = node::slots_of(slice, size);
       if (!s) return -1;
       t->slot.push_back(s + slot);
     }
@@ -110,7 +112,7 @@ void NodeColl::print_stats(uint32_t rank) const noexcept {
 }
 
 void NodeColl::finish(const Completed& done) noexcept {
-  for (std::size_t i = 0; i < done.count; ++i) core::run_callback(done.items[i].cb, done.items[i].status);
+  for (std::size_t i = 0; i < done.count; ++i) runtime::run_callback(done.items[i].cb, done.items[i].status);
 }
 
 void NodeColl::start(int32_t handle, const Request& req) noexcept {

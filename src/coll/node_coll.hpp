@@ -37,7 +37,7 @@
 #include "coll/scratch_pool.hpp"
 #include "tsunagi/tsunagi.h"
 
-namespace tsu::core {
+namespace tsu::runtime {
 class Runtime;
 }
 
@@ -60,7 +60,10 @@ class NodeColl {
     tsu_cb_t cb{};
   };
 
-  explicit NodeColl(core::Runtime& rt);
+  // `area_id`: the collectives' slice of the layer area (area_bytes() of it,
+  // reserved at init; runtime/layer_area.hpp).
+  NodeColl(runtime::Runtime& rt, uint32_t area_id);
+  static std::size_t area_bytes() noexcept;
   ~NodeColl();
   NodeColl(const NodeColl&) = delete;
   NodeColl& operator=(const NodeColl&) = delete;
@@ -152,7 +155,8 @@ class NodeColl {
   void reduce_slice(Team& t, Op& op, std::byte* acc) noexcept;
   static void finish(const Completed& done) noexcept;
 
-  core::Runtime& rt_;
+  runtime::Runtime& rt_;
+  const uint32_t area_id_;
   const bool notify_;  // engines may sleep (thread progress): wake them after a store
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Team>> teams_;  // handle = index; null when freed

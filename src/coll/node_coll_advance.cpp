@@ -45,7 +45,7 @@ void NodeColl::publish(Team& t, bool ready, uint64_t count) noexcept {
   if (!notify_) return;
   for (uint32_t j = 0; j < t.n; ++j)
     if (j != t.me) {
-      transport::Transport* tr = rt_.route(t.ranks[j]);
+      transport::MemoryAccess* tr = rt_.memory_access(t.ranks[j]);
       if (tr) tr->notify_peer(t.ranks[j]);
     }
 }
@@ -82,7 +82,7 @@ tsu_status_t NodeColl::read_peer(Team& t, uint32_t j, uint64_t addr, std::byte* 
                                  std::size_t n) noexcept {
   if (!n) return TSU_OK;
   const uint32_t rank = t.ranks[j];
-  transport::Transport* tr = rt_.route(rank);
+  transport::MemoryAccess* tr = rt_.memory_access(rank);
   tsu_status_t st = TSU_OK;
   // In pieces: one large process_vm_readv pins every page of both ranges at
   // once and runs out of cache (measured: slower than 256 KiB pieces).

@@ -17,6 +17,12 @@ struct VectorView;
 // its remote rank, `vec` the request, which the executor owns once started.
 enum class CommandKind : uint8_t { kCopy, kAtomic, kVector };
 
+// What an executor (or an RMA protocol) answers for a command it started and
+// will finish later through the engine's finish(id, status): never a status a
+// caller sees.  (The public TSU_EAGAIN means "no room now, retry", which is
+// what transports answer when full.)
+inline constexpr tsu_status_t kStarted = 0x53545254;  // "STRT"
+
 struct Command {
   tsu_gaddr_t dst;   // copy destination, or atomic target
   tsu_gaddr_t src;   // copy source

@@ -14,10 +14,13 @@
 #include "core/order_book.hpp"
 #include "core/stats.hpp"
 
+namespace tsu::runtime {
+class ProgressEngine;  // a lane: opaque to core, set and used by the runtime
+}
+
 namespace tsu::core {
 
 struct ThreadRing;
-class ProgressEngine;
 
 struct alignas(kCacheLine) ThreadContext {
   // Requests this thread handed to the engine (written by this thread only).
@@ -31,7 +34,7 @@ struct alignas(kCacheLine) ThreadContext {
   // With TSU_PROGRESS_THREADS > 1: the engine that serves this thread's
   // node-local requests (null until its first one, Runtime::lane_of), and
   // its ring there when that is a lane (not the progress thread).
-  ProgressEngine* lane = nullptr;
+  runtime::ProgressEngine* lane = nullptr;
   ThreadRing* lane_ring = nullptr;
   bool fence_pending = false;  // this thread only
   ThreadStats stats;

@@ -60,7 +60,11 @@ std::unique_ptr<MsgLayer::NetPull> MsgLayer::take_pull(uint64_t cookie, uint32_t
   return np;
 }
 
-MsgLayer::MsgLayer(core::Runtime& rt, am::AmLayer& am)
+std::size_t MsgLayer::area_bytes(const core::Config& cfg, uint32_t ranks) noexcept {
+  return PostedQueue::bytes_for(std::min(cfg.posted_slots, PostedQueue::kMaxCapacity), ranks);
+}
+
+MsgLayer::MsgLayer(runtime::Runtime& rt, am::AmLayer& am, uint32_t area_id)
     : rt_(rt),
       am_(am),
       eager_max_(rt.config().eager_max),
@@ -69,20 +73,23 @@ MsgLayer::MsgLayer(core::Runtime& rt, am::AmLayer& am)
       sent_(new std::atomic<uint64_t>[rt.size()]),
       ranks_(rt.size()),
       sc_skip_(new std::atomic<uint32_t>[rt.size()]),
-      peer_capacity_(new std::atomic<uint32_t>[rt.size()]) {
+      peer_queue_(new std::atomic<std::byte*>[rt.size()]),
+      peer_capacity_(new std::atomic<uint32_t>[rt.size()]),
+      area_id_(area_id) {
   for (uint32_t r = 0; r < rt.size(); ++r) {
     sent_[r].store(0, std::memory_order_relaxed);
     sc_skip_[r].store(0, std::memory_order_relaxed);
+    peer_queue_[r].store(nullptr, std::memory_order_relaxed);
     peer_capacity_[r].store(0, std::memory_order_relaxed);
   }
   std::size_t area_size = 0;
-  std::byte* area = rt.layer_area(area_size);
+  std::byte* area = rt.layer_area(area_id, area_size);
   uint32_t capacity = std::min(rt.config().posted_slots, PostedQueue::kMaxCapacity);
   while (capacity && PostedQueue::bytes_for(capacity, rt.size()) > area_size) capacity /= 2;
   if (!area || !capacity) {
-    // No transport shares a layer area (cannot happen with shm or self; kept
-    // so the queue and its lock always exist): a private one, which no
-    // sender reaches.
+    // No layer area (cannot happen: the runtime creates one; kept so the
+    // queue and its lock always exist): a private one, which no sender
+    // reaches.
     capacity = 1;
     area_size = PostedQueue::bytes_for(capacity, rt.size());
     private_area_.reset(new AreaLine[(area_size + 63) / 64]());
@@ -150,7 +157,7 @@ void MsgLayer::on_peer_lost(uint32_t rank) noexcept {
   if (!sends.empty() || !pulls.empty() || !posted.empty())
     TSU_LOG_WARN("rank %u lost: failing %zu rendezvous sends, %zu transfers, %zu receives", rank,
                  sends.size(), pulls.size(), posted.size());
-  for (auto& req : sends) core::run_callback(req->cb, TSU_ERR_PEER_LOST);
+  for (auto& req : sends) runtime::run_callback(req->cb, TSU_ERR_PEER_LOST);
   for (auto& np : pulls) complete(*np->l, np->src, np->tag, np->len, TSU_ERR_PEER_LOST);
   for (auto& l : posted)
     if (l) complete(*l, rank, l->tag, 0, TSU_ERR_PEER_LOST);

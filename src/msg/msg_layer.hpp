@@ -17,18 +17,19 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/config.hpp"
 #include "core/message.hpp"
 #include "msg/posted_queue.hpp"
 #include "tsunagi/tsunagi.h"
 
-namespace tsu::core {
+namespace tsu::runtime {
 class Runtime;
 }
 namespace tsu::am {
 class AmLayer;
 }
 namespace tsu::transport {
-class Transport;
+class BulkTransfer;
 }
 
 namespace tsu::msg {
@@ -47,7 +48,10 @@ inline constexpr uint16_t kHandlerMsgData = core::kHandlerMsgFirst + 5;
 
 class MsgLayer {
  public:
-  MsgLayer(core::Runtime& rt, am::AmLayer& am);
+  // `area_id`: the slice of the layer area reserved for area_bytes() at init
+  // (runtime/layer_area.hpp), which holds this rank's posted-receive queue.
+  MsgLayer(runtime::Runtime& rt, am::AmLayer& am, uint32_t area_id);
+  static std::size_t area_bytes(const core::Config& cfg, uint32_t ranks) noexcept;
   ~MsgLayer();
   MsgLayer(const MsgLayer&) = delete;
   MsgLayer& operator=(const MsgLayer&) = delete;
@@ -108,7 +112,7 @@ class MsgLayer {
   // to a route that moves the payload itself, and the completion of either
   // side.
   tsu_status_t send_bulk(uint32_t dst, core::MessageHeader& rts, uint64_t cookie,
-                         transport::Transport* route) noexcept;
+                         transport::BulkTransfer* route) noexcept;
   static void on_bulk_done(void* ctx, uint32_t peer, uint64_t cookie,
                            tsu_status_t status) noexcept;
 
@@ -158,7 +162,7 @@ class MsgLayer {
   std::unique_ptr<NetPull> take_pull(uint64_t cookie, uint32_t peer) noexcept;
   bool source_lost(uint32_t src) const noexcept;
 
-  core::Runtime& rt_;
+  runtime::Runtime& rt_;
   am::AmLayer& am_;
   std::size_t eager_max_;
   std::size_t sceager_min_;
@@ -178,7 +182,11 @@ class MsgLayer {
   static constexpr uint32_t kScSkipAfterBusy = 16;
   uint32_t ranks_;
   std::unique_ptr<std::atomic<uint32_t>[]> sc_skip_;    // sends left to go eager untried
-  std::unique_ptr<std::atomic<uint32_t>[]> peer_capacity_;  // 0: not checked yet
+  // Per peer: its posted-receive queue mapped here and its capacity, found
+  // once (null / 0: not looked up yet).
+  std::unique_ptr<std::atomic<std::byte*>[]> peer_queue_;
+  std::unique_ptr<std::atomic<uint32_t>[]> peer_capacity_;
+  const uint32_t area_id_;
   // Rendezvous in flight: sends waiting for FIN/CTS, off-node receives
   // waiting for DATA.  Cookies, not pointers, travel (a late or forged
   // message finds nothing).

@@ -28,7 +28,7 @@ void MsgLayer::lock_queue(Filled& f) noexcept {
       case PostedQueue::kRecordWaits:
         // The pass's thread is the record's only reader: it owns the line
         // now (no sender takes a lock in state kFilled).
-        if (core::in_consumer_pass()) {
+        if (runtime::in_consumer_pass()) {
           take_filled(f);
           return;
         }
@@ -137,10 +137,10 @@ void MsgLayer::complete(Local& l, uint32_t src, uint64_t tag, std::size_t len,
   if (l.watched) {
     // Matched, cancelled or failed: nothing waits on the source any more.
     l.watched = false;
-    if (transport::Transport* t = rt_.route(l.src)) t->unwatch_peer(l.src);
+    rt_.unwatch_peer(l.src);
   }
   if (l.status) *l.status = tsu_msg_status_t{src, st, tag, len};
-  core::run_callback(l.cb, st);
+  runtime::run_callback(l.cb, st);
 }
 
 void MsgLayer::on_eager(void* ctx, uint32_t src, const MessageHeader& h,
@@ -187,8 +187,7 @@ void MsgLayer::on_sc_poke(void* ctx, uint32_t, const MessageHeader&, const std::
 
 bool MsgLayer::source_lost(uint32_t src) const noexcept {
   if (src >= rt_.size()) return false;
-  const transport::Transport* t = rt_.message_route(src);
-  return t && t->is_peer_lost(src);
+  return rt_.peer_lost(src);
 }
 
 tsu_status_t MsgLayer::recv(uint32_t src, uint64_t tag, uint64_t mask, void* buf, std::size_t cap,
@@ -242,8 +241,8 @@ tsu_status_t MsgLayer::recv(uint32_t src, uint64_t tag, uint64_t mask, void* buf
   // until complete() ends the watch.  Before the receive is posted: once it
   // is, another thread may match and complete it.
   if (src != TSU_ANY_SOURCE)
-    if (transport::Transport* t = rt_.route(src)) {
-      t->watch_peer(src);
+    if (rt_.route(src)) {
+      rt_.watch_peer(src);
       l->watched = true;
     }
   if (!free_slots_.empty() && overflow_.empty()) {
@@ -262,7 +261,7 @@ tsu_status_t MsgLayer::probe(uint32_t src, uint64_t tag, uint64_t mask,
   if (!status) return core::fail(TSU_ERR_NULL_POINTER, "tsu_msg_probe: status is NULL");
   if (src != TSU_ANY_SOURCE && src >= rt_.size())
     return core::fail(TSU_ERR_BAD_RANK, "tsu_msg_probe: rank %u >= job size %u", src, rt_.size());
-  if (!core::in_progress_context()) rt_.engine().progress();
+  if (!runtime::in_progress_context()) rt_.engine().progress();
   Filled filled;
   lock_queue(filled);
   for (const auto& u : unexpected_)

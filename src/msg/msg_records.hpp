@@ -37,9 +37,8 @@ inline constexpr uint16_t kRtsBulk = 2;
 
 // True when this process reaches `rank`'s memory (self or a node peer);
 // false for ranks on other nodes, reached by messages only.
-inline bool memory_reachable(core::Runtime& rt, uint32_t rank) {
-  const transport::Transport* t = rt.route(rank);
-  return t && (t->capabilities() & transport::kCapMemoryAccess);
+inline bool memory_reachable(runtime::Runtime& rt, uint32_t rank) {
+  return rt.memory_route(rank);
 }
 
 struct MsgLayer::Local {

@@ -77,7 +77,7 @@ void MsgLayer::pull(std::unique_ptr<Local> lp, uint32_t src, uint64_t tag, std::
       if (!into) np.reset();
     }
     auto ask = [&](uint64_t pull_cookie) {
-      transport::Transport* route = rt_.message_route(src);
+      transport::BulkTransfer* route = rt_.bulk_route(src);
       return route ? route->bulk_recv(src, static_cast<uint32_t>(cookie), into, len, on_bulk_done,
                                       this, pull_cookie)
                    : TSU_ERR_UNREACHABLE;
@@ -100,7 +100,7 @@ void MsgLayer::pull(std::unique_ptr<Local> lp, uint32_t src, uint64_t tag, std::
     start_pull(std::move(np), std::move(lp), src, tag, len, cookie, "rendezvous CTS", ask);
     return;
   }
-  transport::Transport* mem = rt_.route(src);
+  transport::MemoryAccess* mem = rt_.memory_access(src);
   Access from;
   // Nothing to copy (a zero-byte receive buffer): just the FIN, on any route.
   tsu_status_t st = n ? TSU_ERR_UNSUPPORTED : TSU_OK;
@@ -124,7 +124,7 @@ void MsgLayer::on_bulk_done(void* ctx, uint32_t peer, uint64_t cookie,
   auto* self = static_cast<MsgLayer*>(ctx);
   if (std::unique_ptr<SendReq> req = self->take_send(cookie, peer)) {
     // A receiver with less room truncated it: the send itself succeeded.
-    core::run_callback(req->cb, st == TSU_ERR_TRUNCATED ? TSU_OK : st);
+    runtime::run_callback(req->cb, st == TSU_ERR_TRUNCATED ? TSU_OK : st);
     return;
   }
   std::unique_ptr<NetPull> np = self->take_pull(cookie, peer);
@@ -153,7 +153,7 @@ void MsgLayer::on_fin(void* ctx, uint32_t src, const MessageHeader& h, const std
     TSU_LOG_ERROR("rendezvous FIN from rank %u names no pending send", src);
     return;
   }
-  core::run_callback(req->cb, static_cast<tsu_status_t>(static_cast<int64_t>(h.args[1])));
+  runtime::run_callback(req->cb, static_cast<tsu_status_t>(static_cast<int64_t>(h.args[1])));
 }
 
 // Off-node rendezvous, sender side: the receiver matched our RTS and wants
@@ -170,7 +170,7 @@ void MsgLayer::on_cts(void* ctx, uint32_t src, const MessageHeader& h, const std
     // Never read past the user's buffer; the receiver is told nothing more.
     TSU_LOG_ERROR("rendezvous CTS from rank %u wants %llu B of a %zu B send", src,
                   static_cast<unsigned long long>(h.args[2]), req->len);
-    core::run_callback(req->cb, TSU_ERR_INVALID_ARG);
+    runtime::run_callback(req->cb, TSU_ERR_INVALID_ARG);
     return;
   }
   const std::size_t want = h.args[2];
@@ -186,7 +186,7 @@ void MsgLayer::on_cts(void* ctx, uint32_t src, const MessageHeader& h, const std
   }
   if (st != TSU_OK && st != TSU_ERR_PEER_LOST)
     TSU_LOG_ERROR("rendezvous data to rank %u failed: %s", src, tsu_strerror(st));
-  core::run_callback(req->cb, st);
+  runtime::run_callback(req->cb, st);
 }
 
 // Off-node rendezvous, receiver side: one piece; the last one completes.

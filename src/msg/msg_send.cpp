@@ -31,23 +31,27 @@ bool MsgLayer::skip_single_copy(uint32_t dst) noexcept {
 
 bool MsgLayer::try_single_copy(uint32_t dst, uint64_t tag, const void* buf, std::size_t len,
                                bool& busy) noexcept {
-  transport::Transport* mem = rt_.route(dst);
-  std::size_t area_size = 0;
-  std::byte* area = mem ? mem->peer_layer_area(dst, area_size) : nullptr;
-  // (Only memory transports map a peer's layer area: send() does not try
-  // single-copy eager towards ranks on other nodes.)
-  if (!area || len > UINT32_MAX) return false;
-  // The queue's capacity, checked once per peer: the header line is then
-  // first touched by the lock's compare-exchange (one transfer, not two).
+  if (len > UINT32_MAX) return false;
+  // The peer's queue and its capacity, found once per peer: the header line
+  // is then first touched by the lock's compare-exchange (one transfer, not
+  // two).  Both are fixed for the job; a thread that sees either unset looks
+  // them up itself.
+  std::byte* area = peer_queue_[dst].load(std::memory_order_relaxed);
   uint32_t capacity = peer_capacity_[dst].load(std::memory_order_relaxed);
-  if (!capacity) {
-    if (area_size < sizeof(PostedInfo)) return false;
+  if (!area || !capacity) {
+    // (Only memory transports map a peer's layer area: send() does not try
+    // single-copy eager towards ranks on other nodes.)
+    std::size_t area_size = 0;
+    area = rt_.peer_layer_area(dst, area_id_, area_size);
+    if (!area || area_size < sizeof(PostedInfo)) return false;
     capacity = PostedQueue::capacity_of(area);
     if (!capacity || capacity > PostedQueue::kMaxCapacity ||
         PostedQueue::bytes_for(capacity, rt_.size()) > area_size)
       return false;
+    peer_queue_[dst].store(area, std::memory_order_relaxed);
     peer_capacity_[dst].store(capacity, std::memory_order_relaxed);
   }
+  transport::MemoryAccess* mem = rt_.memory_access(dst);  // non-null: it mapped the area
   PostedQueue q(area, capacity, rt_.size());
   const uint32_t me = rt_.rank();
   // Only when none of our earlier messages to dst is still in flight:
@@ -116,7 +120,7 @@ tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::si
       bool busy = false;
       if (try_single_copy(dst, tag, buf, len, busy)) {
         counters_.sceager.fetch_add(1, std::memory_order_relaxed);
-        core::run_callback(cb, TSU_OK);
+        runtime::run_callback(cb, TSU_OK);
         return TSU_OK;
       }
       (busy ? counters_.busy : counters_.miss).fetch_add(1, std::memory_order_relaxed);
@@ -135,7 +139,7 @@ tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::si
       return st < 0 ? am::AmLayer::transport_error("tsu_try_send", dst, st) : st;
     }
     counters_.eager.fetch_add(1, std::memory_order_relaxed);
-    core::run_callback(cb, TSU_OK);
+    runtime::run_callback(cb, TSU_OK);
     return TSU_OK;
   }
   // Rendezvous: the receiver copies from our buffer, then says FIN.
@@ -151,8 +155,8 @@ tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::si
   h.args[3] = cookie;
   // Another node whose route moves payloads itself: the payload is posted
   // now, the RTS follows (queued, never refused once the payload is out).
-  transport::Transport* route = rt_.message_route(dst);
-  if (!memory_reachable(rt_, dst) && len <= route->bulk_max(dst))
+  transport::BulkTransfer* route = rt_.bulk_route(dst);
+  if (route && !memory_reachable(rt_, dst) && len <= route->bulk_max(dst))
     return send_bulk(dst, h, cookie, route);
   tsu_seg_t seg;
   uint64_t offset;
@@ -179,7 +183,7 @@ tsu_status_t MsgLayer::send(uint32_t dst, uint64_t tag, const void* buf, std::si
 }
 
 tsu_status_t MsgLayer::send_bulk(uint32_t dst, MessageHeader& h, uint64_t cookie,
-                                 transport::Transport* route) noexcept {
+                                 transport::BulkTransfer* route) noexcept {
   h.flags = kRtsBulk;
   const std::size_t len = h.args[1];
   tsu_status_t st = route->bulk_send(dst, static_cast<uint32_t>(cookie),

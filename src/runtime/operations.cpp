@@ -12,7 +12,12 @@
 #include "core/vector_request.hpp"
 #include "runtime/runtime.hpp"
 
-namespace tsu::core {
+namespace tsu::runtime {
+
+using core::atomic_execute;
+using core::atomic_op_fetches;
+using core::atomic_store_result;
+using core::atomic_type_size;
 
 using transport::Access;
 
@@ -83,8 +88,8 @@ tsu_status_t Runtime::execute_copy(const tsu_gaddr_t& dst, const tsu_gaddr_t& sr
       return TSU_OK;
     }
   }
-  transport::Transport* td = routes_[dst.rank];
-  transport::Transport* ts = routes_[src.rank];
+  transport::MemoryAccess* td = mem_routes_[dst.rank];
+  transport::MemoryAccess* ts = mem_routes_[src.rank];
   if (!td || !ts) return TSU_ERR_UNREACHABLE;
   Access a_dst, a_src;
   tsu_status_t st = td->resolve(dst, len, a_dst);
@@ -102,7 +107,7 @@ tsu_status_t Runtime::copy_access(const Access& dst, const Access& src,
 tsu_status_t Runtime::execute_atomic(const tsu_gaddr_t& target, tsu_aop_t op, tsu_atype_t type,
                                      uint64_t operand, uint64_t compare, void* result,
                                      bool* nic_route) noexcept {
-  transport::Transport* t = routes_[target.rank];
+  transport::MemoryAccess* t = mem_routes_[target.rank];
   if (!t) return TSU_ERR_UNREACHABLE;
   const std::size_t width = atomic_type_size(type);
   Access a;
@@ -133,8 +138,8 @@ tsu_status_t Runtime::execute_atomic(const tsu_gaddr_t& target, tsu_aop_t op, ts
 
 tsu_status_t Runtime::resolve(const tsu_gaddr_t& addr, std::size_t len,
                               Access& out) const noexcept {
-  transport::Transport* t = routes_[addr.rank];
-  if (!t || !(t->capabilities() & transport::kCapMemoryAccess)) return TSU_ERR_UNREACHABLE;
+  transport::MemoryAccess* t = mem_routes_[addr.rank];
+  if (!t) return TSU_ERR_UNREACHABLE;
   return t->resolve(addr, len, out);
 }
 
@@ -172,7 +177,7 @@ tsu_status_t Runtime::execute(const Command& cmd, uint32_t completion_id) noexce
     // The protocol owns a vector request from here (it frees it when done).
     if (!rma_ && cmd.kind == CommandKind::kVector) delete vector_of(cmd);
     st = rma_ ? rma_->start(cmd, completion_id) : TSU_ERR_UNREACHABLE;
-    if (st != TSU_EAGAIN && st != TSU_OK)
+    if (st != kStarted && st != TSU_OK)
       TSU_LOG_DEBUG("remote request to rank %u failed: %s", cmd.dst.rank, tsu_strerror(st));
     return st;
   }
@@ -201,4 +206,4 @@ tsu_status_t Runtime::execute(const Command& cmd, uint32_t completion_id) noexce
   return st;
 }
 
-}  // namespace tsu::core
+}  // namespace tsu::runtime

@@ -16,7 +16,7 @@
 #include "transport/transport.hpp"
 #include "util/clock.hpp"
 
-namespace tsu::core {
+namespace tsu::runtime {
 
 namespace {
 thread_local bool t_in_progress_context = false;
@@ -144,11 +144,11 @@ std::size_t ProgressEngine::execute_batch(std::size_t& finished_now) noexcept {
   std::size_t n = 0;
   const auto start = [&](const Command& cmd) {
     if (n++ == 0)
-      for (auto* t : transports_) t->batch_begin();
+      for (auto* m : messaging_) m->batch_begin();
     const uint32_t id = completions_.acquire(cmd.cb, cmd.issuer);
     TSU_TRACE_ASYNC(trace::kRequestBegin, id, cmd.kind, cmd.dst.rank, cmd.src.rank);
     const tsu_status_t st = executor_.execute(cmd, id);
-    if (st == TSU_EAGAIN) return;  // pending: the transport finishes it
+    if (st == kStarted) return;  // pending: the transport finishes it
     completions_.finish(id, st);
     ++finished_now;
     if (st != TSU_OK) bump(stats_.failed);
@@ -166,7 +166,7 @@ std::size_t ProgressEngine::execute_batch(std::size_t& finished_now) noexcept {
   bump(stats_.commands, n);
   if (n > stats_.max_batch.load(std::memory_order_relaxed))
     stats_.max_batch.store(n, std::memory_order_relaxed);
-  for (auto* t : transports_) t->batch_end();
+  for (auto* m : messaging_) m->batch_end();
   return n;
 }
 
@@ -475,4 +475,4 @@ void ProgressEngine::thread_main() {
   }
 }
 
-}  // namespace tsu::core
+}  // namespace tsu::runtime

@@ -27,16 +27,30 @@
 #include "core/message.hpp"
 #include "core/thread_ring.hpp"
 #include "core/trace.hpp"
+#include "transport/messaging.hpp"
+#include "transport/transport.hpp"
 
-namespace tsu::transport {
-class Transport;
-}
+namespace tsu::runtime {
 
-namespace tsu::core {
+// The core types the engine works with.
+using core::Command;
+using core::CommandRing;
+using core::CompletionRecord;
+using core::CompletionTable;
+using core::Config;
+using core::Doorbell;
+using core::DoorbellShared;
+using core::kCacheLine;
+using core::PushResult;
+namespace trace = core::trace;
+using core::kStarted;
+using core::MessageHandlerTable;
+using core::ThreadContext;
+using core::ThreadRing;
 
 // What the executor calls to start a command.  Returns the final status, or
-// TSU_EAGAIN to leave the record pending until ProgressEngine::finish(id, st)
-// (network transports, on acknowledgement).
+// kStarted (core/command.hpp) to leave the record pending until
+// ProgressEngine::finish(id, st) (network transports, on acknowledgement).
 class CommandExecutor {
  public:
   virtual ~CommandExecutor() = default;
@@ -98,7 +112,10 @@ class ProgressEngine {
   ProgressEngine& operator=(const ProgressEngine&) = delete;
 
   // Before start(): transports to poll, and where their messages go.
-  void add_transport(transport::Transport* t) { transports_.push_back(t); }
+  void add_transport(transport::Transport* t) {
+    transports_.push_back(t);
+    if (transport::Messaging* m = t->parts().messages) messaging_.push_back(m);
+  }
   void set_handlers(const MessageHandlerTable* handlers) { handlers_ = handlers; }
   void add_poller(Poller* p) { pollers_.push_back(p); }
 
@@ -327,6 +344,7 @@ class ProgressEngine {
   ThreadRing* start_ring_ = nullptr;
   CompletionTable completions_;
   std::vector<transport::Transport*> transports_;
+  std::vector<transport::Messaging*> messaging_;  // their Messaging parts (batches)
   std::vector<Poller*> pollers_;
   const MessageHandlerTable* handlers_ = nullptr;
   int epoll_fd_ = -1;
@@ -341,4 +359,4 @@ class ProgressEngine {
   std::thread thread_;
 };
 
-}  // namespace tsu::core
+}  // namespace tsu::runtime

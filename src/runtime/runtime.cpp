@@ -16,15 +16,17 @@
 #include <arpa/inet.h>
 #include <sys/random.h>
 
-#include "bootstrap/local/auth.hpp"
+#include "bootstrap/auth.hpp"
 #include "core/atomic_exec.hpp"
-#include "core/layer_area.hpp"
 #include "core/log.hpp"
 #include "transport/message_rma/message_rma.hpp"
 #include "transport/network.hpp"
 #include "transport/node.hpp"
 
-namespace tsu::core {
+namespace tsu::runtime {
+
+using core::g_log_level;
+using core::log_set_rank;
 
 std::atomic<Runtime*> g_runtime{nullptr};
 
@@ -53,22 +55,32 @@ static_assert(sizeof(RankRecord) == 240);
 
 std::string rank_key(uint32_t r) { return "tsu.rank." + std::to_string(r); }
 
-// The layer area holds the tagged layer's posted-receive queue (one 256-byte
-// entry per TSU_POSTED_SLOTS) and one cache line per rank of the job for
-// per-sender counters (msg/posted_queue.hpp checks that it fits), then the
-// collectives' node region at its end (core/layer_area.hpp).
-std::size_t layer_area_bytes(const Config& cfg, uint32_t size) {
-  return 4096 + std::size_t{cfg.posted_slots} * 256 + std::size_t{size} * 64 +
-         kCollNodeAreaBytes;
-}
 }  // namespace
 
 Runtime::Runtime(const Config& cfg, uint64_t epoch)
     : cfg_(cfg), threads_(epoch) {}
 
-std::byte* Runtime::layer_area(std::size_t& size) const noexcept {
+std::byte* Runtime::layer_area(uint32_t slice, std::size_t& size) const noexcept {
+  return find_layer_slice(static_cast<std::byte*>(layer_area_.base), layer_area_.size, slice,
+                          size);
+}
+
+std::byte* Runtime::peer_layer_area(uint32_t rank, uint32_t slice,
+                                    std::size_t& size) const noexcept {
   size = 0;
-  return shm_ ? shm_->local_layer_area(size) : nullptr;
+  transport::MemoryAccess* mem = rank < size_ ? mem_routes_[rank] : nullptr;
+  std::size_t area_size = 0;
+  std::byte* area = mem ? mem->peer_layer_area(rank, area_size) : nullptr;
+  return find_layer_slice(area, area_size, slice, size);
+}
+
+void Runtime::set_route(uint32_t rank, transport::Transport* t,
+                        const transport::Parts& parts) noexcept {
+  routes_[rank] = t;
+  mem_routes_[rank] = parts.memory;
+  msg_routes_[rank] = parts.messages;
+  bulk_routes_[rank] = parts.bulk;
+  loss_routes_[rank] = parts.peer_loss;
 }
 
 Runtime::~Runtime() {
@@ -116,16 +128,22 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
   }
   ControlBlock* cb = rt->segments_.control_block();
   cb->wake_eventfd = rt->wake_eventfd_;
+  // The layer area, with the slices the layers reserve (runtime/layer_area.hpp),
+  // before the bootstrap record lets node peers map it.
+  LayerAreaPlan plan;
+  if (extension.reserve) extension.reserve(cfg, rt->size_, plan);
+  st = shared_region_create("tsu-layer-area", plan.total_bytes(), rt->layer_area_, error);
+  if (st != TSU_OK) return st;
+  write_layer_directory(static_cast<std::byte*>(rt->layer_area_.base), plan);
+  cb->layer_area_fd = rt->layer_area_.fd;
+  cb->layer_area_size = rt->layer_area_.size;
   st = rt->connect_peers(error);
   if (st != TSU_OK) return st;
-  rt->mem_routes_.assign(rt->size_, 0);
   rt->direct_main_ = std::make_unique<DirectMain[]>(rt->size_);
   for (uint32_t r = 0; r < rt->size_; ++r) {
-    rt->mem_routes_[r] = rt->routes_[r] &&
-                         (rt->routes_[r]->capabilities() & transport::kCapMemoryAccess);
     std::byte* base = nullptr;
     uint64_t size = 0;
-    if (rt->mem_routes_[r] && rt->routes_[r]->direct_main(r, base, size)) {
+    if (rt->mem_routes_[r] && rt->mem_routes_[r]->direct_main(r, base, size)) {
       rt->direct_main_[r].base.store(base, std::memory_order_relaxed);
       rt->direct_main_[r].size = size;
     }
@@ -146,17 +164,18 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
   // (docs/design-decisions.md, "Progress engine").
   rt->engine_->set_poll_while_out(rt->cpus_per_node_rank() >= 2);
   rt->engine_->set_handlers(&rt->handlers_);
-  // A node peer whose process exits is lost like a silent network peer.
-  if (rt->shm_) rt->shm_->set_peer_lost_handler(&Runtime::on_peer_lost, rt.get());
-  // Message-capable transports are polled by the engine (self first).
-  for (transport::Transport* t : {static_cast<transport::Transport*>(rt->self_.get()),
-                                  static_cast<transport::Transport*>(rt->shm_.get())})
-    if (t->capabilities() & transport::kCapMessages) rt->engine_->add_transport(t);
+  // The node transports, in registry order, are polled by the engine; a node
+  // peer whose process exits is lost like a silent network peer.
+  for (std::size_t i = 0; i < rt->node_.size(); ++i) {
+    if (transport::PeerLoss* loss = rt->node_parts_[i].peer_loss)
+      loss->set_peer_lost_handler(&Runtime::on_peer_lost, rt.get());
+    rt->engine_->add_transport(rt->node_[i].get());
+  }
   if (rt->net_) {
     // RMA and atomics to its ranks: the transport's own protocol, or over its
     // messages (transport/rma.hpp).
-    if (!(rt->net_->capabilities() & transport::kCapMemoryAccess)) {
-      rt->rma_ = rt->net_->make_rma(*rt);
+    if (!rt->net_parts_.memory) {
+      if (rt->net_parts_.rma) rt->rma_ = rt->net_parts_.rma->make_rma(*rt);
       if (!rt->rma_) {
         auto emulation =
             std::make_unique<transport::MessageRma>(static_cast<transport::RmaHost&>(*rt));
@@ -171,11 +190,12 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
       st = rt->announce_segment(0, main_base, main_size, false, error);
       if (st != TSU_OK) return st;
     }
-    rt->net_->set_peer_lost_handler(&Runtime::on_peer_lost, rt.get());
+    if (transport::PeerLoss* loss = rt->net_parts_.peer_loss)
+      loss->set_peer_lost_handler(&Runtime::on_peer_lost, rt.get());
     rt->engine_->add_transport(rt->net_.get());
   }
-  if (extension) {
-    rt->extension_ = extension(*rt, error);
+  if (extension.make) {
+    rt->extension_ = extension.make(*rt, error);
     if (!rt->extension_) return TSU_ERR_SYSTEM;
     rt->engine_->add_poller(rt->extension_.get());
   }
@@ -283,15 +303,29 @@ tsu_status_t Runtime::connect_peers(std::string& error) {
   update_yield();
 
   routes_.assign(size_, nullptr);
+  mem_routes_.assign(size_, nullptr);
   msg_routes_.assign(size_, nullptr);
-  routes_[rank_] = self_.get();
-  msg_routes_[rank_] = self_.get();
+  bulk_routes_.assign(size_, nullptr);
+  loss_routes_.assign(size_, nullptr);
+  // Each rank of this node (this one included) is offered to the node
+  // transports in registry order: the first that takes it is its route.
   for (uint32_t r = 0; r < size_; ++r) {
-    if (r == rank_ || node_of_[r] != node_of_[rank_]) continue;
-    st = shm_->add_peer(transport::NodePeer{r, all[r].pid, all[r].control_fd}, error);
-    if (st != TSU_OK) return st;
-    routes_[r] = shm_.get();
-    msg_routes_[r] = shm_.get();
+    if (node_of_[r] != node_of_[rank_]) continue;
+    const transport::NodePeer peer{r, all[r].pid, all[r].control_fd};
+    for (std::size_t i = 0; i < node_.size() && !routes_[r]; ++i) {
+      std::string why;
+      st = node_[i]->add_peer(peer, why);
+      if (st == TSU_OK) {
+        set_route(r, node_[i].get(), node_parts_[i]);
+      } else if (st != TSU_ERR_UNSUPPORTED) {
+        error = std::string(node_[i]->name()) + ": " + why;
+        return st;
+      }
+    }
+    if (!routes_[r]) {
+      error = "no node transport reaches rank " + std::to_string(r) + " of this node";
+      return TSU_ERR_UNREACHABLE;
+    }
   }
   // Ranks on other nodes: the network transport TSU_NET names (udp, ofi).
   std::vector<bool> remote(size_, false);
@@ -304,16 +338,9 @@ tsu_status_t Runtime::connect_peers(std::string& error) {
   return TSU_OK;
 }
 
-// The node transports, from the registry: shm first (it creates this rank's
-// receive ring and layer area), then self (it hands the layer area out).
-// Both exist before peers can learn about them from the bootstrap record.
+// Every node transport of the registry, in its order.  They exist before
+// peers can learn about them from the bootstrap record.
 tsu_status_t Runtime::open_node_transports(std::string& error) {
-  const transport::NodePlugin* shm = transport::find_node_transport("shm");
-  const transport::NodePlugin* self = transport::find_node_transport("self");
-  if (!shm || !self) {
-    error = "the node transports (self, shm) are missing from this build";
-    return TSU_ERR_CONFIG;
-  }
   ControlBlock* cb = segments_.control_block();
   transport::NodeSetup setup;
   setup.rank = rank_;
@@ -323,11 +350,19 @@ tsu_status_t Runtime::open_node_transports(std::string& error) {
   setup.doorbell = Doorbell(&cb->doorbell, wake_eventfd_);
   setup.ring_slots = cfg_.shm_ring_slots;
   setup.slot_size = cfg_.shm_slot_size;
-  setup.layer_area_bytes = layer_area_bytes(cfg_, size_);
-  tsu_status_t st = shm->open(setup, shm_, error);
-  if (st != TSU_OK) return st;
-  setup.layer_area = shm_->local_layer_area(setup.layer_area_size);
-  return self->open(setup, self_, error);
+  setup.layer_area = static_cast<std::byte*>(layer_area_.base);
+  setup.layer_area_size = layer_area_.size;
+  for (const transport::NodePlugin* plugin : transport::node_transports()) {
+    std::unique_ptr<transport::NodeTransport> t;
+    const tsu_status_t st = plugin->open(setup, t, error);
+    if (st != TSU_OK) {
+      error = std::string(plugin->name) + ": " + error;
+      return st;
+    }
+    node_parts_.push_back(t->parts());
+    node_.push_back(std::move(t));
+  }
+  return TSU_OK;
 }
 
 // Ranks on other nodes: the network transport TSU_NET names (transport
@@ -364,13 +399,11 @@ tsu_status_t Runtime::connect_network(const std::vector<bool>& remote, std::stri
     error = std::string(plugin->name) + ": " + error;
     return st;
   }
-  for (uint32_t r = 0; r < size_; ++r) {
-    if (!remote[r]) continue;
-    routes_[r] = net_.get();
-    // AM, tagged messages and collectives run over it too (the layers fall
-    // back to message protocols where they would need shared memory).
-    if (net_->capabilities() & transport::kCapMessages) msg_routes_[r] = net_.get();
-  }
+  net_parts_ = net_->parts();
+  // AM, tagged messages and collectives run over it too (the layers fall
+  // back to message protocols where they would need shared memory).
+  for (uint32_t r = 0; r < size_; ++r)
+    if (remote[r]) set_route(r, net_.get(), net_parts_);
   return TSU_OK;
 }
 
@@ -428,4 +461,4 @@ ProgressEngine& Runtime::pick_lane() noexcept {
   return i < lanes_.size() ? *lanes_[i] : *engine_;
 }
 
-}  // namespace tsu::core
+}  // namespace tsu::runtime

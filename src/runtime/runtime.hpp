@@ -19,18 +19,33 @@
 #include "core/message.hpp"
 #include "runtime/progress_engine.hpp"
 #include "core/segment_table.hpp"
+#include "core/shared_memory.hpp"
 #include "core/thread_context.hpp"
+#include "transport/bulk_transfer.hpp"
+#include "transport/memory_access.hpp"
+#include "transport/messaging.hpp"
+#include "transport/peer_loss.hpp"
 #include "transport/rma.hpp"
 #include "transport/transport.hpp"
+#include "runtime/layer_area.hpp"
 
 // Every transport is found in the registry and held through the seam's
-// interfaces: the node transports (self, shm: transport/node.hpp) by name,
-// the network transport (transport/network.hpp) by TSU_NET.
+// interfaces: the node transports (transport/node.hpp) in registry order,
+// the network transport (transport/network.hpp) by TSU_NET.  Per rank the
+// runtime keeps the route and the parts it offers (transport/transport.hpp).
 namespace tsu::transport {
 class NodeTransport;
 }  // namespace tsu::transport
 
-namespace tsu::core {
+namespace tsu::runtime {
+
+// The core types the runtime works with.
+using core::CommandKind;
+using core::ControlBlock;
+using core::SegmentTable;
+using core::SharedRegion;
+using core::ThreadRegistry;
+using core::VectorView;
 
 class Runtime;
 
@@ -49,14 +64,19 @@ class Extension : public Poller {
   // TSU_STATS: the layers' own counters, one line each (after the engine stopped).
   virtual void print_stats(uint32_t rank) const noexcept { (void)rank; }
 };
-using ExtensionFactory = std::unique_ptr<Extension> (*)(Runtime& rt, std::string& error);
+// How the layers are made: `reserve` runs before the transports open (the
+// layers reserve their slices of the layer area), `make` after.
+struct ExtensionFactory {
+  void (*reserve)(const Config& cfg, uint32_t size, LayerAreaPlan& plan) = nullptr;
+  std::unique_ptr<Extension> (*make)(Runtime& rt, std::string& error) = nullptr;
+};
 
 class Runtime final : public CommandExecutor, private transport::RmaHost {
  public:
   // Collective.  On failure returns an error with the reason in `error`.
   static tsu_status_t create(const tsu_config_t* user_config, uint64_t epoch,
                              std::unique_ptr<Runtime>& out, std::string& error,
-                             ExtensionFactory extension = nullptr);
+                             ExtensionFactory extension = {});
   ~Runtime() override;
 
   // Collective: completes everything in flight, waits for all ranks, tears down.
@@ -126,10 +146,12 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   }
   // True when `rank`'s memory is reached from this process (self, shm);
   // false for ranks reached through an RMA protocol (the network transport's).
-  bool memory_route(uint32_t rank) const noexcept override { return mem_routes_[rank] != 0; }
+  bool memory_route(uint32_t rank) const noexcept override { return mem_routes_[rank] != nullptr; }
+  // How this process reaches `rank`'s memory (MemoryAccess), or nullptr.
+  transport::MemoryAccess* memory_access(uint32_t rank) const noexcept { return mem_routes_[rank]; }
 
   // The transport for `rank`, or nullptr when none reaches it.
-  transport::Transport* route(uint32_t rank) const noexcept override { return routes_[rank]; }
+  transport::Transport* route(uint32_t rank) const noexcept { return routes_[rank]; }
 
   // Segments: created or registered in this rank's table and announced to
   // the network transport (Transport::register_memory) before the call
@@ -144,12 +166,28 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   tsu_status_t register_segment(void* base, std::size_t size, tsu_seg_t& seg,
                                 std::string& error) noexcept;
   tsu_status_t free_segment(tsu_seg_t seg, std::string& error) noexcept;
-  // The transport that carries messages to `rank` (kCapMessages), or nullptr.
-  transport::Transport* message_route(uint32_t rank) const noexcept {
+  // The transport that carries messages to `rank` (Messaging), or nullptr.
+  transport::Messaging* message_route(uint32_t rank) const noexcept override {
     return msg_routes_[rank];
   }
-  // This rank's layer area (see Transport::peer_layer_area).
-  std::byte* layer_area(std::size_t& size) const noexcept;
+  // The transport that moves bulk payloads to and from `rank`, or nullptr.
+  transport::BulkTransfer* bulk_route(uint32_t rank) const noexcept { return bulk_routes_[rank]; }
+  // PeerLoss of `rank`'s route, where it has one (no-ops and false elsewhere).
+  void watch_peer(uint32_t rank) noexcept override {
+    if (transport::PeerLoss* p = loss_routes_[rank]) p->watch_peer(rank);
+  }
+  void unwatch_peer(uint32_t rank) noexcept override {
+    if (transport::PeerLoss* p = loss_routes_[rank]) p->unwatch_peer(rank);
+  }
+  bool peer_lost(uint32_t rank) const noexcept override {
+    const transport::PeerLoss* p = loss_routes_[rank];
+    return p && p->is_peer_lost(rank);
+  }
+  // A layer's slice of this rank's layer area (runtime/layer_area.hpp), by
+  // the index its reservation returned; size 0 and nullptr where none.
+  std::byte* layer_area(uint32_t slice, std::size_t& size) const noexcept;
+  // The same slice of node peer `rank`'s layer area, mapped here.
+  std::byte* peer_layer_area(uint32_t rank, uint32_t slice, std::size_t& size) const noexcept;
   Extension* extension() const noexcept { return extension_.get(); }
 
   // The bootstrap barrier.  Peers may need this rank's progress to reach the
@@ -198,6 +236,8 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   explicit Runtime(const Config& cfg, uint64_t epoch);
   tsu_status_t connect_peers(std::string& error);
   tsu_status_t open_node_transports(std::string& error);
+  // Records `t` as the route to `rank`, with the parts it offers.
+  void set_route(uint32_t rank, transport::Transport* t, const transport::Parts& parts) noexcept;
   double cpus_per_node_rank() const noexcept;
   bool oversubscribed() const noexcept;
   uint32_t cpus_ = 1;        // in this rank's affinity mask at tsu_init
@@ -224,16 +264,32 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   std::atomic<bool> yield_when_idle_{false};  // read by tsu_progress, set by update_yield
   std::unique_ptr<bootstrap::Bootstrap> boot_;
   SegmentTable segments_;
-  std::unique_ptr<transport::NodeTransport> self_;  // the rank itself ("self")
-  std::unique_ptr<transport::NodeTransport> shm_;   // node peers ("shm")
+  // This rank's layer area: created here, published in the control block,
+  // mapped by node peers (LayerAreaPlan's slices, runtime/layer_area.hpp).
+  struct OwnedRegion : SharedRegion {
+    OwnedRegion() = default;
+    OwnedRegion(const OwnedRegion&) = delete;
+    OwnedRegion& operator=(const OwnedRegion&) = delete;
+    ~OwnedRegion() { shared_region_destroy(*this); }
+  };
+  OwnedRegion layer_area_;  // outlives node_ (declared before it)
+  // The node transports in registry order, with the parts each offers.
+  std::vector<std::unique_ptr<transport::NodeTransport>> node_;
+  std::vector<transport::Parts> node_parts_;
   std::unique_ptr<transport::Transport> net_;  // to other nodes (TSU_NET), or null
+  transport::Parts net_parts_;
   // RMA and atomics to ranks behind the network transport: its own protocol
   // or the message emulation (transport/rma.hpp); null without one.
   std::unique_ptr<transport::RmaProtocol> rma_;
   mutable std::mutex keys_mutex_;  // registration (user threads) vs lookups (progress)
   std::vector<std::pair<tsu_seg_t, transport::MemoryKey>> memory_keys_;  // non-empty keys only
+  // Per rank: its route, and the parts of it the layers use (null: not
+  // offered).  Written at init, read-only after.
   std::vector<transport::Transport*> routes_;
-  std::vector<uint8_t> mem_routes_;  // per rank: routes_[r] has kCapMemoryAccess (hot path)
+  std::vector<transport::MemoryAccess*> mem_routes_;
+  std::vector<transport::Messaging*> msg_routes_;
+  std::vector<transport::BulkTransfer*> bulk_routes_;
+  std::vector<transport::PeerLoss*> loss_routes_;
   // Per rank: its main segment as mapped here (Transport::direct_main), or
   // a null base.  Written at init, before any request; the base is nulled
   // when the rank is lost (on_peer_lost), so that later requests take the
@@ -244,7 +300,6 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
     std::byte* mapped() const noexcept { return base.load(std::memory_order_relaxed); }
   };
   std::unique_ptr<DirectMain[]> direct_main_;
-  std::vector<transport::Transport*> msg_routes_;
   ThreadRegistry threads_;
   MessageHandlerTable handlers_;
   int wake_eventfd_ = -1;
@@ -284,4 +339,4 @@ uint32_t busy_threads() noexcept;
 // CPUs in the calling thread's affinity mask (1 when it cannot be read).
 uint32_t affinity_cpus() noexcept;
 
-}  // namespace tsu::core
+}  // namespace tsu::runtime

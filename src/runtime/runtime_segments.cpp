@@ -11,12 +11,16 @@
 #include "transport/network.hpp"
 #include "transport/node.hpp"
 
-namespace tsu::core {
+namespace tsu::runtime {
+
+using core::atomic_op_valid;
+using core::kSegmentSharedNic;
 
 tsu_status_t Runtime::announce_segment(tsu_seg_t seg, void* base, std::size_t size,
                                        bool user_memory, std::string& error,
                                        transport::AtomicSite site) noexcept {
-  if (!net_) return TSU_OK;
+  transport::NativeRma* native = net_parts_.rma;
+  if (!native) return TSU_OK;  // nothing to register: no NIC reaches memory
   transport::MemoryRegion region;
   region.seg = seg;
   region.base = base;
@@ -24,7 +28,7 @@ tsu_status_t Runtime::announce_segment(tsu_seg_t seg, void* base, std::size_t si
   region.user_memory = user_memory;
   region.atomics = site;
   transport::MemoryKey key;
-  const tsu_status_t st = net_->register_memory(region, key, error);
+  const tsu_status_t st = native->register_memory(region, key, error);
   if (st != TSU_OK) {
     error = std::string(net_->name()) + ": registering segment " + std::to_string(seg) + ": " +
             error;
@@ -35,7 +39,7 @@ tsu_status_t Runtime::announce_segment(tsu_seg_t seg, void* base, std::size_t si
       std::lock_guard lock(keys_mutex_);
       memory_keys_.emplace_back(seg, key);
     } catch (...) {
-      net_->deregister_memory(seg);
+      native->deregister_memory(seg);
       error = "out of memory recording a segment's key";
       return TSU_ERR_NO_MEMORY;
     }
@@ -62,7 +66,7 @@ bool Runtime::atomic_site(tsu_seg_t seg, transport::AtomicSite& out) const noexc
 }
 
 bool Runtime::atomics_on_nic(const tsu_gaddr_t& target) const noexcept {
-  transport::Transport* t = routes_[target.rank];
+  transport::MemoryAccess* t = mem_routes_[target.rank];
   transport::Access a;
   return t && t->resolve(target, 0, a) == TSU_OK && a.nic_atomics;
 }
@@ -81,7 +85,7 @@ std::string Runtime::nic_atomics_refusal() const {
   for (const tsu_atype_t type : kTypes)
     for (int o = TSU_AOP_LOAD; o <= TSU_AOP_XOR; ++o) {
       const auto op = static_cast<tsu_aop_t>(o);
-      if (atomic_op_valid(op, type) && !net_->nic_atomics(type, op))
+      if (atomic_op_valid(op, type) && !(net_parts_.rma && net_parts_.rma->nic_atomics(type, op)))
         return std::string("TSU_NET=") + net_->name() + " cannot execute atomic op " +
                std::to_string(o) + " on type " + std::to_string(static_cast<int>(type)) +
                " in the network adapter" +
@@ -134,16 +138,16 @@ tsu_status_t Runtime::free_segment(tsu_seg_t seg, std::string& error) noexcept {
   std::size_t size = 0;
   transport::AtomicSite site = transport::AtomicSite::kCpu;
   const bool nic = atomic_site(seg, site) && site == transport::AtomicSite::kNic;
-  if (net_ && segments_.info(seg, base, size)) {
+  if (net_parts_.rma && segments_.info(seg, base, size)) {
     // A NIC segment keeps its registration (closed with the transport) and
     // its memory (unmapped with the table): issuers cache its key, and an
     // access under a closed key tears tcp;ofi_rxm's connection down.  Its
     // key leaves the list, so no issuer learns it anew.
-    if (!nic) net_->deregister_memory(seg);
+    if (!nic) net_parts_.rma->deregister_memory(seg);
     std::lock_guard lock(keys_mutex_);
     std::erase_if(memory_keys_, [seg](const auto& e) { return e.first == seg; });
   }
   return segments_.free(seg, error, nic);
 }
 
-}  // namespace tsu::core
+}  // namespace tsu::runtime

@@ -7,7 +7,9 @@
 
 #include "transport/network.hpp"
 
-namespace tsu::core {
+namespace tsu::runtime {
+
+using core::Counter;
 
 void Runtime::print_transport_stats() const {
   if (extension_) extension_->print_stats(rank_);
@@ -55,4 +57,4 @@ void Runtime::print_stats() const {
   std::fprintf(stderr, "%s\n", line);
 }
 
-}  // namespace tsu::core
+}  // namespace tsu::runtime

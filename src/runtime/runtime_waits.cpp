@@ -11,7 +11,9 @@
 #include "transport/node.hpp"
 #include "util/backoff.hpp"
 
-namespace tsu::core {
+namespace tsu::runtime {
+
+using core::PollingMark;
 
 namespace {
 bool flag_set(const void* f) {
@@ -134,7 +136,8 @@ tsu_status_t Runtime::finalize(std::string& error, const std::function<void()>& 
   // Peers may still be reading or writing our memory until they get here.
   // Nothing of ours waits on a peer any more: one that exits from here on
   // has finalized (not died), so node peers' exits are no longer losses.
-  if (shm_) shm_->finalizing();
+  for (auto& t : node_) t->finalizing();
+  if (net_) net_->finalizing();
   tsu_status_t st = barrier();
   if (st != TSU_OK) error = "bootstrap barrier at finalize failed";
   // Every rank is here: no rank waits for our layers' threads any more (a
@@ -155,4 +158,4 @@ tsu_status_t Runtime::finalize(std::string& error, const std::function<void()>& 
   return st;
 }
 
-}  // namespace tsu::core
+}  // namespace tsu::runtime

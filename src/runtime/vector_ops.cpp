@@ -9,7 +9,9 @@
 #include "core/vector_request.hpp"
 #include "runtime/runtime.hpp"
 
-namespace tsu::core {
+namespace tsu::runtime {
+
+using core::VectorPiece;
 
 using transport::Access;
 
@@ -43,8 +45,8 @@ Access shifted(const Access& base, uint64_t delta) noexcept {
 }  // namespace
 
 tsu_status_t Runtime::execute_vector(const VectorView& req) noexcept {
-  transport::Transport* t = routes_[req.rank];
-  if (!t || !(t->capabilities() & transport::kCapMemoryAccess)) return TSU_ERR_UNREACHABLE;
+  transport::MemoryAccess* t = mem_routes_[req.rank];
+  if (!t) return TSU_ERR_UNREACHABLE;
   const std::size_t n = req.count;
   // Fast path: each side's pieces all lie in one range of one segment, so
   // one resolution per side checks every piece (a piece is in bounds iff
@@ -83,4 +85,4 @@ tsu_status_t Runtime::execute_vector(const VectorView& req) noexcept {
   return TSU_OK;
 }
 
-}  // namespace tsu::core
+}  // namespace tsu::runtime

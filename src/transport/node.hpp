@@ -1,9 +1,10 @@
-// The seam for node transports: how the runtime opens the transports every
-// job has, the one that reaches the rank itself ("self") and the one that
-// reaches the other ranks of its node ("shm").  Each is one folder
-// (transport/<name>/) defining one NodePlugin, listed in
-// transport/registry.cpp; the runtime holds them as NodeTransport*, never by
-// concrete type.
+// The seam for node transports: how the runtime opens the transports that
+// reach the ranks of this node (today the rank itself, "self", and its node
+// peers, "shm").  Each is one folder (transport/<name>/) defining one
+// NodePlugin, listed in transport/registry.cpp.  The runtime opens every one
+// in registry order and offers each rank of the node to them in that order:
+// the first that accepts it (add_peer) is that rank's route.  It holds them
+// as NodeTransport*, never by name or concrete type.
 #pragma once
 
 #include <cstddef>
@@ -30,9 +31,10 @@ struct NodeSetup {
   core::Doorbell doorbell;                       // wakes this rank's engine
   uint32_t ring_slots = 0;                       // message queue geometry
   uint32_t slot_size = 0;
-  // The layer area (Transport::peer_layer_area): the transport that creates
-  // it is told its size; the others get the area itself to hand out.
-  std::size_t layer_area_bytes = 0;
+  // This rank's layer area (runtime/layer_area.hpp), created by the runtime
+  // and published in `control` (layer_area_fd): transports that reach this
+  // rank itself hand it out (MemoryAccess::peer_layer_area); those reaching
+  // node peers map theirs from their control blocks.
   std::byte* layer_area = nullptr;
   std::size_t layer_area_size = 0;
 };
@@ -46,18 +48,11 @@ struct NodePeer {
 
 class NodeTransport : public Transport {
  public:
-  // A node peer, once every rank has published its record.  Transports that
-  // reach no peer (self) refuse.
-  virtual tsu_status_t add_peer(const NodePeer& peer, std::string& error) noexcept {
-    (void)peer;
-    error = std::string(name()) + " reaches no other rank";
-    return TSU_ERR_UNSUPPORTED;
-  }
-  // The layer area this transport created for this rank, or nullptr.
-  virtual std::byte* local_layer_area(std::size_t& size) const noexcept {
-    size = 0;
-    return nullptr;
-  }
+  // A rank of this node (this rank itself included), once every rank has
+  // published its record: TSU_OK when this transport now reaches it,
+  // TSU_ERR_UNSUPPORTED when it does not take such ranks (the next transport
+  // in registry order is asked), any other error fails init.
+  virtual tsu_status_t add_peer(const NodePeer& peer, std::string& error) noexcept = 0;
 };
 
 struct NodePlugin {

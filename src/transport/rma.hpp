@@ -1,20 +1,20 @@
 // RMA and atomics in the transport seam.
 //
 // A rank's memory is reached one of two ways, chosen per rank at init:
-//   - by a memory transport (kCapMemoryAccess: self, shm): Transport::resolve
-//     maps the range, and the operation runs in this process (runtime);
-//   - by an RMA protocol (RmaProtocol) that the transport reaching the rank
-//     provides: Transport::make_rma.  A transport with native RMA (a NIC)
-//     returns its own; a message-only transport returns nullptr and gets the
-//     reusable message emulation (transport/message_rma/), which carries
-//     requests as messages and has the target's CPU execute them.
+//   - by a transport offering MemoryAccess (self, shm): resolve maps the
+//     range, and the operation runs in this process (runtime);
+//   - by an RMA protocol (RmaProtocol): a transport offering NativeRma (a
+//     NIC: ofi) makes its own (NativeRma::make_rma); a transport offering
+//     only Messaging gets the reusable message emulation
+//     (transport/message_rma/), which carries requests as messages and has
+//     the target's CPU execute them.
 //
 // Who executes atomics on a segment (seed 002) is one decision per segment,
 // made when the segment is registered (MemoryRegion::atomics): every atomic
 // on that segment, local or remote, goes the same way, so CPU atomics and
 // NIC atomics are never mixed on one word.  A segment says kNic only when it
 // was allocated with TSU_SEG_NIC_ATOMICS and the network transport accepted
-// every atomic (Transport::nic_atomics); then the runtime hands its atomics
+// every atomic (NativeRma::nic_atomics); then the runtime hands its atomics
 // to the network transport's RmaProtocol from every issuer, the owner and
 // its node peers included (core::kSegmentSharedNic in the slot tells them).
 #pragma once
@@ -23,15 +23,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "core/command.hpp"
 #include "core/message.hpp"
+#include "transport/memory_access.hpp"
 #include "tsunagi/tsunagi.h"
 
 namespace tsu::transport {
 
-class Transport;
-struct Access;
+class Messaging;
 
 // Who executes the atomics aimed at a segment.
 enum class AtomicSite : uint8_t {
@@ -62,9 +63,15 @@ class RmaHost {
  public:
   virtual uint32_t host_rank() const noexcept = 0;
   virtual uint32_t host_size() const noexcept = 0;
-  // The transport reaching `rank`, and whether it reaches memory directly.
-  virtual Transport* route(uint32_t rank) const noexcept = 0;
+  // Whether this process reaches `rank`'s memory (MemoryAccess), and the
+  // messages to `rank` (null: no transport carries any).
   virtual bool memory_route(uint32_t rank) const noexcept = 0;
+  virtual Messaging* message_route(uint32_t rank) const noexcept = 0;
+  // PeerLoss (transport/peer_loss.hpp) of the transport reaching `rank`,
+  // where it has one: a wait on `rank`'s reply starts and ends a watch.
+  virtual void watch_peer(uint32_t rank) noexcept = 0;
+  virtual void unwatch_peer(uint32_t rank) noexcept = 0;
+  virtual bool peer_lost(uint32_t rank) const noexcept = 0;
   // Memory this process reaches (its own, node peers'), checked against the
   // owner's segment table: TSU_ERR_BAD_SEGMENT / OUT_OF_BOUNDS on a bad range.
   virtual tsu_status_t resolve(const tsu_gaddr_t& addr, std::size_t len,
@@ -96,13 +103,14 @@ class RmaHost {
   ~RmaHost() = default;
 };
 
-// RMA and atomics to the ranks one transport reaches (not memory transports).
+// RMA and atomics to the ranks one transport reaches (not those reached by
+// MemoryAccess).
 // Single-threaded: only the progress context calls in.
 class RmaProtocol {
  public:
   virtual ~RmaProtocol() = default;
   // Starts `cmd` (a copy with at least one side behind the transport, or an
-  // atomic).  TSU_OK or an error: done now; TSU_EAGAIN: pending, finished
+  // atomic).  TSU_OK or an error: done now; core::kStarted: pending, finished
   // later through RmaHost::complete(completion_id, status).
   virtual tsu_status_t start(const core::Command& cmd, uint32_t completion_id) noexcept = 0;
   // Continues requests and replies that waited for transport room.
@@ -110,6 +118,30 @@ class RmaProtocol {
   virtual bool idle() const noexcept = 0;
   // Every request waiting on `rank` fails with TSU_ERR_PEER_LOST.
   virtual void on_peer_lost(uint32_t rank) noexcept = 0;
+};
+
+// Part of the transport seam (transport.hpp): the transport's own RMA and
+// atomics (a NIC), with the memory registration they need.
+class NativeRma {
+ public:
+  // The protocol the runtime uses for RMA and atomics to this transport's
+  // ranks (called once, at init).
+  virtual std::unique_ptr<RmaProtocol> make_rma(RmaHost& host) noexcept = 0;
+  // Memory registration: every segment this rank creates or registers (the
+  // main segment at init included) is announced here before any peer can
+  // address it, and withdrawn before its memory goes away.  The transport
+  // registers it with the NIC and fills `key` with what a peer needs to
+  // address it (RmaHost::memory_key hands it out later).  An error refuses
+  // the segment (the caller sees it).
+  virtual tsu_status_t register_memory(const MemoryRegion& region, MemoryKey& key,
+                                       std::string& error) noexcept = 0;
+  virtual void deregister_memory(tsu_seg_t seg) noexcept = 0;
+  // Whether this transport can execute atomics of `type`/`op` in the NIC
+  // (AtomicSite::kNic); a segment chooses its site once.
+  virtual bool nic_atomics(tsu_atype_t type, tsu_aop_t op) const noexcept = 0;
+
+ protected:
+  ~NativeRma() = default;
 };
 
 }  // namespace tsu::transport

@@ -27,7 +27,7 @@
 
 #include <tsunagi/tsunagi.h>
 
-#include "bootstrap/local/auth.hpp"
+#include "bootstrap/auth.hpp"
 
 namespace {
 

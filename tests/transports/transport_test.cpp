@@ -32,7 +32,7 @@ void on_message(void* ctx, uint32_t src, const MessageHeader& h, const std::byte
   auto& c = *static_cast<Counts*>(ctx);
   const uint64_t thread = h.args[0], seq = h.args[1];
   auto& next = c.next[src * kThreads + thread];
-  bool ok = tsu::core::in_progress_context() && next.load() == seq && h.args[2] == src;
+  bool ok = tsu::runtime::in_progress_context() && next.load() == seq && h.args[2] == src;
   for (uint32_t i = 0; ok && i < h.payload_len; ++i)
     ok = p[i] == static_cast<std::byte>((seq + i) & 0xff);
   if (!ok) c.errors.fetch_add(1);
@@ -41,7 +41,7 @@ void on_message(void* ctx, uint32_t src, const MessageHeader& h, const std::byte
 }
 
 TEST(Transport, AllToAllExactlyOnceInOrder) {
-  auto* rt = tsu::core::g_runtime.load();
+  auto* rt = tsu::runtime::g_runtime.load();
   ASSERT_NE(rt, nullptr);
   const uint32_t me = mp::rank(), n = mp::size();
   auto counts = std::make_unique<Counts>(n);

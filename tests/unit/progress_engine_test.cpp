@@ -24,6 +24,7 @@
 namespace {
 
 using namespace tsu::core;
+using namespace tsu::runtime;
 using namespace std::chrono_literals;
 
 // Starts commands by their `len` field: len % 3 == 1 fails at once with
@@ -41,7 +42,7 @@ class FakeExecutor final : public CommandExecutor {
     }
     inside_.fetch_sub(1);
     if (cmd.len % 3 == 1) return TSU_ERR_OUT_OF_BOUNDS;
-    return cmd.len % 3 == 2 ? TSU_EAGAIN : TSU_OK;
+    return cmd.len % 3 == 2 ? tsu::core::kStarted : TSU_OK;
   }
   std::size_t continue_pending() noexcept override {
     continued_.fetch_add(1);
@@ -85,7 +86,8 @@ class CountingPoller final : public Poller {
 class RefusingTransport final : public tsu::transport::Transport {
  public:
   const char* name() const noexcept override { return "refusing"; }
-  uint32_t capabilities() const noexcept override { return tsu::transport::kCapMessages; }
+  tsu::transport::Parts parts() noexcept override { return {}; }
+  std::size_t poll(const tsu::core::MessageHandlerTable&) noexcept override { return 0; }
   bool prepare_sleep() noexcept override {
     asked.fetch_add(1);
     return !busy.load();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "transport/self/self_transport.hpp"
+#include "core/shared_memory.hpp"
 #include "transport/shm/shm_transport.hpp"
 
 namespace {
@@ -311,9 +312,14 @@ TEST(ShmTransport, ResolvesPeerSegmentsAgainstOwnerTable) {
   ASSERT_EQ(owner.register_memory(user.data(), user.size(), reg, error), TSU_OK);
 
   tsu::transport::ShmTransport shm;
-  // Publishes the transport's own receive ring and layer area in the owner's
-  // control block, so add_peer maps them back through /proc/self/fd.
-  ASSERT_EQ(shm.init(2, 0, owner.control_block(), 8, 128, 4096, error), TSU_OK) << error;
+  // The owner's layer area (the runtime creates it), and the transport's own
+  // receive ring, published in the owner's control block, so add_peer maps
+  // them back through /proc/self/fd.
+  tsu::core::SharedRegion area;
+  ASSERT_EQ(tsu::core::shared_region_create("test-area", 4096, area, error), TSU_OK) << error;
+  owner.control_block()->layer_area_fd = area.fd;
+  owner.control_block()->layer_area_size = area.size;
+  ASSERT_EQ(shm.init(2, 0, owner.control_block(), 8, 128, error), TSU_OK) << error;
   ASSERT_EQ(shm.add_peer(1, getpid(), owner.control_block_fd(), error), TSU_OK) << error;
   EXPECT_TRUE(shm.reaches(1));
   EXPECT_FALSE(shm.reaches(0));
@@ -354,6 +360,7 @@ TEST(ShmTransport, ResolvesPeerSegmentsAgainstOwnerTable) {
   EXPECT_EQ(shm.resolve(tsu_gaddr(1, extra, 0), 8, a), TSU_ERR_BAD_SEGMENT) << "still stale";
   ASSERT_EQ(owner.free(again, error), TSU_OK);
   EXPECT_EQ(shm.resolve(tsu_gaddr(1, again, 0), 8, a), TSU_ERR_BAD_SEGMENT);
+  tsu::core::shared_region_destroy(area);
 }
 
 }  // namespace

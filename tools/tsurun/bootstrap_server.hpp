@@ -1,7 +1,7 @@
 // tsurun's side of the local bootstrap protocol (src/bootstrap/local/wire.hpp):
 // a key-value store where GET waits for the key, and epoch-counted barriers,
 // open only to connections that proved they hold the job secret
-// (src/bootstrap/local/auth.hpp).  Unauthenticated connections are bounded
+// (src/bootstrap/auth.hpp).  Unauthenticated connections are bounded
 // in number and in frame size, and every refusal is counted.
 // Driven by the launcher's single-threaded poll() loop; all sockets are
 // non-blocking and replies are queued per connection.
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/local/auth.hpp"
+#include "bootstrap/auth.hpp"
 #include "bootstrap/local/wire.hpp"
 
 namespace tsurun {

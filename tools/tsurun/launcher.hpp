@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/local/auth.hpp"
+#include "bootstrap/auth.hpp"
 #include "options.hpp"
 
 namespace tsurun {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.hpp"
-#include "bootstrap/local/auth.hpp"
+#include "bootstrap/auth.hpp"
 #include "bootstrap/local/wire.hpp"
 
 namespace tsu::bootstrap {

@@ -43,8 +43,8 @@ void MessageRma::register_handlers(MessageHandlerTable& table) {
   table.set(kRmaVecRep, on_vec_rep, this);
 }
 
-Transport* MessageRma::transport_to(uint32_t rank) const noexcept {
-  return host_.route(rank);
+Messaging* MessageRma::transport_to(uint32_t rank) const noexcept {
+  return host_.message_route(rank);
 }
 
 uint64_t MessageRma::alloc(const Command& cmd) noexcept {
@@ -82,7 +82,7 @@ tsu_status_t MessageRma::start(const Command& cmd, uint32_t completion_id) noexc
   } else if (cmd.kind == CommandKind::kVector) {
     op.kind = Kind::kVector;
     op.peer = cmd.dst.rank;
-    Transport* t = transport_to(op.peer);
+    Messaging* t = transport_to(op.peer);
     const auto& req = *core::vector_of(cmd);
     // One message when the pieces and their data fit; else check first.
     op.vchecking = !t || req.pieces.size() * kVecEntry + req.total > t->max_message_payload();
@@ -98,8 +98,8 @@ tsu_status_t MessageRma::start(const Command& cmd, uint32_t completion_id) noexc
 }
 
 void MessageRma::watch(Op& op) noexcept {
-  if (Transport* t = transport_to(op.peer)) {
-    t->watch_peer(op.peer);
+  if (transport_to(op.peer)) {
+    host_.watch_peer(op.peer);
     op.watched = true;
   }
 }
@@ -126,7 +126,7 @@ tsu_status_t MessageRma::start_op(uint64_t cookie) noexcept {
     release(*op, cookie);
     return st;
   }
-  return TSU_EAGAIN;
+  return core::kStarted;
 }
 
 void MessageRma::advance(uint64_t cookie) noexcept {
@@ -139,7 +139,7 @@ void MessageRma::advance(uint64_t cookie) noexcept {
 
 bool MessageRma::send_next(Op& op, uint64_t cookie) noexcept {
   if (op.status != TSU_OK || op.in_backlog) return false;
-  Transport* t = transport_to(op.peer);
+  Messaging* t = transport_to(op.peer);
   if (!t) {
     fail(op, TSU_ERR_UNREACHABLE);
     return false;
@@ -252,14 +252,14 @@ void MessageRma::release(Op& op, uint64_t cookie) noexcept {
   if (op.kind == Kind::kVector) delete core::vector_of(op.cmd);
   if (op.watched) {
     op.watched = false;
-    if (Transport* t = transport_to(op.peer)) t->unwatch_peer(op.peer);
+    host_.unwatch_peer(op.peer);
   }
   op.used = false;
   free_.push_back(lo32(cookie));
 }
 
 void MessageRma::reply(uint32_t dst, const MessageHeader& h, const void* payload) noexcept {
-  Transport* t = transport_to(dst);
+  Messaging* t = transport_to(dst);
   if (!t) return;
   if (replies_.empty()) {
     const tsu_status_t st = t->send_message(dst, h, payload);
@@ -342,7 +342,7 @@ void MessageRma::on_get_req(void* ctx, uint32_t src, const MessageHeader& h,
   const std::size_t len = hi32(h.args[1]);
   const tsu_gaddr_t from = tsu_gaddr(rt.host_rank(), lo32(h.args[1]), h.args[2]);
   Access a;
-  tsu_status_t st = len <= rt.route(src)->max_message_payload()
+  tsu_status_t st = len <= rt.message_route(src)->max_message_payload()
                         ? self.check_whole(from, h.args[3], len)
                         : TSU_ERR_INVALID_ARG;
   if (st == TSU_OK) st = rt.resolve(from, len, a);

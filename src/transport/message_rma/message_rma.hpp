@@ -5,7 +5,7 @@
 // Origin (executor, progress context): a command whose target is reached
 // only by messages becomes an Op; its requests are sent (a put streams its
 // data in pieces of the transport's max message; a get asks for pieces; an
-// atomic carries operand and compare) and the executor returns TSU_EAGAIN.
+// atomic carries operand and compare) and the executor returns core::kStarted.
 // Reply handlers write results (get data into the local buffer, atomic
 // result) and finish the engine record when every piece is answered.
 // Target (handlers, progress context): executes with the runtime's own
@@ -30,6 +30,7 @@
 #include "core/message.hpp"
 #include "core/vector_request.hpp"
 #include "transport/rma.hpp"
+#include "transport/messaging.hpp"
 #include "transport/transport.hpp"
 
 namespace tsu::transport {
@@ -57,7 +58,7 @@ class MessageRma final : public RmaProtocol {
   // The target side's handlers (and the origin's reply handlers).
   void register_handlers(MessageHandlerTable& table);
 
-  // Starts `cmd` (at least one side on a message-only route).  TSU_EAGAIN:
+  // Starts `cmd` (at least one side on a message-only route).  core::kStarted:
   // pending, the engine record `completion_id` is finished later.
   tsu_status_t start(const Command& cmd, uint32_t completion_id) noexcept override;
   // Continues ops and replies that waited for transport room.
@@ -76,7 +77,7 @@ class MessageRma final : public RmaProtocol {
     bool in_backlog = false;
     Kind kind = Kind::kPut;
     uint32_t peer = 0;     // rank the requests go to
-    bool watched = false;  // holds a Transport::watch_peer on peer until release
+    bool watched = false;  // holds a PeerLoss::watch_peer on peer until release
     Command cmd{};
     // Where the result goes: an engine record, or a forwarded copy's origin.
     bool forwarded = false;
@@ -105,10 +106,10 @@ class MessageRma final : public RmaProtocol {
   tsu_status_t start_op(uint64_t cookie) noexcept;
   void advance(uint64_t cookie) noexcept;
   bool send_next(Op& op, uint64_t cookie) noexcept;  // false: stop (room/err/done)
-  bool send_next_vector(Op& op, uint64_t cookie, Transport& t) noexcept;
+  bool send_next_vector(Op& op, uint64_t cookie, Messaging& t) noexcept;
   bool vector_sent(const Op& op) const noexcept;
   // While an op waits for its peer's replies, the peer's transport watches
-  // it (Transport::watch_peer), so its death fails the op; release ends it.
+  // it (PeerLoss::watch_peer), so its death fails the op; release ends it.
   void watch(Op& op) noexcept;
   void release(Op& op, uint64_t cookie) noexcept;  // frees the slot (and a vector)
   void fail(Op& op, tsu_status_t st) noexcept;
@@ -117,7 +118,7 @@ class MessageRma final : public RmaProtocol {
   tsu_status_t check_local_side(const Op& op) const noexcept;
   tsu_status_t check_whole(const tsu_gaddr_t& piece, uint64_t end,
                            std::size_t piece_len) const noexcept;
-  Transport* transport_to(uint32_t rank) const noexcept;
+  Messaging* transport_to(uint32_t rank) const noexcept;
 
   // Handlers (target side and origin side).
   static void on_put_req(void* ctx, uint32_t src, const MessageHeader& h, const std::byte* p) noexcept;

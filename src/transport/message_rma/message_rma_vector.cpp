@@ -60,7 +60,7 @@ bool MessageRma::vector_sent(const Op& op) const noexcept {
   return !op.vchecking && op.vpiece >= core::vector_of(op.cmd)->pieces.size();
 }
 
-bool MessageRma::send_next_vector(Op& op, uint64_t cookie, Transport& t) noexcept {
+bool MessageRma::send_next_vector(Op& op, uint64_t cookie, Messaging& t) noexcept {
   const core::VectorRequest& req = *core::vector_of(op.cmd);
   const std::size_t n = req.pieces.size();
   if (op.vpiece >= n) {
@@ -170,7 +170,7 @@ void MessageRma::on_vec_req(void* ctx, uint32_t src, const MessageHeader& h,
   // Get: the reply echoes the entries, then the data.
   uint64_t total = 0;
   for (const Entry& e : entries) total += e.len;
-  Transport* t = rt.route(src);
+  Messaging* t = rt.message_route(src);
   if (!t || entries.size() * kVecEntry + total > t->max_message_payload()) {
     self.reply(src, vec_header(kRmaVecRep, h.args[0], status_arg(TSU_ERR_INVALID_ARG), 0, 0),
                nullptr);

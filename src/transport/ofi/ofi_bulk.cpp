@@ -35,7 +35,7 @@ struct OfiTransport::BulkContext : RmaContext {
   OfiTransport* owner = nullptr;
   uint32_t peer = 0;
   bool recv = false;
-  BulkDone fn = nullptr;
+  BulkTransfer::Done fn = nullptr;
   void* fn_ctx = nullptr;
   uint64_t cookie = 0;
 };
@@ -46,19 +46,19 @@ std::size_t OfiTransport::bulk_max(uint32_t peer) const noexcept {
 }
 
 tsu_status_t OfiTransport::bulk_send(uint32_t dst, uint32_t key, const void* buf,
-                                     std::size_t len, BulkDone done, void* ctx,
+                                     std::size_t len, Done done, void* ctx,
                                      uint64_t cookie) noexcept {
   // The provider only reads a send's buffer.
   return post_bulk(Staged::kTagSend, dst, key, const_cast<void*>(buf), len, done, ctx, cookie);
 }
 
 tsu_status_t OfiTransport::bulk_recv(uint32_t src, uint32_t key, void* buf, std::size_t len,
-                                     BulkDone done, void* ctx, uint64_t cookie) noexcept {
+                                     Done done, void* ctx, uint64_t cookie) noexcept {
   return post_bulk(Staged::kTagRecv, src, key, buf, len, done, ctx, cookie);
 }
 
 tsu_status_t OfiTransport::post_bulk(Staged::Kind kind, uint32_t peer, uint32_t key, void* buf,
-                                     std::size_t len, BulkDone done, void* ctx,
+                                     std::size_t len, Done done, void* ctx,
                                      uint64_t cookie) noexcept {
   if (bulk_max(peer) < len) return TSU_ERR_UNSUPPORTED;
   if (len && !buf) return TSU_ERR_NULL_POINTER;

@@ -1,5 +1,7 @@
 #include "transport/ofi/ofi_rma.hpp"
 
+#include "transport/memory_access.hpp"
+
 #include <algorithm>
 #include <cstring>
 
@@ -110,7 +112,7 @@ tsu_status_t OfiRma::start_atomic(const core::Command& cmd, uint32_t completion_
     const bool has_key = host_.memory_key(target.seg, mk) && mk.len == sizeof(WireKey);
     if (has_key) std::memcpy(&key, mk.bytes.data(), sizeof key);
     dispatch(op, has_key, site, key);
-    return TSU_EAGAIN;
+    return core::kStarted;
   }
   return dispatch_when_keyed(op);
 }
@@ -142,7 +144,7 @@ tsu_status_t OfiRma::dispatch_when_keyed(Op* op) noexcept {
     h.args[0] = op->remote.seg;
     send(op->remote.rank, h, nullptr);
   }
-  return TSU_EAGAIN;
+  return core::kStarted;
 }
 
 void OfiRma::dispatch(Op* op, bool has_key, AtomicSite site, WireKey key) noexcept {
@@ -173,7 +175,7 @@ void OfiRma::to_messages(Op* op) noexcept {
   const uint32_t id = op->completion_id;
   release(op);
   const tsu_status_t st = fallback_.start(cmd, id);
-  if (st != TSU_EAGAIN) host_.complete(id, st);
+  if (st != core::kStarted) host_.complete(id, st);
 }
 
 void OfiRma::issue_atomic(Op* op, const WireKey& key) noexcept {
@@ -276,7 +278,7 @@ void OfiRma::fall_back(Op* op) noexcept {
   const uint32_t id = op->completion_id;
   release(op);
   const tsu_status_t st = fallback_.start(cmd, id);
-  if (st != TSU_EAGAIN) host_.complete(id, st);
+  if (st != core::kStarted) host_.complete(id, st);
 }
 
 void OfiRma::on_done(RmaContext* ctx, tsu_status_t st) noexcept {

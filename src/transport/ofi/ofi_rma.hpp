@@ -111,7 +111,7 @@ class OfiRma final : public RmaProtocol {
   // message emulation), or a put/get.
   void dispatch(Op* op, bool has_key, AtomicSite site, WireKey key) noexcept;
   // Dispatches `op` (remote set) now if its segment's key state is known,
-  // else queues it until the owner answers (asking once).  TSU_EAGAIN: the
+  // else queues it until the owner answers (asking once).  core::kStarted: the
   // op completes later; TSU_ERR_NO_MEMORY: released, not started.
   tsu_status_t dispatch_when_keyed(Op* op) noexcept;
   void issue_atomic(Op* op, const WireKey& key) noexcept;

@@ -69,7 +69,11 @@
 
 #include "transport/ofi/ofi_atomic.hpp"
 #include "transport/ofi/ofi_config.hpp"
+#include "transport/bulk_transfer.hpp"
+#include "transport/messaging.hpp"
+#include "transport/peer_loss.hpp"
 #include "transport/peer_watch.hpp"
+#include "transport/rma.hpp"
 #include "transport/transport.hpp"
 
 namespace tsu::transport::ofi {
@@ -116,7 +120,11 @@ inline constexpr uint32_t kLost = 0x4c4f5354;  // "LOST"
 
 static_assert(sizeof(WirePrefix) == 16);
 
-class OfiTransport final : public Transport {
+class OfiTransport final : public Transport,
+                           public Messaging,
+                           public NativeRma,
+                           public BulkTransfer,
+                           public PeerLoss {
  public:
   OfiTransport(uint32_t rank, uint32_t size, uint32_t job_tag, const OfiConfig& cfg);
   ~OfiTransport() override;
@@ -169,33 +177,45 @@ class OfiTransport final : public Transport {
   }
   bool nic_atomics(tsu_atype_t type, tsu_aop_t op) const noexcept override;
 
-  // Bulk payloads (ofi_bulk.cpp): fi_tsendmsg / fi_trecvmsg.
+  // ---- BulkTransfer (ofi_bulk.cpp): fi_tsendmsg / fi_trecvmsg ----------------
   std::size_t bulk_max(uint32_t peer) const noexcept override;
-  std::size_t eager_max(uint32_t peer) const noexcept override {
-    return peer < size_ && peer != rank_ ? eager_max_ : 0;
-  }
   tsu_status_t bulk_send(uint32_t dst, uint32_t key, const void* buf, std::size_t len,
-                         BulkDone done, void* ctx, uint64_t cookie) noexcept override;
-  tsu_status_t bulk_recv(uint32_t src, uint32_t key, void* buf, std::size_t len, BulkDone done,
+                         Done done, void* ctx, uint64_t cookie) noexcept override;
+  tsu_status_t bulk_recv(uint32_t src, uint32_t key, void* buf, std::size_t len, Done done,
                          void* ctx, uint64_t cookie) noexcept override;
 
+  // ---- NativeRma (ofi_memory.cpp), offered when native_rma() ----------------
   std::unique_ptr<RmaProtocol> make_rma(RmaHost& host) noexcept override;
   tsu_status_t register_memory(const MemoryRegion& region, MemoryKey& key,
                                std::string& error) noexcept override;
   void deregister_memory(tsu_seg_t seg) noexcept override;
 
   const char* name() const noexcept override { return "ofi"; }
-  uint32_t capabilities() const noexcept override { return kCapMessages; }
+  Parts parts() noexcept override {
+    Parts p;
+    p.messages = this;
+    p.rma = native_rma_ ? this : nullptr;  // otherwise the message emulation
+    p.bulk = this;
+    p.peer_loss = this;
+    return p;
+  }
+
+  // ---- Messaging (ofi_send.cpp) ---------------------------------------------------
   std::size_t max_message_payload() const noexcept override { return cfg_.max_message; }
+  std::size_t eager_max(uint32_t peer) const noexcept override {
+    return peer < size_ && peer != rank_ ? eager_max_ : 0;
+  }
   tsu_status_t send_message(uint32_t dst, const core::MessageHeader& header,
                             const void* payload) noexcept override;
-  std::size_t poll(const core::MessageHandlerTable& handlers) noexcept override;
-  bool prepare_sleep() noexcept override;
-  bool busy_polling() const noexcept override { return !cfg_.cq_wait; }
   // Between these (one executor batch) sends, writes and reads are staged
   // and posted at batch_end, each with FI_MORE but the last.
   void batch_begin() noexcept override;
   void batch_end() noexcept override;
+
+  // ---- Progress (ofi_completions.cpp) -------------------------------------------
+  std::size_t poll(const core::MessageHandlerTable& handlers) noexcept override;
+  bool prepare_sleep() noexcept override;
+  bool busy_polling() const noexcept override { return !cfg_.cq_wait; }
   int wait_fd() const noexcept override { return wait_fd_; }
   uint64_t max_sleep_ns() const noexcept override {
     const uint64_t base = wait_fd_ >= 0 ? UINT64_MAX : 200'000;
@@ -204,19 +224,21 @@ class OfiTransport final : public Transport {
       return std::min<uint64_t>(base, cfg_.keepalive_ns / 2 + 1);
     return base;
   }
+  // ---- PeerLoss (ofi_liveness.cpp) ----------------------------------------------
   // Start and end keep-alives to `rank` in the next poll (never block:
   // atomics; counted, see PeerWatches).
   void watch_peer(uint32_t rank) noexcept override;
   void unwatch_peer(uint32_t rank) noexcept override;
-  void set_peer_lost_handler(PeerLostFn fn, void* ctx) noexcept override {
+  void set_peer_lost_handler(LostFn fn, void* ctx) noexcept override {
     lost_fn_ = fn;
     lost_ctx_ = ctx;
   }
-  // Puts and gets this small go over messages (TSU_OFI_RMA_MESSAGE_MAX).
-  std::size_t rma_message_max() const noexcept { return cfg_.rma_message_max; }
   bool is_peer_lost(uint32_t rank) const noexcept override {
     return rank < size_ && lost_[rank].load(std::memory_order_acquire);
   }
+
+  // Puts and gets this small go over messages (TSU_OFI_RMA_MESSAGE_MAX).
+  std::size_t rma_message_max() const noexcept { return cfg_.rma_message_max; }
   void print_stats(std::FILE* f) const noexcept override;
 
  private:
@@ -335,7 +357,7 @@ class OfiTransport final : public Transport {
   struct BulkContext;
   static void bulk_done(RmaContext* ctx, tsu_status_t status) noexcept;
   tsu_status_t post_bulk(Staged::Kind kind, uint32_t peer, uint32_t key, void* buf,
-                         std::size_t len, BulkDone done, void* ctx, uint64_t cookie) noexcept;
+                         std::size_t len, Done done, void* ctx, uint64_t cookie) noexcept;
   // `rank` is lost (mu_ held): its posted receives are cancelled (their
   // completions say TSU_ERR_PEER_LOST), so that a provider that still
   // matched one later cannot write into a buffer given back to the user.
@@ -422,7 +444,7 @@ class OfiTransport final : public Transport {
   // TSU_OFI_TEST_FAULT=message_lost: messages sent so far (under mu_).
   uint64_t fault_sends_ = 0;
   std::unique_ptr<std::atomic<bool>[]> lost_;
-  PeerLostFn lost_fn_ = nullptr;
+  LostFn lost_fn_ = nullptr;
   void* lost_ctx_ = nullptr;
   std::vector<uint32_t> newly_lost_;
   // Watched peers: counted by watch_peer / unwatch_peer (any thread), the

@@ -11,12 +11,14 @@
 
 #include "core/doorbell.hpp"
 #include "core/segment_table.hpp"
+#include "transport/memory_access.hpp"
+#include "transport/messaging.hpp"
 #include "transport/msg_ring.hpp"
 #include "transport/node.hpp"
 
 namespace tsu::transport {
 
-class SelfTransport final : public NodeTransport {
+class SelfTransport final : public NodeTransport, public MemoryAccess, public Messaging {
  public:
   static constexpr const char* kSummary =
       "the rank itself: plain loads, stores and CPU atomics; a private message queue";
@@ -26,11 +28,22 @@ class SelfTransport final : public NodeTransport {
   SelfTransport& operator=(const SelfTransport&) = delete;
 
   const char* name() const noexcept override { return "self"; }
-  uint32_t capabilities() const noexcept override {
-    return kCapMemoryAccess | (ring_.valid() ? kCapMessages : 0u);
+  Parts parts() noexcept override {
+    Parts p;
+    p.memory = this;
+    p.messages = this;
+    return p;
   }
+  // The rank itself, and no other.
+  tsu_status_t add_peer(const NodePeer& peer, std::string& error) noexcept override {
+    if (peer.rank == my_rank_) return TSU_OK;
+    error = "self reaches only its own rank";
+    return TSU_ERR_UNSUPPORTED;
+  }
+
+  // ---- MemoryAccess: this rank's own segments ------------------------------
   tsu_status_t resolve(const tsu_gaddr_t& addr, std::size_t len, Access& out) noexcept override {
-    std::byte* p;
+    std::byte* p;  // (the router sends only this rank's addresses here)
     uint32_t state = 0;
     const tsu_status_t st = segments_.translate(addr.seg, addr.offset, len, p, &state);
     if (st == TSU_OK)
@@ -58,8 +71,9 @@ class SelfTransport final : public NodeTransport {
     if (ring_.take_asleep()) doorbell_.ring();
     return true;
   }
-  // Messages: a private ring (same code as the shared one) and the rank's own
-  // doorbell, rung when the engine sleeps.  `area` is the rank's layer area.
+  // ---- Messaging: a private ring (same code as the shared one) and the
+  // rank's own doorbell, rung when the engine sleeps.  `area` is the rank's
+  // layer area.
   bool init_messages(uint32_t my_rank, uint32_t slots, uint32_t slot_size, core::Doorbell doorbell,
                      std::byte* area, std::size_t area_size) noexcept {
     ring_mem_ = std::aligned_alloc(MsgRing::kAlign, MsgRing::bytes_for(slots, slot_size));
@@ -82,6 +96,7 @@ class SelfTransport final : public NodeTransport {
     }
     return TSU_OK;
   }
+  // ---- Progress ---------------------------------------------------------------
   std::size_t poll(const core::MessageHandlerTable& handlers) noexcept override {
     if (!ring_.valid()) return 0;
     return ring_.drain(32, [&](uint32_t src, const core::MessageHeader& h, const std::byte* p) {

@@ -12,7 +12,7 @@ tsu_status_t open(const NodeSetup& setup, std::unique_ptr<NodeTransport>& out,
   try {
     auto t = std::make_unique<ShmTransport>();
     const tsu_status_t st = t->init(setup.size, setup.rank, setup.control, setup.ring_slots,
-                                    setup.slot_size, setup.layer_area_bytes, error);
+                                    setup.slot_size, error);
     if (st != TSU_OK) return st;
     out = std::move(t);
     return TSU_OK;

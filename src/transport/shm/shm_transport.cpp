@@ -107,29 +107,27 @@ ShmTransport::~ShmTransport() {
     core::shared_region_unmap(peer->cb, sizeof(core::ControlBlock));
   }
   core::shared_region_destroy(ring_region_);
-  core::shared_region_destroy(area_region_);
 }
 
 tsu_status_t ShmTransport::init(uint32_t size, uint32_t my_rank, core::ControlBlock* cb,
-                                uint32_t ring_slots, uint32_t slot_size,
-                                std::size_t layer_area_bytes, std::string& error) {
+                                uint32_t ring_slots, uint32_t slot_size, std::string& error) {
   peers_.resize(size);
   my_rank_ = my_rank;
-  tsu_status_t st = core::shared_region_create(
+  const tsu_status_t st = core::shared_region_create(
       "tsu-msg-ring", MsgRing::bytes_for(ring_slots, slot_size), ring_region_, error);
   if (st != TSU_OK) return st;
   my_ring_ = MsgRing::format(ring_region_.base, ring_slots, slot_size);
   max_payload_ = my_ring_.max_payload();
-  st = core::shared_region_create("tsu-layer-area", layer_area_bytes, area_region_, error);
-  if (st != TSU_OK) return st;
   cb->msg_ring_fd = ring_region_.fd;
   cb->msg_ring_size = ring_region_.size;
-  cb->layer_area_fd = area_region_.fd;
-  cb->layer_area_size = area_region_.size;
   return TSU_OK;
 }
 
 tsu_status_t ShmTransport::add_peer(const NodePeer& peer, std::string& error) noexcept {
+  if (peer.rank == my_rank_) {
+    error = "shm reaches node peers, not the rank itself";
+    return TSU_ERR_UNSUPPORTED;
+  }
   try {
     return add_peer(peer.rank, static_cast<pid_t>(peer.pid), peer.control_fd, error);
   } catch (const std::bad_alloc&) {

@@ -2,7 +2,7 @@
 // other shared segments are mapped on first use; registered (non-shared) user
 // memory is reached with Cross Memory Attach (process_vm_readv/writev).
 //
-// Messages (kCapMessages): each rank creates ONE receive ring in shared memory
+// Messages (Messaging): each rank creates ONE receive ring in shared memory
 // (per receiver, not per pair: docs/messaging.md says why) and publishes it in
 // its control block; node peers map it at connect time and push into it
 // (msg_ring.hpp).  A sender that finds the receiver asleep rings the
@@ -10,7 +10,7 @@
 // of its wake eventfd (pidfd_open + pidfd_getfd).
 //
 // Peer loss: a node peer whose process exits is declared lost like a silent
-// peer over the network (PeerLiveness; Transport's "Peer loss" contract):
+// peer over the network (PeerLiveness; the PeerLoss part's contract):
 // its messages and memory then fail with TSU_ERR_PEER_LOST.
 #pragma once
 
@@ -25,13 +25,19 @@
 #include "core/control_block.hpp"
 #include "core/doorbell.hpp"
 #include "core/shared_memory.hpp"
+#include "transport/memory_access.hpp"
+#include "transport/messaging.hpp"
 #include "transport/msg_ring.hpp"
 #include "transport/node.hpp"
+#include "transport/peer_loss.hpp"
 #include "transport/shm/peer_liveness.hpp"
 
 namespace tsu::transport {
 
-class ShmTransport final : public NodeTransport {
+class ShmTransport final : public NodeTransport,
+                           public MemoryAccess,
+                           public Messaging,
+                           public PeerLoss {
  public:
   static constexpr const char* kSummary =
       "ranks of the same node: shared segments (memfd) mapped by every node peer;\n"
@@ -41,23 +47,31 @@ class ShmTransport final : public NodeTransport {
   ~ShmTransport() override;
 
   const char* name() const noexcept override { return "shm"; }
-  uint32_t capabilities() const noexcept override { return kCapMemoryAccess | kCapMessages; }
+  Parts parts() noexcept override {
+    Parts p;
+    p.memory = this;
+    p.messages = this;
+    p.peer_loss = this;
+    return p;
+  }
 
   // Sizes the peer table for a job of `size` ranks (entries stay empty until
   // add_peer; only node peers get one), creates this rank's receive ring and
-  // layer area and publishes them in `cb`.  Before the bootstrap record is put.
+  // publishes it in `cb`.  Before the bootstrap record is put.
   tsu_status_t init(uint32_t size, uint32_t my_rank, core::ControlBlock* cb, uint32_t ring_slots,
-                    uint32_t slot_size, std::size_t layer_area_bytes, std::string& error);
+                    uint32_t slot_size, std::string& error);
 
   // Maps a node peer's control block, main segment, receive ring and layer
   // area, and duplicates its wake eventfd.
   tsu_status_t add_peer(uint32_t rank, pid_t pid, int control_fd, std::string& error);
+  // Node peers only: this rank itself is refused (TSU_ERR_UNSUPPORTED).
   tsu_status_t add_peer(const NodePeer& peer, std::string& error) noexcept override;
 
   bool reaches(uint32_t rank) const noexcept {
     return rank < peers_.size() && peers_[rank] != nullptr;
   }
 
+  // ---- MemoryAccess ------------------------------------------------------------
   tsu_status_t resolve(const tsu_gaddr_t& addr, std::size_t len, Access& out) noexcept override;
   bool direct_main(uint32_t rank, std::byte*& base, uint64_t& size) noexcept override {
     if (!reaches(rank) || !peers_[rank]->main_base) return false;
@@ -70,9 +84,12 @@ class ShmTransport final : public NodeTransport {
   std::byte* peer_layer_area(uint32_t rank, std::size_t& size) noexcept override;
   bool notify_peer(uint32_t rank) noexcept override;
 
+  // ---- Messaging ---------------------------------------------------------------
   std::size_t max_message_payload() const noexcept override { return max_payload_; }
   tsu_status_t send_message(uint32_t dst, const core::MessageHeader& header,
                             const void* payload) noexcept override;
+
+  // ---- Progress ------------------------------------------------------------------
   std::size_t poll(const core::MessageHandlerTable& handlers) noexcept override;
   bool prepare_sleep() noexcept override { return my_ring_.prepare_sleep(); }
   void end_sleep() noexcept override {
@@ -88,7 +105,10 @@ class ShmTransport final : public NodeTransport {
     return node_peers_.load(std::memory_order_relaxed) ? PeerLiveness::kIntervalNs : UINT64_MAX;
   }
 
-  void set_peer_lost_handler(PeerLostFn fn, void* ctx) noexcept override {
+  void finalizing() noexcept override { finalizing_.store(true, std::memory_order_relaxed); }
+
+  // ---- PeerLoss ------------------------------------------------------------------
+  void set_peer_lost_handler(LostFn fn, void* ctx) noexcept override {
     lost_fn_ = fn;
     lost_ctx_ = ctx;
   }
@@ -97,13 +117,6 @@ class ShmTransport final : public NodeTransport {
   }
   void watch_peer(uint32_t rank) noexcept override;
   void unwatch_peer(uint32_t rank) noexcept override;
-  void finalizing() noexcept override { finalizing_.store(true, std::memory_order_relaxed); }
-
-  // This rank's own layer area (the owner's view of what peers map).
-  std::byte* local_layer_area(std::size_t& size) const noexcept override {
-    size = area_region_.size;
-    return static_cast<std::byte*>(area_region_.base);
-  }
 
   // Messages dropped because no handler was registered (should stay 0).
   uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
@@ -151,7 +164,6 @@ class ShmTransport final : public NodeTransport {
   uint32_t my_rank_ = 0;
   std::size_t max_payload_ = 0;
   core::SharedRegion ring_region_;
-  core::SharedRegion area_region_;
   MsgRing my_ring_;
   std::atomic<uint64_t> dropped_{0};
 
@@ -162,7 +174,7 @@ class ShmTransport final : public NodeTransport {
   std::atomic<uint32_t> node_peers_{0};  // peers added (add_peer)
   uint32_t polls_ = 0;
   std::atomic<bool> finalizing_{false};  // no more liveness checks (finalizing())
-  PeerLostFn lost_fn_ = nullptr;
+  LostFn lost_fn_ = nullptr;
   void* lost_ctx_ = nullptr;
 };
 

@@ -33,6 +33,8 @@
 #include <string>
 #include <vector>
 
+#include "transport/messaging.hpp"
+#include "transport/peer_loss.hpp"
 #include "transport/peer_watch.hpp"
 #include "transport/transport.hpp"
 #include "transport/udp/buffer_pool.hpp"
@@ -88,7 +90,7 @@ struct UdpStats {
 // store); false if the rank has none.  May block; called without the lock.
 using AddressResolver = std::function<bool(uint32_t rank, sockaddr_in& out)>;
 
-class UdpTransport final : public Transport {
+class UdpTransport final : public Transport, public Messaging, public PeerLoss {
  public:
   // Fewer data datagrams than this from a peer in one poll: their pure ack
   // waits until the handlers ran, so a reply they send carries it instead.
@@ -117,20 +119,31 @@ class UdpTransport final : public Transport {
   void set_address_resolver(AddressResolver resolve) { resolve_ = std::move(resolve); }
 
   const char* name() const noexcept override { return "udp"; }
-  uint32_t capabilities() const noexcept override { return kCapMessages; }
+  Parts parts() noexcept override {
+    Parts p;
+    p.messages = this;
+    p.peer_loss = this;
+    return p;
+  }
+
+  // ---- Messaging (RMA: the message emulation) --------------------------------
   std::size_t max_message_payload() const noexcept override { return cfg_.max_message; }
   std::size_t eager_max(uint32_t peer) const noexcept override {
     return peer < size_ && peer != rank_ ? std::min(cfg_.eager_max, cfg_.max_message) : 0;
   }
   tsu_status_t send_message(uint32_t dst, const core::MessageHeader& header,
                             const void* payload) noexcept override;
+  void batch_begin() noexcept override;
+  void batch_end() noexcept override;
+
+  // ---- Progress ------------------------------------------------------------------
   std::size_t poll(const core::MessageHandlerTable& handlers) noexcept override;
   bool prepare_sleep() noexcept override;
   int wait_fd() const noexcept override { return wake_.fd(); }
   uint64_t max_sleep_ns() const noexcept override;
-  void batch_begin() noexcept override;
-  void batch_end() noexcept override;
-  void set_peer_lost_handler(PeerLostFn fn, void* ctx) noexcept override {
+
+  // ---- PeerLoss ------------------------------------------------------------------
+  void set_peer_lost_handler(LostFn fn, void* ctx) noexcept override {
     lost_fn_ = fn;
     lost_ctx_ = ctx;
   }
@@ -238,7 +251,7 @@ class UdpTransport final : public Transport {
   // capacity is the point: no allocation per message).
   static constexpr std::size_t kMaxSpareBuffers = 8;
   std::vector<std::vector<std::byte>> spare_buffers_;
-  PeerLostFn lost_fn_ = nullptr;
+  LostFn lost_fn_ = nullptr;
   void* lost_ctx_ = nullptr;
   std::vector<uint32_t> newly_lost_;
   // Ranks to watch that had no state yet (watch_peer); poll() resolves their

@@ -51,7 +51,7 @@ using mp::Done;
 
 // Earlier traffic may leave the sender's "skip single-copy for the next few
 // sends" hint armed; tests that expect a hit start from none.
-void reset_sc_hints() { tsu::api::layers(*tsu::core::g_runtime.load()).msg.test_reset_hints(); }
+void reset_sc_hints() { tsu::api::layers(*tsu::runtime::g_runtime.load()).msg.test_reset_hints(); }
 
 void fill(unsigned char* p, size_t len, uint64_t seed) {
   for (size_t i = 0; i < len; ++i) p[i] = static_cast<unsigned char>(seed * 7 + i);
@@ -453,7 +453,7 @@ TEST(Tagged, SingleCopyRecordIsTakenBeforeLaterArrivals) {
   const size_t len = std::max<size_t>(sc_min(), 1024);
   if (n < 2 || !sc_on() || len > eager_max()) GTEST_SKIP();
   if (!same_node(0, 1)) GTEST_SKIP() << "single-copy eager is for node peers only";
-  auto& msg = tsu::api::layers(*tsu::core::g_runtime.load()).msg;
+  auto& msg = tsu::api::layers(*tsu::runtime::g_runtime.load()).msg;
   unsigned char* rbuf = main_seg(6u << 20);
   constexpr int kMsgs = 3;
   std::atomic<int> order[kMsgs] = {};
@@ -558,7 +558,7 @@ TEST(Tagged, TryLockBusyFallsBackToEager) {
   if (n < 2 || !sc_on() || std::max<size_t>(sc_min(), 1024) > eager_max()) GTEST_SKIP();
   if (!same_node(0, 1)) GTEST_SKIP() << "single-copy eager is for node peers only";
   const size_t len = std::max<size_t>(sc_min(), 1024);
-  auto& msg = tsu::api::layers(*tsu::core::g_runtime.load()).msg;
+  auto& msg = tsu::api::layers(*tsu::runtime::g_runtime.load()).msg;
   unsigned char* rbuf = main_seg(4u << 20);
   Done r;
   tsu_msg_status_t st{};

@@ -1,4 +1,4 @@
-#include "bootstrap/local/auth.hpp"
+#include "bootstrap/auth.hpp"
 
 #include <sodium.h>
 #include <unistd.h>
