@@ -5,6 +5,7 @@
 #include "transport/ofi/ofi_plugin.hpp"
 #include "transport/self/self_plugin.hpp"
 #include "transport/shm/shm_plugin.hpp"
+#include "transport/tcp/tcp_plugin.hpp"
 #include "transport/udp/udp_plugin.hpp"
 
 namespace tsu::transport {
@@ -13,6 +14,7 @@ const std::vector<const NetworkPlugin*>& network_transports() {
   static const std::vector<const NetworkPlugin*> all = {
       &udp::kUdpPlugin,
       &ofi::kOfiPlugin,
+      &tcp::kTcpPlugin,
   };
   return all;
 }

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "tsunagi/tsunagi.h"
 
@@ -74,8 +75,10 @@ inline double seconds_setting(const char* name, double fallback) {
 // The peer timeout of the network route this job runs over (10 s unless set).
 inline double peer_timeout_seconds() {
   const char* net = std::getenv("TSU_NET");
-  const bool ofi = net && std::strcmp(net, "ofi") == 0;
-  return seconds_setting(ofi ? "TSU_OFI_PEER_TIMEOUT" : "TSU_UDP_PEER_TIMEOUT", 10);
+  const std::string route = net ? net : "udp";
+  if (route == "ofi") return seconds_setting("TSU_OFI_PEER_TIMEOUT", 10);
+  if (route == "tcp") return seconds_setting("TSU_TCP_PEER_TIMEOUT", 10);
+  return seconds_setting("TSU_UDP_PEER_TIMEOUT", 10);
 }
 
 }  // namespace loss

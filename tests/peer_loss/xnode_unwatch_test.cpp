@@ -46,13 +46,16 @@ int fail(uint32_t me, const char* what, tsu_status_t st = TSU_OK) {
   return 1;
 }
 
-bool over_ofi() {
+// The network route: "udp" (the default), "ofi" or "tcp".
+std::string route() {
   const char* net = std::getenv("TSU_NET");
-  return net && std::strcmp(net, "ofi") == 0;
+  return net ? net : "udp";
 }
 
 double keepalive_seconds() {
-  return loss::seconds_setting(over_ofi() ? "TSU_OFI_KEEPALIVE" : "TSU_UDP_KEEPALIVE", 0.5);
+  if (route() == "ofi") return loss::seconds_setting("TSU_OFI_KEEPALIVE", 0.5);
+  if (route() == "tcp") return loss::seconds_setting("TSU_TCP_KEEPALIVE", 0.5);
+  return loss::seconds_setting("TSU_UDP_KEEPALIVE", 0.5);
 }
 
 // Progress (for manual progress) without spinning a core: 4 ranks share 2.
@@ -65,7 +68,7 @@ void idle_for(double seconds) {
 }
 
 // The value of `key` (e.g. "pings=") on the network transport's stats line
-// (ofi's or udp's), as tsu_stats_print writes it to stderr; -1 if absent.
+// (ofi's, udp's or tcp's), as tsu_stats_print writes it to stderr; -1 if absent.
 long long net_stat(const char* key) {
   std::FILE* tmp = std::tmpfile();
   if (!tmp) return -1;
@@ -82,7 +85,7 @@ long long net_stat(const char* key) {
   std::size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, tmp)) > 0) text.append(buf, n);
   std::fclose(tmp);
-  const std::size_t line = text.find(over_ofi() ? " ofi stats:" : " udp:");
+  const std::size_t line = text.find(route() == "ofi" ? " ofi stats:" : " " + route() + ":");
   if (line == std::string::npos) return -1;
   const std::size_t at = text.find(std::string(" ") + key, line);
   if (at == std::string::npos) return -1;
