@@ -14,7 +14,7 @@
 
 namespace {
 
-using tsu::transport::PeerLiveness;
+using tsu::transport::shm::PeerLiveness;
 constexpr uint64_t kStep = PeerLiveness::kIntervalNs;
 
 pid_t child_that_waits() {

@@ -311,7 +311,7 @@ TEST(ShmTransport, ResolvesPeerSegmentsAgainstOwnerTable) {
   tsu_seg_t reg;
   ASSERT_EQ(owner.register_memory(user.data(), user.size(), reg, error), TSU_OK);
 
-  tsu::transport::ShmTransport shm;
+  tsu::transport::shm::ShmTransport shm;
   // The owner's layer area (the runtime creates it), and the transport's own
   // receive ring, published in the owner's control block, so add_peer maps
   // them back through /proc/self/fd.

@@ -16,7 +16,7 @@
 #include "transport/msg_ring.hpp"
 #include "transport/node.hpp"
 
-namespace tsu::transport {
+namespace tsu::transport::self {
 
 class SelfTransport final : public NodeTransport, public MemoryAccess, public Messaging {
  public:
@@ -118,4 +118,4 @@ class SelfTransport final : public NodeTransport, public MemoryAccess, public Me
   std::size_t area_size_ = 0;
 };
 
-}  // namespace tsu::transport
+}  // namespace tsu::transport::self

@@ -5,7 +5,7 @@
 
 #include <cerrno>
 
-namespace tsu::transport {
+namespace tsu::transport::shm {
 
 PeerLiveness::~PeerLiveness() {
   for (const pollfd& p : fds_)
@@ -51,4 +51,4 @@ void PeerLiveness::collect_dead() noexcept {
   }
 }
 
-}  // namespace tsu::transport
+}  // namespace tsu::transport::shm

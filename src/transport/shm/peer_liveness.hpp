@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace tsu::transport {
+namespace tsu::transport::shm {
 
 class PeerLiveness {
  public:
@@ -61,4 +61,4 @@ class PeerLiveness {
   uint64_t last_check_ns_ = 0;
 };
 
-}  // namespace tsu::transport
+}  // namespace tsu::transport::shm

@@ -10,7 +10,7 @@
 #include "core/log.hpp"
 #include "util/clock.hpp"
 
-namespace tsu::transport {
+namespace tsu::transport::shm {
 
 using core::SegmentSlot;
 
@@ -365,4 +365,4 @@ void ShmTransport::watch_peer(uint32_t) noexcept {}
 
 void ShmTransport::unwatch_peer(uint32_t) noexcept {}
 
-}  // namespace tsu::transport
+}  // namespace tsu::transport::shm

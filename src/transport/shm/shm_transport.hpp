@@ -32,7 +32,7 @@
 #include "transport/peer_loss.hpp"
 #include "transport/shm/peer_liveness.hpp"
 
-namespace tsu::transport {
+namespace tsu::transport::shm {
 
 class ShmTransport final : public NodeTransport,
                            public MemoryAccess,
@@ -178,4 +178,4 @@ class ShmTransport final : public NodeTransport,
   void* lost_ctx_ = nullptr;
 };
 
-}  // namespace tsu::transport
+}  // namespace tsu::transport::shm
