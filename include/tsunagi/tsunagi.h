@@ -1040,7 +1040,7 @@ TSU_API tsu_status_t tsu_remove_finalize_hook(tsu_finalize_hook_fn_t fn, void *c
 /* Statistics                                                                  */
 /* ------------------------------------------------------------------------- */
 /** Writes this rank's counters (ops, bytes, EAGAINs, batches, sleeps) and its
- * network transport's (udp or ofi) to stderr, as TSU_STATS=1 does at finalize.
+ * network transport's (udp, ofi or tcp) to stderr, as TSU_STATS=1 does at finalize.
  * @retval TSU_OK               written.
  * @retval TSU_ERR_NOT_INITIALIZED called before tsu_init or after tsu_finalize. */
 TSU_API tsu_status_t tsu_stats_print(void);

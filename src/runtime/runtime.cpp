@@ -327,7 +327,7 @@ tsu_status_t Runtime::connect_peers(std::string& error) {
       return TSU_ERR_UNREACHABLE;
     }
   }
-  // Ranks on other nodes: the network transport TSU_NET names (udp, ofi).
+  // Ranks on other nodes: the network transport TSU_NET names (udp, ofi, tcp).
   std::vector<bool> remote(size_, false);
   bool any_remote = false;
   for (uint32_t r = 0; r < size_; ++r) {
