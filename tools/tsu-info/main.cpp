@@ -13,6 +13,7 @@
 #include "transport/network.hpp"
 #include "transport/node.hpp"
 #include "tsunagi/tsunagi.h"
+#include "ult/settings.hpp"
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) != "--help" && std::string(argv[1]) != "-h") {
@@ -88,6 +89,18 @@ int main(int argc, char** argv) {
     if (s2 != TSU_OK) {
       std::fprintf(stderr, "\ntsu-info: %s\n", net_error.c_str());
       net_st = s2;
+    }
+  }
+  {
+    std::vector<tsu::ult::SettingView> ult_rows;
+    const char* ult_error = nullptr;
+    const bool ult_ok = tsu::ult::describe_settings(ult_rows, ult_error);
+    std::vector<tsu::core::SettingView> rows;
+    for (auto& r : ult_rows) rows.push_back({r.env, r.value, r.default_text, r.help});
+    print_table("ult (libtsunagi-ult, docs/ult.md)", rows);
+    if (!ult_ok) {
+      std::fprintf(stderr, "\ntsu-info: %s\n", ult_error);
+      net_st = TSU_ERR_CONFIG;
     }
   }
   if (net_st != TSU_OK && st == TSU_OK) return 1;
