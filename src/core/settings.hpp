@@ -20,6 +20,15 @@
 
 namespace tsu::core {
 
+// Whether this build compiles in test-only fault injection (CMake option
+// TSU_FAULT_INJECTION, ON in the presets the tests use, OFF in a plain
+// configure): the fault variables are read and tested for only when true,
+// and they are in no settings table.
+#ifndef TSU_FAULT_INJECTION
+#define TSU_FAULT_INJECTION 0
+#endif
+inline constexpr bool kFaultInjection = TSU_FAULT_INJECTION != 0;
+
 // Reads a variable (injectable for tests); nullptr when unset.
 using GetEnv = std::function<const char*(const char*)>;
 

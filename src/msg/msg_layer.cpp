@@ -165,6 +165,7 @@ void MsgLayer::counters(tsu_msg_counters_t& out) const noexcept {
   out.unexpected = counters_.unexpected.load(std::memory_order_relaxed);
 }
 
+#if TSU_FAULT_INJECTION
 void MsgLayer::test_hold_lock(bool hold) noexcept {
   if (hold) {
     util::Backoff b;
@@ -176,5 +177,6 @@ void MsgLayer::test_hold_lock(bool hold) noexcept {
     mine_.unlock();
   }
 }
+#endif
 
 }  // namespace tsu::msg
