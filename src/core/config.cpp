@@ -181,22 +181,9 @@ const SettingsTable<Config>& config_settings() {
                                 "the transport to ranks on other nodes (tsu-info lists those "
                                 "built in)",
                                 &C::net, 32, "a network transport's name, e.g. udp"));
-    r.push_back(u32_setting<C>("TSU_SHM_RING_SLOTS", "256",
-                               "slots in each rank's shared-memory message ring (power of two)",
-                               &C::shm_ring_slots, 2, 1u << 20, true,
-                               "a power of two between 2 and 1048576"));
-    r.push_back({"TSU_SHM_SLOT_SIZE", "8256",
-                 "bytes per message-ring slot: 64 B header + payload (multiple of 64)",
-                 "a multiple of 64 between 128 and 16M",
-                 [](const char* v, C& c) {
-                   std::size_t n;
-                   if (!parse_size(v, n) || n < 128 || n > (1u << 24) || n % 64) return false;
-                   c.shm_slot_size = static_cast<uint32_t>(n);
-                   return true;
-                 },
-                 [](const C& c) { return std::to_string(c.shm_slot_size); }});
     r.push_back(size_setting<C>("TSU_AM_MEDIUM_MAX", "8192",
-                                "largest medium active-message payload (clamped to the slot payload)",
+                                "largest medium active-message payload (clamped to the slot payload, "
+                                "TSU_SHM_SLOT_SIZE - 64)",
                                 &C::am_medium_max, 0, SIZE_MAX, "a size"));
     r.push_back(size_setting<C>("TSU_EAGER_MAX", "8192",
                                 "tagged messages up to this size go eager, larger ones rendezvous",
@@ -238,16 +225,16 @@ const SettingsTable<Config>& config_settings() {
     r.push_back(size_setting<C>("TSU_COLL_DIRECT_MIN", "64K",
                                 "smallest allreduce (bytes) that takes the direct path",
                                 &C::coll_direct_min, 0, SIZE_MAX, "a size"));
-    t.finish = [](C& c) {
-      // The ring slot bounds what one message carries.
-      const std::size_t slot_payload = c.shm_slot_size - 64;
-      if (c.am_medium_max > slot_payload) c.am_medium_max = slot_payload;
-      if (c.eager_max > slot_payload) c.eager_max = slot_payload;
-      return std::string();
-    };
     return t;
   }();
   return table;
+}
+
+void clamp_to_slot(Config& cfg, uint32_t slot_size) {
+  // The ring slot bounds what one message carries.
+  const std::size_t slot_payload = slot_size - 64;
+  if (cfg.am_medium_max > slot_payload) cfg.am_medium_max = slot_payload;
+  if (cfg.eager_max > slot_payload) cfg.eager_max = slot_payload;
 }
 
 tsu_status_t config_from_env(Config& cfg, const GetEnv& getenv_fn, std::string& error) {

@@ -34,8 +34,7 @@ struct Config {
   std::string node_id;                   // TSU_NODE_ID; empty = host name
   std::string net = "udp";               // TSU_NET: the network transport (transport registry)
   // Messaging (docs/messaging.md).
-  uint32_t shm_ring_slots = 256;         // slots of each rank's shared receive ring
-  uint32_t shm_slot_size = 8256;         // bytes per ring slot (64 B header + payload)
+  // (The message ring's geometry is the shm transport's: transport/shm/.)
   std::size_t am_medium_max = 8192;      // largest medium AM payload (<= slot payload)
   std::size_t eager_max = 8192;          // tagged: eager up to this, rendezvous above
   std::size_t sceager_min = 512;         // tagged: single-copy eager from this size up (measured)
@@ -60,6 +59,11 @@ const SettingsTable<Config>& config_settings();
 // tests).  On a bad value returns TSU_ERR_CONFIG with a message naming the
 // variable.
 tsu_status_t config_from_env(Config& cfg, const GetEnv& getenv_fn, std::string& error);
+
+// The message ring's slot (NodePlugin::message_geometry: TSU_SHM_SLOT_SIZE)
+// bounds what one message carries: am_medium_max and eager_max are clamped
+// to its payload, slot_size - 64.
+void clamp_to_slot(Config& cfg, uint32_t slot_size);
 
 // Applies the fields selected by user->field_mask.
 tsu_status_t config_apply_user(Config& cfg, const tsu_config_t* user, std::string& error);

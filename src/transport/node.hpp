@@ -15,6 +15,7 @@
 #include "core/control_block.hpp"
 #include "core/doorbell.hpp"
 #include "core/segment_table.hpp"
+#include "core/settings.hpp"
 #include "transport/transport.hpp"
 
 namespace tsu::transport {
@@ -29,7 +30,7 @@ struct NodeSetup {
   core::ControlBlock* control = nullptr;         // this rank's control block (shared)
   core::Doorbell doorbell;                       // wakes this rank's engine
   uint32_t ring_slots = 0;                       // message queue geometry
-  uint32_t slot_size = 0;
+  uint32_t slot_size = 0;                        // (NodePlugin::message_geometry)
   // The layer area (Transport::peer_layer_area): the transport that creates
   // it is told its size; the others get the area itself to hand out.
   std::size_t layer_area_bytes = 0;
@@ -60,12 +61,34 @@ class NodeTransport : public Transport {
   }
 };
 
+// Every rank's message queues (its receive ring, and self's): slots and
+// bytes per slot (64 B header + payload).
+struct MessageGeometry {
+  uint32_t ring_slots = 0;
+  uint32_t slot_size = 0;
+};
+
 struct NodePlugin {
   const char* name;     // "self", "shm"
   const char* summary;  // what it is and offers (tsu-info)
   tsu_status_t (*open)(const NodeSetup& setup, std::unique_ptr<NodeTransport>& out,
                        std::string& error);
+  // Optional (null: it has none): its settings (transport/<name>/) with their
+  // effective values under `getenv` (tsu-info), as NetworkPlugin's.
+  tsu_status_t (*settings)(const core::GetEnv& getenv, std::vector<core::SettingView>& out,
+                           std::string& error) = nullptr;
+  // Optional: the message geometry its settings fix (shm: TSU_SHM_RING_SLOTS,
+  // TSU_SHM_SLOT_SIZE).  The runtime reads it at create, before the job
+  // starts, and hands it to every node transport in NodeSetup; a bad value
+  // is TSU_ERR_CONFIG naming the variable.
+  tsu_status_t (*message_geometry)(const core::GetEnv& getenv, MessageGeometry& out,
+                                   std::string& error) = nullptr;
 };
+
+// The message geometry from the first node transport that fixes one
+// (transport/registry.cpp).
+tsu_status_t node_message_geometry(const core::GetEnv& getenv, MessageGeometry& out,
+                                   std::string& error);
 
 // transport/registry.cpp.
 const std::vector<const NodePlugin*>& node_transports();
