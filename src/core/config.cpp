@@ -132,14 +132,6 @@ const SettingsTable<Config>& config_settings() {
                  [](const C& c) {
                    return c.spin_us == Config::kSpinAuto ? std::string("auto") : std::to_string(c.spin_us);
                  }});
-    r.push_back(bool_setting<C>("TSU_INLINE_EXEC", "1",
-                                "1: a network RMA/atomic issued while the progress thread sleeps "
-                                "is started by the issuer",
-                                &C::inline_exec));
-    r.push_back(bool_setting<C>("TSU_THREAD_RINGS", "1",
-                                "1: each thread hands its requests to the progress engine through its "
-                                "own ring; 0: one ring shared by all threads",
-                                &C::thread_rings));
     r.push_back(u32_setting<C>("TSU_PROGRESS_THREADS", "1",
                                "consumers of node-local requests handed to the engine (TSU_BYPASS=0 "
                                "or ranks not mapped here): the progress thread plus N-1 lanes, each "
@@ -202,11 +194,6 @@ const SettingsTable<Config>& config_settings() {
                                 "allreduce of this many bytes up: reduce-scatter + allgather "
                                 "(recursive halving/doubling) instead of recursive doubling",
                                 &C::coll_large_min, 0, SIZE_MAX, "a size"));
-    r.push_back(bool_setting<C>("TSU_COLL_DIRECT", "0",
-                                "1: allreduce in a team on one node reads and writes the peers' "
-                                "buffers directly (Cross Memory Attach) from TSU_COLL_DIRECT_MIN up "
-                                "(off: slower than messages on the measured machine)",
-                                &C::coll_direct));
     r.push_back(bool_setting<C>("TSU_COLL_NODE", "1",
                                 "1: collectives of a team whose members share a node go through "
                                 "shared memory (flags and data in the layer area, large data by "
@@ -222,9 +209,6 @@ const SettingsTable<Config>& config_settings() {
                                "stores (a stage line crosses between cores once per use, not "
                                "twice), 2: whichever the team's probes measure cheaper",
                                &C::coll_stage_stream, 0, 2, false, "0, 1 or 2"));
-    r.push_back(size_setting<C>("TSU_COLL_DIRECT_MIN", "64K",
-                                "smallest allreduce (bytes) that takes the direct path",
-                                &C::coll_direct_min, 0, SIZE_MAX, "a size"));
     return t;
   }();
   return table;

@@ -23,8 +23,6 @@ struct Config {
   // (Runtime::create, by Runtime::cpus_per_node_rank).
   static constexpr uint32_t kSpinAuto = UINT32_MAX;
   uint32_t spin_us = kSpinAuto;
-  bool inline_exec = true;               // issuer starts network commands while the engine sleeps
-  bool thread_rings = true;              // per-thread command rings (progress_engine.hpp)
   // Consumers of node-local engine requests (thread mode): the progress
   // thread plus progress_threads - 1 lanes (Runtime::lane_of).
   uint32_t progress_threads = 1;
@@ -41,11 +39,9 @@ struct Config {
   bool sceager = true;                   // tagged: single-copy eager on/off
   uint32_t posted_slots = 64;            // tagged: posted receives visible to senders
   std::size_t coll_large_min = 64u << 10;   // allreduce: reduce-scatter + allgather from here (measured)
-  std::size_t coll_direct_min = 64u << 10;  // allreduce on one node: CMA from here when enabled
   std::size_t coll_stage_max = 1u << 20;    // node teams: staged up to here, CMA above
   uint32_t coll_stage_stream = 2;  // node teams' stage stores: 0 plain, 1 non-temporal, 2 measured
   bool coll_node = true;                    // node teams: collectives through shared memory
-  bool coll_direct = false;                 // allreduce on one node: CMA shortcut (slower here)
   // Last, so the fields above keep their offsets (hot copies of Config sit
   // inside the engine and the runtime).
   std::string trace;  // TSU_TRACE: timeline file pattern (docs/trace.md); empty = off
