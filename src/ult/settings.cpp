@@ -47,24 +47,7 @@ std::string time_text(uint64_t ns) {
   return std::to_string(ns) + "ns";
 }
 
-template <class T>
-bool apply_rows(const std::vector<Setting<T>>& rows, T& out, const char*& error) noexcept {
-  for (const Setting<T>& s : rows) {
-    if (s.default_text[0] != '(' && !s.parse(s.default_text, out, error)) return false;
-    if (const char* v = std::getenv(s.env); v && !s.parse(v, out, error)) return false;
-  }
-  return true;
-}
 }  // namespace
-
-template <>
-bool SettingsTable<Settings>::apply(Settings& out, const char*& error) const noexcept {
-  return apply_rows(rows, out, error);
-}
-template <>
-bool SettingsTable<LbSettings>::apply(LbSettings& out, const char*& error) const noexcept {
-  return apply_rows(rows, out, error);
-}
 
 uint32_t default_workers() noexcept {
   cpu_set_t set;

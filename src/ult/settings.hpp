@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -78,7 +79,13 @@ template <class T>
 struct SettingsTable {
   std::vector<Setting<T>> rows;
   // Defaults, then the environment, row by row; stops at the first bad value.
-  bool apply(T& out, const char*& error) const noexcept;
+  bool apply(T& out, const char*& error) const noexcept {
+    for (const Setting<T>& s : rows) {
+      if (s.default_text[0] != '(' && !s.parse(s.default_text, out, error)) return false;
+      if (const char* v = std::getenv(s.env); v && !s.parse(v, out, error)) return false;
+    }
+    return true;
+  }
 };
 
 // The scheduler's variables (TSU_ULT_WORKERS, _STACK_SIZE, _SPIN_US,
