@@ -193,12 +193,6 @@ tsu_status_t CollLayer::reduce(const char* fn, tsu_team_t team_id, const void* s
     return core::fail(TSU_ERR_NULL_POINTER, "%s: src or dst is NULL", fn);
   const std::size_t bytes = count * es;
   Op* o = op.get();
-  const core::Config& cfg = rt_.config();
-  if (all && n > 1 && tm->one_node && cfg.coll_direct && bytes >= cfg.coll_direct_min) {
-    build_allreduce_direct(*o, static_cast<const std::byte*>(src), static_cast<std::byte*>(dst),
-                           count, type, rop);
-    return start(std::move(op));
-  }
   // The accumulator: dst where this rank gets the result, else op-owned.
   o->tmp.resize(is_root ? 0 : bytes);
   o->tmp2.resize(bytes);
@@ -206,7 +200,7 @@ tsu_status_t CollLayer::reduce(const char* fn, tsu_team_t team_id, const void* s
   std::byte* in = o->tmp2.data();
   if (bytes && acc != src) std::memmove(acc, src, bytes);
   if (all) {
-    if (n > 1 && bytes >= cfg.coll_large_min)
+    if (n > 1 && bytes >= rt_.config().coll_large_min)
       build_allreduce_halving(*o, acc, in, count, type, rop);
     else
       build_allreduce_doubling(*o, acc, in, count, type, rop);

@@ -9,11 +9,9 @@
 // Allreduce picks its algorithm by size and team (same choice on every
 // member): recursive doubling for small data; above TSU_COLL_LARGE_MIN
 // reduce-scatter + allgather by recursive halving/doubling
-// (allreduce_halving.cpp); on a team whose members share a node, above
-// TSU_COLL_DIRECT_MIN and when TSU_COLL_DIRECT=1, reduction straight out of
-// the peers' buffers by Cross Memory Attach (allreduce_direct.cpp; off by
-// default: slower than the message path where measured, see
-// docs/benchmarks-messaging.md).
+// (allreduce_halving.cpp).  (A direct allreduce by Cross Memory Attach for
+// teams on one node measured slower and was deleted: docs/design-decisions.md,
+// "Deleted switches".)
 //
 // A team whose members all share this node (and that got a slot in their
 // layer areas) runs every collective through shared memory instead
@@ -57,10 +55,8 @@ inline constexpr uint16_t kHandlerCollData = core::kHandlerCollFirst + 0;
 // phases of one allreduce apart.
 inline constexpr uint32_t kRoundFoldIn = 1u << 30;        // extra rank -> partner
 inline constexpr uint32_t kRoundFoldOut = (1u << 30) + 1;  // partner -> extra rank
-inline constexpr uint32_t kRoundAddresses = (1u << 30) + 2;  // direct: buffer addresses
 inline constexpr uint32_t kRoundHalvingReduce = 1u << 29;  // | mask
 inline constexpr uint32_t kRoundHalvingGather = 1u << 28;  // | mask
-inline constexpr uint32_t kRoundDirectDone = 1u << 27;     // + dissemination round
 
 class CollLayer {
  public:
@@ -183,14 +179,11 @@ class CollLayer {
   // mu_ held: ends the watches of the op's current step (the op ends).
   void end_watches(Op& op) noexcept;
   bool on_one_node(const std::vector<uint32_t>& members) const noexcept;
-  // Allreduce schedules (acc: this rank's dst, already holding its src,
-  // except for the direct one which reads src itself).
+  // Allreduce schedules (acc: this rank's dst, already holding its src).
   void build_allreduce_doubling(Op& op, std::byte* acc, std::byte* in, std::size_t count,
                                 tsu_dtype_t type, tsu_op_t rop) noexcept;
   void build_allreduce_halving(Op& op, std::byte* acc, std::byte* in, std::size_t count,
                                tsu_dtype_t type, tsu_op_t rop) noexcept;
-  void build_allreduce_direct(Op& op, const std::byte* src, std::byte* dst, std::size_t count,
-                              tsu_dtype_t type, tsu_op_t rop) noexcept;
   // Non-power-of-two teams: the first 2*rem ranks pair up; the even one of
   // each pair hands its vector to the odd one (fold in) and gets the result
   // back at the end (fold out).  Sets p2 (the largest power of two <= size);
@@ -203,9 +196,6 @@ class CollLayer {
     const uint32_t rem = n - p2;
     return index < rem ? index * 2 + 1 : index + rem;
   }
-  // The direct allreduce's local work, once every peer's addresses are here.
-  void reduce_direct(Op& op, const std::byte* src, std::byte* dst, std::size_t count,
-                     tsu_dtype_t type, tsu_op_t rop) noexcept;
   // Appends a dissemination barrier over op's team (rounds first_round + k).
   // carry_status: each message carries the sender's op status, so that a
   // failure anywhere becomes every member's callback status.

@@ -132,14 +132,6 @@ const SettingsTable<Config>& config_settings() {
                  [](const C& c) {
                    return c.spin_us == Config::kSpinAuto ? std::string("auto") : std::to_string(c.spin_us);
                  }});
-    r.push_back(bool_setting<C>("TSU_INLINE_EXEC", "1",
-                                "1: a network RMA/atomic issued while the progress thread sleeps "
-                                "is started by the issuer",
-                                &C::inline_exec));
-    r.push_back(bool_setting<C>("TSU_THREAD_RINGS", "1",
-                                "1: each thread hands its requests to the progress engine through its "
-                                "own ring; 0: one ring shared by all threads",
-                                &C::thread_rings));
     r.push_back(u32_setting<C>("TSU_PROGRESS_THREADS", "1",
                                "consumers of node-local requests handed to the engine (TSU_BYPASS=0 "
                                "or ranks not mapped here): the progress thread plus N-1 lanes, each "
@@ -181,22 +173,9 @@ const SettingsTable<Config>& config_settings() {
                                 "the transport to ranks on other nodes (tsu-info lists those "
                                 "built in)",
                                 &C::net, 32, "a network transport's name, e.g. udp"));
-    r.push_back(u32_setting<C>("TSU_SHM_RING_SLOTS", "256",
-                               "slots in each rank's shared-memory message ring (power of two)",
-                               &C::shm_ring_slots, 2, 1u << 20, true,
-                               "a power of two between 2 and 1048576"));
-    r.push_back({"TSU_SHM_SLOT_SIZE", "8256",
-                 "bytes per message-ring slot: 64 B header + payload (multiple of 64)",
-                 "a multiple of 64 between 128 and 16M",
-                 [](const char* v, C& c) {
-                   std::size_t n;
-                   if (!parse_size(v, n) || n < 128 || n > (1u << 24) || n % 64) return false;
-                   c.shm_slot_size = static_cast<uint32_t>(n);
-                   return true;
-                 },
-                 [](const C& c) { return std::to_string(c.shm_slot_size); }});
     r.push_back(size_setting<C>("TSU_AM_MEDIUM_MAX", "8192",
-                                "largest medium active-message payload (clamped to the slot payload)",
+                                "largest medium active-message payload (clamped to the slot payload, "
+                                "TSU_SHM_SLOT_SIZE - 64)",
                                 &C::am_medium_max, 0, SIZE_MAX, "a size"));
     r.push_back(size_setting<C>("TSU_EAGER_MAX", "8192",
                                 "tagged messages up to this size go eager, larger ones rendezvous",
@@ -215,11 +194,6 @@ const SettingsTable<Config>& config_settings() {
                                 "allreduce of this many bytes up: reduce-scatter + allgather "
                                 "(recursive halving/doubling) instead of recursive doubling",
                                 &C::coll_large_min, 0, SIZE_MAX, "a size"));
-    r.push_back(bool_setting<C>("TSU_COLL_DIRECT", "0",
-                                "1: allreduce in a team on one node reads and writes the peers' "
-                                "buffers directly (Cross Memory Attach) from TSU_COLL_DIRECT_MIN up "
-                                "(off: slower than messages on the measured machine)",
-                                &C::coll_direct));
     r.push_back(bool_setting<C>("TSU_COLL_NODE", "1",
                                 "1: collectives of a team whose members share a node go through "
                                 "shared memory (flags and data in the layer area, large data by "
@@ -235,19 +209,16 @@ const SettingsTable<Config>& config_settings() {
                                "stores (a stage line crosses between cores once per use, not "
                                "twice), 2: whichever the team's probes measure cheaper",
                                &C::coll_stage_stream, 0, 2, false, "0, 1 or 2"));
-    r.push_back(size_setting<C>("TSU_COLL_DIRECT_MIN", "64K",
-                                "smallest allreduce (bytes) that takes the direct path",
-                                &C::coll_direct_min, 0, SIZE_MAX, "a size"));
-    t.finish = [](C& c) {
-      // The ring slot bounds what one message carries.
-      const std::size_t slot_payload = c.shm_slot_size - 64;
-      if (c.am_medium_max > slot_payload) c.am_medium_max = slot_payload;
-      if (c.eager_max > slot_payload) c.eager_max = slot_payload;
-      return std::string();
-    };
     return t;
   }();
   return table;
+}
+
+void clamp_to_slot(Config& cfg, uint32_t slot_size) {
+  // The ring slot bounds what one message carries.
+  const std::size_t slot_payload = slot_size - 64;
+  if (cfg.am_medium_max > slot_payload) cfg.am_medium_max = slot_payload;
+  if (cfg.eager_max > slot_payload) cfg.eager_max = slot_payload;
 }
 
 tsu_status_t config_from_env(Config& cfg, const GetEnv& getenv_fn, std::string& error) {

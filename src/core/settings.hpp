@@ -6,7 +6,12 @@
 // field keeps its initializer and the module derives it.
 //
 // Each module owns its table (core/config.cpp for the core settings, a
-// transport's folder for its own); tsu-info prints every table.
+// transport's folder for its own: NodePlugin::settings and
+// NetworkPlugin::settings); tsu-info prints every table, with libtsunagi-ult's
+// (src/ult/settings.hpp: that library sees only the public headers, so its
+// table is its own) and the bootstrap's launch settings and launcher
+// variables (bootstrap/environment.hpp).  tests/tsu_info/settings_listed.sh
+// checks that every TSU_* name in src/ and tools/ is listed.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +24,15 @@
 #include "tsunagi/tsunagi.h"
 
 namespace tsu::core {
+
+// Whether this build compiles in test-only fault injection (CMake option
+// TSU_FAULT_INJECTION, ON in the presets the tests use, OFF in a plain
+// configure): the fault variables are read and tested for only when true,
+// and they are in no settings table.
+#ifndef TSU_FAULT_INJECTION
+#define TSU_FAULT_INJECTION 0
+#endif
+inline constexpr bool kFaultInjection = TSU_FAULT_INJECTION != 0;
 
 // Reads a variable (injectable for tests); nullptr when unset.
 using GetEnv = std::function<const char*(const char*)>;

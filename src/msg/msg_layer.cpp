@@ -172,6 +172,7 @@ void MsgLayer::counters(tsu_msg_counters_t& out) const noexcept {
   out.unexpected = counters_.unexpected.load(std::memory_order_relaxed);
 }
 
+#if TSU_FAULT_INJECTION
 void MsgLayer::test_hold_lock(bool hold) noexcept {
   if (hold) {
     util::Backoff b;
@@ -183,5 +184,6 @@ void MsgLayer::test_hold_lock(bool hold) noexcept {
     mine_.unlock();
   }
 }
+#endif
 
 }  // namespace tsu::msg

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/settings.hpp"
 #include "core/message.hpp"
 #include "msg/posted_queue.hpp"
 #include "tsunagi/tsunagi.h"
@@ -72,6 +73,10 @@ class MsgLayer {
   }
   bool idle() const noexcept;
 
+  // Test hooks, only in builds with TSU_FAULT_INJECTION (CMake option, ON
+  // in the presets the tests use); tests/messaging/msg_test.cpp skips the
+  // tests that need them otherwise.
+#if TSU_FAULT_INJECTION
   // Tests: hold this rank's posted-queue lock as a sender would (senders then
   // fall back to eager).
   void test_hold_lock(bool hold) noexcept;
@@ -85,6 +90,7 @@ class MsgLayer {
   void test_defer_filled(bool defer) noexcept {
     test_defer_filled_.store(defer, std::memory_order_relaxed);
   }
+#endif
 
   // `rank` is gone (progress context): rendezvous sends to it, receives fed
   // by it and receives naming it as source complete with TSU_ERR_PEER_LOST.
@@ -172,7 +178,7 @@ class MsgLayer {
     std::byte bytes[64];
   };
   std::unique_ptr<AreaLine[]> private_area_;  // mine_'s area when no transport shares one
-  std::atomic<bool> test_defer_filled_{false};
+  std::atomic<bool> test_defer_filled_{false};  // test_defer_filled (fault-injection builds)
   std::vector<std::unique_ptr<Local>> slots_;    // per entry (lock held)
   std::vector<uint16_t> free_slots_;             // lock held
   std::deque<std::unique_ptr<Local>> overflow_;  // posted after the shared entries (lock held)

@@ -71,7 +71,7 @@ void MsgLayer::take_filled(Filled& f) noexcept {
 // poll() found a record: one load of a line that stays in our cache until a
 // sender takes it.  (In the progress pass only: the record's one reader.)
 std::size_t MsgLayer::take_waiting_record() noexcept {
-  if (test_defer_filled_.load(std::memory_order_relaxed)) return 0;
+  if (core::kFaultInjection && test_defer_filled_.load(std::memory_order_relaxed)) return 0;
   Filled f;
   take_filled(f);
   unlock_queue(f);
@@ -80,7 +80,7 @@ std::size_t MsgLayer::take_waiting_record() noexcept {
 
 bool MsgLayer::idle() const noexcept {
   return !sceager_ || !mine_.filled_pending(std::memory_order_seq_cst) ||
-         test_defer_filled_.load(std::memory_order_relaxed);
+         (core::kFaultInjection && test_defer_filled_.load(std::memory_order_relaxed));
 }
 
 void MsgLayer::free_entry(uint32_t slot) noexcept {

@@ -68,7 +68,7 @@ ProgressEngine::ProgressEngine(const Config& cfg, CommandExecutor& executor, Doo
                                bool lane)
     : cfg_(cfg),
       lane_(lane),
-      inline_exec_(cfg.inline_exec && cfg.progress_mode == TSU_PROGRESS_THREAD),
+      inline_exec_(cfg.progress_mode == TSU_PROGRESS_THREAD),
       spin_us_(cfg.spin_us == Config::kSpinAuto ? kAutoSpinUsShared : cfg.spin_us),
       executor_(executor),
       doorbell_(doorbell),
@@ -173,7 +173,7 @@ std::size_t ProgressEngine::execute_batch(std::size_t& finished_now) noexcept {
 ThreadRing* ProgressEngine::attach_ring(ThreadContext& tc, ThreadRing*& slot,
                                         bool& refused) noexcept {
   if (refused) return nullptr;
-  if (!cfg_.thread_rings || ring_count_.fetch_add(1, std::memory_order_relaxed) >= kMaxThreadRings) {
+  if (ring_count_.fetch_add(1, std::memory_order_relaxed) >= kMaxThreadRings) {
     refused = true;
     return nullptr;
   }

@@ -324,8 +324,8 @@ class ProgressEngine {
 
   const Config cfg_;
   const bool lane_;
-  // Inline start of network commands while the engine sleeps (thread mode;
-  // TSU_INLINE_EXEC=0 turns it off).
+  // Inline start of network commands while the engine sleeps (thread mode
+  // only; docs/design-decisions.md, "Deleted switches").
   const bool inline_exec_;
   std::atomic<uint32_t> spin_us_;
   CommandExecutor& executor_;

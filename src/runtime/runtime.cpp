@@ -25,7 +25,11 @@
 
 namespace tsu::runtime {
 
+using core::clamp_to_slot;
+using core::config_apply_user;
+using core::config_from_env;
 using core::g_log_level;
+using core::GetEnv;
 using core::log_set_rank;
 
 std::atomic<Runtime*> g_runtime{nullptr};
@@ -94,7 +98,13 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
                              std::unique_ptr<Runtime>& out, std::string& error,
                              ExtensionFactory extension) {
   Config cfg;
-  tsu_status_t st = config_from_env(cfg, [](const char* n) { return std::getenv(n); }, error);
+  const GetEnv getenv_fn = [](const char* n) { return std::getenv(n); };
+  tsu_status_t st = config_from_env(cfg, getenv_fn, error);
+  // The message ring's geometry is the shm transport's setting; its slot
+  // bounds the medium AM and eager sizes.
+  transport::MessageGeometry geometry;
+  if (st == TSU_OK) st = transport::node_message_geometry(getenv_fn, geometry, error);
+  if (st == TSU_OK) clamp_to_slot(cfg, geometry.slot_size);
   if (st == TSU_OK) st = config_apply_user(cfg, user_config, error);
   if (st != TSU_OK) return st;
   if (!transport::find_network_transport(cfg.net)) {
@@ -107,6 +117,8 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
   g_log_level.store(cfg.log_level, std::memory_order_relaxed);
 
   std::unique_ptr<Runtime> rt(new Runtime(cfg, epoch));
+  rt->ring_slots_ = geometry.ring_slots;
+  rt->slot_size_ = geometry.slot_size;
   rt->boot_ = bootstrap::make_from_environment(st, error);
   if (!rt->boot_) return st;
   rt->rank_ = rt->boot_->rank();
@@ -348,8 +360,8 @@ tsu_status_t Runtime::open_node_transports(std::string& error) {
   setup.segments = &segments_;
   setup.control = cb;
   setup.doorbell = Doorbell(&cb->doorbell, wake_eventfd_);
-  setup.ring_slots = cfg_.shm_ring_slots;
-  setup.slot_size = cfg_.shm_slot_size;
+  setup.ring_slots = ring_slots_;
+  setup.slot_size = slot_size_;
   setup.layer_area = static_cast<std::byte*>(layer_area_.base);
   setup.layer_area_size = layer_area_.size;
   for (const transport::NodePlugin* plugin : transport::node_transports()) {

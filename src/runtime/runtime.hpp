@@ -257,6 +257,10 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   MessageHandlerTable& handler_table() noexcept override { return handlers_; }
 
   Config cfg_;
+  // Every rank's message queues (the shm transport's settings,
+  // NodePlugin::message_geometry), read at create.
+  uint32_t ring_slots_ = 0;
+  uint32_t slot_size_ = 0;
   uint32_t rank_ = 0;
   uint32_t size_ = 1;
   uint32_t node_count_ = 1;

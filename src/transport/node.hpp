@@ -16,6 +16,7 @@
 #include "core/control_block.hpp"
 #include "core/doorbell.hpp"
 #include "core/segment_table.hpp"
+#include "core/settings.hpp"
 #include "transport/transport.hpp"
 
 namespace tsu::transport {
@@ -30,7 +31,7 @@ struct NodeSetup {
   core::ControlBlock* control = nullptr;         // this rank's control block (shared)
   core::Doorbell doorbell;                       // wakes this rank's engine
   uint32_t ring_slots = 0;                       // message queue geometry
-  uint32_t slot_size = 0;
+  uint32_t slot_size = 0;                        // (NodePlugin::message_geometry)
   // This rank's layer area (runtime/layer_area.hpp), created by the runtime
   // and published in `control` (layer_area_fd): transports that reach this
   // rank itself hand it out (MemoryAccess::peer_layer_area); those reaching
@@ -55,12 +56,34 @@ class NodeTransport : public Transport {
   virtual tsu_status_t add_peer(const NodePeer& peer, std::string& error) noexcept = 0;
 };
 
+// Every rank's message queues (its receive ring, and self's): slots and
+// bytes per slot (64 B header + payload).
+struct MessageGeometry {
+  uint32_t ring_slots = 0;
+  uint32_t slot_size = 0;
+};
+
 struct NodePlugin {
   const char* name;     // "self", "shm"
   const char* summary;  // what it is and offers (tsu-info)
   tsu_status_t (*open)(const NodeSetup& setup, std::unique_ptr<NodeTransport>& out,
                        std::string& error);
+  // Optional (null: it has none): its settings (transport/<name>/) with their
+  // effective values under `getenv` (tsu-info), as NetworkPlugin's.
+  tsu_status_t (*settings)(const core::GetEnv& getenv, std::vector<core::SettingView>& out,
+                           std::string& error) = nullptr;
+  // Optional: the message geometry its settings fix (shm: TSU_SHM_RING_SLOTS,
+  // TSU_SHM_SLOT_SIZE).  The runtime reads it at create, before the job
+  // starts, and hands it to every node transport in NodeSetup; a bad value
+  // is TSU_ERR_CONFIG naming the variable.
+  tsu_status_t (*message_geometry)(const core::GetEnv& getenv, MessageGeometry& out,
+                                   std::string& error) = nullptr;
 };
+
+// The message geometry from the first node transport that fixes one
+// (transport/registry.cpp).
+tsu_status_t node_message_geometry(const core::GetEnv& getenv, MessageGeometry& out,
+                                   std::string& error);
 
 // transport/registry.cpp.
 const std::vector<const NodePlugin*>& node_transports();

@@ -39,4 +39,12 @@ const NodePlugin* find_node_transport(const std::string& name) {
   return nullptr;
 }
 
+tsu_status_t node_message_geometry(const core::GetEnv& getenv, MessageGeometry& out,
+                                   std::string& error) {
+  for (const NodePlugin* p : node_transports())
+    if (p->message_geometry) return p->message_geometry(getenv, out, error);
+  error = "no node transport in this build fixes the message geometry (shm is missing)";
+  return TSU_ERR_CONFIG;
+}
+
 }  // namespace tsu::transport

@@ -161,37 +161,7 @@ struct Handlers {
 
 bool load_lb_settings(LbSettings& out, const char*& error) noexcept {
   out = LbSettings{};
-  if (const char* v = std::getenv("TSU_ULT_LB")) {
-    if (std::strcmp(v, "0") && std::strcmp(v, "1")) {
-      error = "TSU_ULT_LB: expected 0 or 1";
-      return false;
-    }
-    out.enabled = v[0] == '1';
-  }
-  if (const char* v = std::getenv("TSU_ULT_LB_PERIOD")) {
-    char* end = nullptr;
-    const double x = std::strtod(v, &end);
-    double mul = 1e9;  // seconds by default
-    if (!std::strcmp(end, "ns")) mul = 1;
-    else if (!std::strcmp(end, "us")) mul = 1e3;
-    else if (!std::strcmp(end, "ms")) mul = 1e6;
-    else if (*end && std::strcmp(end, "s")) mul = -1;
-    if (end == v || mul < 0 || x <= 0 || x * mul < 1000 || x * mul > 10e9) {
-      error = "TSU_ULT_LB_PERIOD: expected a time from 1us to 10s (e.g. 500us, 2ms)";
-      return false;
-    }
-    out.period_ns = static_cast<uint64_t>(x * mul);
-  }
-  if (const char* v = std::getenv("TSU_ULT_LB_THRESHOLD")) {
-    char* end = nullptr;
-    const unsigned long t = std::strtoul(v, &end, 10);
-    if (end == v || *end || t == 0 || t > 1'000'000) {
-      error = "TSU_ULT_LB_THRESHOLD: expected a count from 1 to 1000000";
-      return false;
-    }
-    out.threshold = static_cast<uint32_t>(t);
-  }
-  return true;
+  return lb_settings().apply(out, error);
 }
 
 Remote::Remote(Scheduler& s, uint32_t rank, uint32_t size, const LbSettings& lb)

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <vector>
 
+#include "settings.hpp"
 #include "spinlock.hpp"
 #include "thread.hpp"
 #include "tsunagi/ult.h"
@@ -48,12 +49,6 @@ struct RemoteInfo {
   };
 };
 
-struct LbSettings {
-  uint64_t period_ns = 1'000'000;  // TSU_ULT_LB_PERIOD: load broadcast / work request period
-  uint32_t threshold = 4;          // TSU_ULT_LB_THRESHOLD: count change worth sending; load
-                                   // above which a rank is asked for work
-  bool enabled = true;             // TSU_ULT_LB=0 disables "any" spreading and stealing
-};
 
 // The proxies of our spawns that wait for their exit value, by token: a
 // slot table (no allocation per spawn once it has grown to the peak number

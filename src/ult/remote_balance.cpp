@@ -156,7 +156,7 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
           follow_runner(thief);
         } else if (info->creator != thief) {
           queue_value(info->creator, info->token, static_cast<tsu_status_t>(thief), nullptr, 0,
-                      !faults.handover_eagain, kValueMoved);
+                      !(kFaultInjection && faults.handover_eagain), kValueMoved);
         }
       }
       migrated_.fetch_add(1, std::memory_order_relaxed);
@@ -170,8 +170,8 @@ void Remote::give_work(uint32_t thief, uint32_t max) noexcept {
   // as lost.)
   Batch& b = *out_[thief];
   std::lock_guard lock(b.mu);
-  if (faults.handover_lost) fail_spawns(thief, b, TSU_ERR_PEER_LOST);
-  else if (!faults.handover_eagain) send_chunks(thief, b, true);
+  if (kFaultInjection && faults.handover_lost) fail_spawns(thief, b, TSU_ERR_PEER_LOST);
+  else if (!(kFaultInjection && faults.handover_eagain)) send_chunks(thief, b, true);
 }
 
 void Remote::poll(Worker&, bool idle) noexcept {

@@ -50,97 +50,13 @@ const char* state_name(State s) noexcept {
 
 // ---- Settings ----------------------------------------------------------------------
 
-namespace {
-bool parse_size(const char* s, std::size_t& out) noexcept {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(s, &end, 10);
-  if (errno || end == s) return false;
-  unsigned long long mul = 1;
-  if (*end == 'k' || *end == 'K') mul = 1024, ++end;
-  else if (*end == 'm' || *end == 'M') mul = 1024 * 1024, ++end;
-  if (*end) return false;
-  out = static_cast<std::size_t>(v * mul);
-  return true;
-}
-
-// A spin time in microseconds from `var`, if set (0 to 60 s), into `ns`.
-bool spin_from_env(const char* var, uint64_t& ns, const char*& error) noexcept {
-  const char* v = std::getenv(var);
-  if (!v) return true;
-  std::size_t us = 0;
-  if (!parse_size(v, us) || us > 60'000'000) {
-    static thread_local char text[96];
-    std::snprintf(text, sizeof text, "%s: expected microseconds (0 to 60000000)", var);
-    error = text;
-    return false;
-  }
-  ns = uint64_t{us} * 1000;
-  return true;
-}
-
-uint32_t default_workers() noexcept {
-  cpu_set_t set;
-  uint32_t cpus = 1;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = static_cast<uint32_t>(CPU_COUNT(&set));
-  uint32_t on_node = 1;
-  uint32_t me = 0, size = 0, my_node = 0;
-  if (tsu_initialized() && tsu_rank(&me) == TSU_OK && tsu_size(&size) == TSU_OK &&
-      tsu_node_of(me, &my_node) == TSU_OK) {
-    on_node = 0;
-    for (uint32_t r = 0; r < size; ++r) {
-      uint32_t n = 0;
-      if (tsu_node_of(r, &n) == TSU_OK && n == my_node) ++on_node;
-    }
-  } else if (const char* l = std::getenv("TSU_LOCAL_SIZE")) {
-    on_node = static_cast<uint32_t>(std::strtoul(l, nullptr, 10));
-  }
-  if (on_node == 0) on_node = 1;
-  return cpus / on_node > 0 ? cpus / on_node : 1;
-}
-}  // namespace
-
 bool load_settings(const tsu_ult_config_t* config, Settings& out, const char*& error) noexcept {
   out = Settings{};
   out.workers = default_workers();
-#ifndef NDEBUG
-  out.guard = true;
-#endif
-  if (const char* v = std::getenv("TSU_ULT_WORKERS")) {
-    std::size_t n = 0;
-    if (!parse_size(v, n) || n > 4096) {
-      error = "TSU_ULT_WORKERS: expected a number of workers (0 = default)";
-      return false;
-    }
-    if (n) out.workers = static_cast<uint32_t>(n);
-  }
-  if (const char* v = std::getenv("TSU_ULT_STACK_SIZE")) {
-    std::size_t n = 0;
-    if (!parse_size(v, n) || n < 16 * 1024 || n > (1ull << 30)) {
-      error = "TSU_ULT_STACK_SIZE: expected a size from 16K to 1G";
-      return false;
-    }
-    out.stack_size = n;
-  }
-  if (!spin_from_env("TSU_ULT_SPIN_US", out.spin_ns, error) ||
-      !spin_from_env("TSU_ULT_REMOTE_SPIN_US", out.remote_spin_ns, error))
-    return false;
-  if (const char* v = std::getenv("TSU_ULT_GUARD")) {
-    if (std::strcmp(v, "0") && std::strcmp(v, "1")) {
-      error = "TSU_ULT_GUARD: expected 0 or 1";
-      return false;
-    }
-    out.guard = v[0] == '1';
-  }
-  if (const char* v = std::getenv("TSU_ULT_FP_FLAGS")) {
-    if (std::strcmp(v, "fast") && std::strcmp(v, "exact")) {
-      error = "TSU_ULT_FP_FLAGS: expected fast or exact";
-      return false;
-    }
-    out.fp_exact = v[0] == 'e';
-  }
+  if (!scheduler_settings().apply(out, error)) return false;
+#if TSU_FAULT_INJECTION
   if (const char* v = std::getenv("TSU_ULT_TEST_FAULTS")) {
-    // Test-only: a comma-separated list of fault names (scheduler.hpp).
+    // Test-only: a comma-separated list of fault names (settings.hpp).
     const char* p = v;
     while (*p) {
       const char* e = std::strchr(p, ',');
@@ -161,6 +77,7 @@ bool load_settings(const tsu_ult_config_t* config, Settings& out, const char*& e
       if (*p == ',') ++p;
     }
   }
+#endif
   if (config) {
     if (config->struct_size < offsetof(tsu_ult_config_t, fp_flags)) {
       error = "tsu_ult_config_t.struct_size is too small";

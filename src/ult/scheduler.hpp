@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "settings.hpp"
 #include "stack_pool.hpp"
 #include "thread.hpp"
 #include "tsunagi/ult.h"
@@ -16,37 +17,6 @@ namespace tsu::ult {
 
 class Remote;
 
-// Test-only fault injection (TSU_ULT_TEST_FAULTS, a comma-separated list of
-// the names below; see docs/ult.md).  Off by default; never set in production.
-struct TestFaults {
-  // Every push onto a run queue fails as if growing it had run out of memory
-  // (the allocation-free fallback of Worker::enqueue takes the thread).
-  bool queue_oom = false;
-  // A hand-over of threads to another rank (Remote::give_work): its first
-  // try to send the spawns to the thief and the notices to their creators
-  // finds the queue full (TSU_EAGAIN), as a busy network would.
-  bool handover_eagain = false;
-  // A hand-over's send to the thief fails as if the thief were lost
-  // (TSU_ERR_PEER_LOST), whatever the network says.
-  bool handover_lost = false;
-};
-
-struct Settings {
-  uint32_t workers = 1;
-  std::size_t stack_size = 128 * 1024;
-  bool guard = false;
-  uint64_t spin_ns = 50'000;  // TSU_ULT_SPIN_US: an idle worker polls this long, then sleeps
-  // TSU_ULT_REMOTE_SPIN_US: how long, instead, after it sent a spawn or an
-  // exit value to another rank (the answer comes a network round trip
-  // later, often past spin_ns, and waking a sleeping worker costs as much
-  // again on an idle core: docs/ult.md, *Progress*).
-  uint64_t remote_spin_ns = 200'000;
-  bool fp_exact = false;      // TSU_ULT_FP_FLAGS=exact: every flag per thread (fp_state.hpp)
-  // tsu_yield_when_idle() at init (TSU_YIELD; auto: more threads than CPUs,
-  // the workers counted): a worker with nothing to run gives its CPU away.
-  bool yield_cpu = false;
-  TestFaults faults;          // TSU_ULT_TEST_FAULTS (tests only)
-};
 // Defaults, then TSU_ULT_* variables, then `config`.  False and `error` set
 // on a bad value.
 bool load_settings(const tsu_ult_config_t* config, Settings& out, const char*& error) noexcept;

@@ -34,6 +34,7 @@
 #include "context.hpp"
 #include "cpu_share_watch.hpp"
 #include "fp_state.hpp"
+#include "settings.hpp"
 #include "run_queue.hpp"
 #include "spinlock.hpp"
 #include "stack_pool.hpp"
@@ -171,7 +172,7 @@ class Worker {
   // queue's threads.  Either way it is never lost.  A caller on another
   // pthread must wake this worker if it sleeps (Scheduler::notify_all).
   bool enqueue(Ult* u) noexcept {
-    if (!fault_queue_oom_ && rq_.push(u)) return true;
+    if (!(kFaultInjection && fault_queue_oom_) && rq_.push(u)) return true;
     push_woken(u);
     return false;
   }

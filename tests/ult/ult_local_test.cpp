@@ -319,6 +319,8 @@ void* nested_creates(void* a) {
 }
 
 TEST_F(Ult, QueueOutOfMemoryLosesNoThread) {
+  if (!TSU_FAULT_INJECTION)
+    GTEST_SKIP() << "TSU_ULT_TEST_FAULTS needs a build with -DTSU_FAULT_INJECTION=ON";
   ASSERT_EQ(setenv("TSU_ULT_TEST_FAULTS", "queue_oom", 1), 0);
   start(2);
   unsetenv("TSU_ULT_TEST_FAULTS");

@@ -143,16 +143,11 @@ TEST(Config, BadEnvironmentValuesNameTheVariable) {
 TEST(Config, CollectiveAlgorithmThresholds) {
   Config cfg;
   std::string error;
-  EXPECT_FALSE(cfg.coll_direct);  // off by default (slower than messages where measured)
-  FakeEnv env{{{"TSU_COLL_LARGE_MIN", "1M"}, {"TSU_COLL_DIRECT_MIN", "0"},
-               {"TSU_COLL_DIRECT", "on"}}};
+  FakeEnv env{{{"TSU_COLL_LARGE_MIN", "1M"}}};
   ASSERT_EQ(config_from_env(cfg, env.fn(), error), TSU_OK) << error;
   EXPECT_EQ(cfg.coll_large_min, 1u << 20);
-  EXPECT_EQ(cfg.coll_direct_min, 0u);
-  EXPECT_TRUE(cfg.coll_direct);
   for (const auto& [var, value] : {std::pair{"TSU_COLL_LARGE_MIN", "big"},
-                                   std::pair{"TSU_COLL_DIRECT_MIN", "-1"},
-                                   std::pair{"TSU_COLL_DIRECT", "2"}}) {
+                                   std::pair{"TSU_COLL_LARGE_MIN", "-1"}}) {
     Config bad;
     FakeEnv e{{{var, value}}};
     EXPECT_EQ(config_from_env(bad, e.fn(), error), TSU_ERR_CONFIG) << var << "=" << value;

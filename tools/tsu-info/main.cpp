@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <vector>
 
+#include "bootstrap/environment.hpp"
 #include "core/config.hpp"
 #include "core/control_block.hpp"
 #include "transport/network.hpp"
 #include "transport/node.hpp"
 #include "tsunagi/tsunagi.h"
+#include "ult/settings.hpp"
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) != "--help" && std::string(argv[1]) != "-h") {
@@ -58,7 +60,13 @@ int main(int argc, char** argv) {
   const tsu::core::GetEnv getenv_fn = [](const char* n) { return std::getenv(n); };
   tsu::core::Config cfg;
   std::string error;
-  const tsu_status_t st = tsu::core::config_from_env(cfg, getenv_fn, error);
+  tsu_status_t st = tsu::core::config_from_env(cfg, getenv_fn, error);
+  // The message ring's geometry is the shm transport's setting (as at init).
+  tsu::transport::MessageGeometry geometry;
+  std::string geometry_error;
+  const tsu_status_t geometry_st =
+      tsu::transport::node_message_geometry(getenv_fn, geometry, geometry_error);
+  if (geometry_st == TSU_OK) tsu::core::clamp_to_slot(cfg, geometry.slot_size);
   std::printf("messaging limits (with this configuration):\n");
   std::printf("  AM handler ids             0..%u; %u arguments of 64 bits\n", TSU_AM_MAX_HANDLER,
               TSU_AM_MAX_ARGS);
@@ -70,7 +78,7 @@ int main(int argc, char** argv) {
   std::printf("  single-copy eager          %s, from %zu B (TSU_SCEAGER, TSU_SCEAGER_MIN)\n",
               cfg.sceager ? "on" : "off", cfg.sceager_min);
   std::printf("  message ring per rank      %u slots x %u B (TSU_SHM_RING_SLOTS, TSU_SHM_SLOT_SIZE)\n\n",
-              cfg.shm_ring_slots, cfg.shm_slot_size);
+              geometry.ring_slots, geometry.slot_size);
   std::printf("configuration (effective value, default, meaning):\n");
   auto print_table = [](const char* title, const std::vector<tsu::core::SettingView>& rows) {
     std::printf(" %s\n", title);
@@ -80,6 +88,15 @@ int main(int argc, char** argv) {
   };
   print_table("core", tsu::core::config_settings().describe(cfg));
   tsu_status_t net_st = TSU_OK;
+  for (const auto* p : tsu::transport::node_transports()) {
+    if (!p->settings) continue;
+    std::vector<tsu::core::SettingView> rows;
+    std::string node_error;
+    if (p->settings(getenv_fn, rows, node_error) != TSU_OK)
+      std::fprintf(stderr, "\ntsu-info: %s\n", node_error.c_str());
+    print_table(p->name, rows);
+  }
+  if (geometry_st != TSU_OK) net_st = geometry_st;
   for (const auto* p : tsu::transport::network_transports()) {
     std::vector<tsu::core::SettingView> rows;
     std::string net_error;
@@ -90,6 +107,36 @@ int main(int argc, char** argv) {
       net_st = s2;
     }
   }
+  {
+    std::vector<tsu::ult::SettingView> ult_rows;
+    const char* ult_error = nullptr;
+    const bool ult_ok = tsu::ult::describe_settings(ult_rows, ult_error);
+    std::vector<tsu::core::SettingView> rows;
+    for (auto& r : ult_rows) rows.push_back({r.env, r.value, r.default_text, r.help});
+    print_table("ult (libtsunagi-ult, docs/ult.md)", rows);
+    if (!ult_ok) {
+      std::fprintf(stderr, "\ntsu-info: %s\n", ult_error);
+      net_st = TSU_ERR_CONFIG;
+    }
+  }
+  {
+    std::vector<tsu::core::SettingView> rows;
+    for (const auto& v : tsu::bootstrap::user_settings()) {
+      const char* value = std::getenv(v.env);
+      rows.push_back({v.env, value ? value : "(unset)", v.default_text, v.help});
+    }
+    print_table("launch (how ranks find each other; docs/launchers.md)", rows);
+  }
+  std::printf("\nset by the launcher for each rank (not for users; docs/launchers.md):\n");
+  for (const auto& v : tsu::bootstrap::launcher_variables()) {
+    const char* value = std::getenv(v.env);
+    std::printf("  %-20s %-12s %s\n", v.env, value ? value : "(unset)", v.help);
+  }
+  std::printf("\ntest-only fault injection (TSU_OFI_TEST_FAULT, TSU_ULT_TEST_FAULTS; "
+              "docs/ofi.md, docs/ult.md):\n  %s\n",
+              tsu::core::kFaultInjection
+                  ? "compiled in (TSU_FAULT_INJECTION=ON: a build for tests, not for production)"
+                  : "not in this build");
   if (net_st != TSU_OK && st == TSU_OK) return 1;
   if (st != TSU_OK) {
     std::fprintf(stderr, "\ntsu-info: %s\n", error.c_str());

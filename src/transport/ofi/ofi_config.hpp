@@ -6,7 +6,11 @@
 #include <cstdint>
 #include <string>
 
+#include "core/settings.hpp"
+
 namespace tsu::transport::ofi {
+
+using core::kFaultInjection;
 
 // Testing: make native RMA fail as a provider that claims FI_RMA but cannot
 // do it would (ENOSYS), at the call or in the completion, to exercise the
@@ -57,7 +61,10 @@ struct OfiConfig {
   // an idle engine sleeps on it; none (false): no wait object (tcp;ofi_rxm
   // then signals nothing per completion) and the engine never sleeps.
   bool cq_wait = true;
-  RmaFault fault = RmaFault::kNone;      // TSU_OFI_TEST_FAULT
+  // TSU_OFI_TEST_FAULT: read only in builds with TSU_FAULT_INJECTION; in
+  // others faulty() is false at compile time and no fault is tested for.
+  RmaFault fault = RmaFault::kNone;
+  constexpr bool faulty(RmaFault f) const noexcept { return kFaultInjection && fault == f; }
   // Watched peers (Transport::watch_peer): one silent this long is pinged
   // (it answers), one silent for peer_timeout is lost.
   uint64_t keepalive_ns = 500'000'000;         // TSU_OFI_KEEPALIVE

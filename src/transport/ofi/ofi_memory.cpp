@@ -98,7 +98,7 @@ tsu_status_t OfiTransport::rma(bool write, uint32_t rank, void* buf, std::size_t
   // here.
   s.flags = write ? rma_flags_ | (len <= inject_size_ ? FI_INJECT : 0) : FI_COMPLETION;
   std::lock_guard lock(mu_);
-  if (cfg_.fault == RmaFault::kInCompletion) return fail_in_completion(ctx);
+  if (cfg_.faulty(RmaFault::kInCompletion)) return fail_in_completion(ctx);
   if (!retry_.empty()) return nudge_eagain();  // staged operations wait for room first
   if (batching_) {
     try {
@@ -173,9 +173,9 @@ tsu_status_t OfiTransport::atomic(uint32_t rank, const FiAtomic& a, const void* 
   if (const tsu_status_t st = rma_peer(rank, ctx, to); st != TSU_OK) return st;
   std::lock_guard lock(mu_);
   // TSU_OFI_TEST_FAULT: a provider that lists FI_ATOMIC and refuses it.
-  const bool late = cfg_.fault == RmaFault::kAtomicLate && atomic_posted_;
-  if (cfg_.fault == RmaFault::kAtomicAtCall || late) return TSU_ERR_UNSUPPORTED;
-  if (cfg_.fault == RmaFault::kAtomicInCompletion) return fail_in_completion(ctx);
+  const bool late = cfg_.faulty(RmaFault::kAtomicLate) && atomic_posted_;
+  if (cfg_.faulty(RmaFault::kAtomicAtCall) || late) return TSU_ERR_UNSUPPORTED;
+  if (cfg_.faulty(RmaFault::kAtomicInCompletion)) return fail_in_completion(ctx);
   if (!retry_.empty()) return nudge_eagain();  // staged operations wait for room first
   // Not staged: what the batch staged so far leaves first, then this.
   if (!staged_.empty()) {

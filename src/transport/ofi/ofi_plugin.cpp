@@ -52,6 +52,58 @@ bool interface_domain(const std::string& provider) {
          provider.rfind("net", 0) == 0;
 }
 
+#if TSU_FAULT_INJECTION
+// Test-only (builds with TSU_FAULT_INJECTION, docs/ofi.md "Fault injection"):
+// TSU_OFI_TEST_FAULT, read at connect and never listed by tsu-info.
+const core::Setting<OfiConfig>& ofi_fault_setting() {
+  static const core::Setting<OfiConfig> setting{"TSU_OFI_TEST_FAULT", "none",
+                 "ofi, testing: make native RMA fail with ENOSYS as a provider that claims "
+                 "FI_RMA and cannot do it would (rma_enosys: at the call; rma_enosys_staged: "
+                 "at the call, only for writes and reads posted at the end of an engine "
+                 "batch; rma_cq_enosys: in the completion); the transport falls back to "
+                 "messages.  atomic_enosys / atomic_cq_enosys: NIC atomics fail so, at the "
+                 "call / in the completion (a new TSU_SEG_NIC_ATOMICS segment gets CPU "
+                 "atomics); atomic_enosys_late: every NIC atomic after this rank's first "
+                 "fails at the call (the caller gets TSU_ERR_UNSUPPORTED).  message_lost: this "
+                 "rank's 64th message is acknowledged and never sent, as a provider that "
+                 "loses one would (the receiver declares it lost).  bulk_recv_refused_last: every "
+                 "receive of a bulk transfer from the last rank is refused at the post "
+                 "(FI_EOTHER), as tcp;ofi_rxm refuses one matching a dead sender's rendezvous",
+                 "none, rma_enosys, rma_enosys_staged, rma_cq_enosys, atomic_enosys, "
+                 "atomic_cq_enosys, atomic_enosys_late, message_lost or "
+                 "bulk_recv_refused_last",
+                 [](const char* v, OfiConfig& c) {
+                   const std::string s(v);
+                   if (s == "none") c.fault = RmaFault::kNone;
+                   else if (s == "rma_enosys") c.fault = RmaFault::kAtCall;
+                   else if (s == "rma_cq_enosys") c.fault = RmaFault::kInCompletion;
+                   else if (s == "rma_enosys_staged") c.fault = RmaFault::kAtStagedCall;
+                   else if (s == "atomic_enosys") c.fault = RmaFault::kAtomicAtCall;
+                   else if (s == "atomic_cq_enosys") c.fault = RmaFault::kAtomicInCompletion;
+                   else if (s == "atomic_enosys_late") c.fault = RmaFault::kAtomicLate;
+                   else if (s == "message_lost") c.fault = RmaFault::kMessageLost;
+                   else if (s == "bulk_recv_refused_last")
+                     c.fault = RmaFault::kBulkRecvRefusedLast;
+                   else return false;
+                   return true;
+                 },
+                 [](const OfiConfig& c) {
+                   return std::string(c.fault == RmaFault::kAtCall         ? "rma_enosys"
+                                      : c.fault == RmaFault::kInCompletion ? "rma_cq_enosys"
+                                      : c.fault == RmaFault::kAtStagedCall ? "rma_enosys_staged"
+                                      : c.fault == RmaFault::kAtomicAtCall ? "atomic_enosys"
+                                      : c.fault == RmaFault::kAtomicInCompletion
+                                          ? "atomic_cq_enosys"
+                                      : c.fault == RmaFault::kAtomicLate ? "atomic_enosys_late"
+                                      : c.fault == RmaFault::kMessageLost ? "message_lost"
+                                      : c.fault == RmaFault::kBulkRecvRefusedLast
+                                          ? "bulk_recv_refused_last"
+                                          : "none");
+                 }};
+  return setting;
+}
+#endif
+
 tsu_status_t settings(const core::GetEnv& getenv, std::vector<core::SettingView>& out,
                       std::string& error) {
   OfiConfig cfg;
@@ -65,6 +117,14 @@ tsu_status_t connect(const NetworkSetup& setup, std::unique_ptr<Transport>& out,
   OfiConfig oc;
   tsu_status_t st = ofi_settings().apply(oc, setup.getenv, error);
   if (st != TSU_OK) return st;
+#if TSU_FAULT_INJECTION
+  if (const char* v = setup.getenv(ofi_fault_setting().env);
+      v && !ofi_fault_setting().parse(v, oc)) {
+    error = std::string(ofi_fault_setting().env) + "='" + v +
+            "' is invalid: expected " + ofi_fault_setting().expected;
+    return TSU_ERR_CONFIG;
+  }
+#endif
   if (!oc.iface_given && interface_domain(oc.provider)) {
     // The interface that reaches the bootstrap service across hosts; for a
     // job on one host (tsurun's Unix socket), loopback.
@@ -238,50 +298,6 @@ const core::SettingsTable<OfiConfig>& ofi_settings() {
                                       "data in the provider's stream)",
                                       &O::rma_piece, 64u << 10, SIZE_MAX,
                                       "a size of at least 64K"));
-    r.push_back({"TSU_OFI_TEST_FAULT", "none",
-                 "ofi, testing: make native RMA fail with ENOSYS as a provider that claims "
-                 "FI_RMA and cannot do it would (rma_enosys: at the call; rma_enosys_staged: "
-                 "at the call, only for writes and reads posted at the end of an engine "
-                 "batch; rma_cq_enosys: in the completion); the transport falls back to "
-                 "messages.  atomic_enosys / atomic_cq_enosys: NIC atomics fail so, at the "
-                 "call / in the completion (a new TSU_SEG_NIC_ATOMICS segment gets CPU "
-                 "atomics); atomic_enosys_late: every NIC atomic after this rank's first "
-                 "fails at the call (the caller gets TSU_ERR_UNSUPPORTED).  message_lost: this "
-                 "rank's 64th message is acknowledged and never sent, as a provider that "
-                 "loses one would (the receiver declares it lost).  bulk_recv_refused_last: every "
-                 "receive of a bulk transfer from the last rank is refused at the post "
-                 "(FI_EOTHER), as tcp;ofi_rxm refuses one matching a dead sender's rendezvous",
-                 "none, rma_enosys, rma_enosys_staged, rma_cq_enosys, atomic_enosys, "
-                 "atomic_cq_enosys, atomic_enosys_late, message_lost or "
-                 "bulk_recv_refused_last",
-                 [](const char* v, O& c) {
-                   const std::string s(v);
-                   if (s == "none") c.fault = RmaFault::kNone;
-                   else if (s == "rma_enosys") c.fault = RmaFault::kAtCall;
-                   else if (s == "rma_cq_enosys") c.fault = RmaFault::kInCompletion;
-                   else if (s == "rma_enosys_staged") c.fault = RmaFault::kAtStagedCall;
-                   else if (s == "atomic_enosys") c.fault = RmaFault::kAtomicAtCall;
-                   else if (s == "atomic_cq_enosys") c.fault = RmaFault::kAtomicInCompletion;
-                   else if (s == "atomic_enosys_late") c.fault = RmaFault::kAtomicLate;
-                   else if (s == "message_lost") c.fault = RmaFault::kMessageLost;
-                   else if (s == "bulk_recv_refused_last")
-                     c.fault = RmaFault::kBulkRecvRefusedLast;
-                   else return false;
-                   return true;
-                 },
-                 [](const O& c) {
-                   return std::string(c.fault == RmaFault::kAtCall         ? "rma_enosys"
-                                      : c.fault == RmaFault::kInCompletion ? "rma_cq_enosys"
-                                      : c.fault == RmaFault::kAtStagedCall ? "rma_enosys_staged"
-                                      : c.fault == RmaFault::kAtomicAtCall ? "atomic_enosys"
-                                      : c.fault == RmaFault::kAtomicInCompletion
-                                          ? "atomic_cq_enosys"
-                                      : c.fault == RmaFault::kAtomicLate ? "atomic_enosys_late"
-                                      : c.fault == RmaFault::kMessageLost ? "message_lost"
-                                      : c.fault == RmaFault::kBulkRecvRefusedLast
-                                          ? "bulk_recv_refused_last"
-                                          : "none");
-                 }});
     r.push_back(core::duration_setting<O>("TSU_OFI_KEEPALIVE", "500ms",
                                           "ofi: ping a watched peer (one this rank waits on) "
                                           "silent for this long",

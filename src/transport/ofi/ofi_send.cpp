@@ -48,7 +48,7 @@ tsu_status_t OfiTransport::send_message(uint32_t dst, const core::MessageHeader&
     return TSU_EAGAIN;
   }
   const WirePrefix prefix{rank_, job_tag_, send_seq_[dst], 0};
-  if (cfg_.fault == RmaFault::kMessageLost && ++fault_sends_ == 64) {
+  if (cfg_.faulty(RmaFault::kMessageLost) && ++fault_sends_ == 64) {
     ++send_seq_[dst];  // "sent": the sequence moves on, nothing leaves
     TSU_LOG_DEBUG("ofi: test fault: message %u to rank %u lost", prefix.seq, dst);
     return TSU_OK;
@@ -168,10 +168,10 @@ ssize_t OfiTransport::post(const Staged& s, uint64_t more, bool staged) noexcept
   // batch rma() returns it), rma_enosys_staged only those posted at
   // batch_end (the staged write or read fails to its callback).
   if ((s.kind == Staged::kWrite || s.kind == Staged::kRead) &&
-      (cfg_.fault == RmaFault::kAtCall || (staged && cfg_.fault == RmaFault::kAtStagedCall)))
+      (cfg_.faulty(RmaFault::kAtCall) || (staged && cfg_.faulty(RmaFault::kAtStagedCall))))
     return -FI_ENOSYS;
   if (s.kind == Staged::kTagRecv && s.rank == size_ - 1 &&
-      cfg_.fault == RmaFault::kBulkRecvRefusedLast)
+      cfg_.faulty(RmaFault::kBulkRecvRefusedLast))
     return -FI_EOTHER;
   iovec iov{s.buf, s.len};
   switch (s.kind) {

@@ -2,6 +2,7 @@
 
 #include <new>
 
+#include "transport/shm/shm_settings.hpp"
 #include "transport/shm/shm_transport.hpp"
 
 namespace tsu::transport::shm {
@@ -22,8 +23,26 @@ tsu_status_t open(const NodeSetup& setup, std::unique_ptr<NodeTransport>& out,
   }
 }
 
+tsu_status_t settings(const core::GetEnv& getenv, std::vector<core::SettingView>& out,
+                      std::string& error) {
+  ShmConfig cfg;
+  const tsu_status_t st = shm_settings().apply(cfg, getenv, error);
+  out = shm_settings().describe(cfg);
+  return st;
+}
+
+tsu_status_t message_geometry(const core::GetEnv& getenv, MessageGeometry& out,
+                              std::string& error) {
+  ShmConfig cfg;
+  const tsu_status_t st = shm_settings().apply(cfg, getenv, error);
+  if (st != TSU_OK) return st;
+  out.ring_slots = cfg.ring_slots;
+  out.slot_size = cfg.slot_size;
+  return TSU_OK;
+}
+
 }  // namespace
 
-const NodePlugin kShmPlugin = {"shm", ShmTransport::kSummary, open};
+const NodePlugin kShmPlugin = {"shm", ShmTransport::kSummary, open, settings, message_geometry};
 
 }  // namespace tsu::transport::shm

@@ -1,5 +1,5 @@
 // Allreduce algorithms for large data: reduce-scatter + allgather (recursive
-// halving/doubling) and the one-node direct path (Cross Memory Attach).  The
+// halving/doubling), and for teams on one node the shared-memory path.  The
 // thresholds come from the environment (CTest runs this program with each
 // path forced), so the same checks cover every algorithm: every op and type,
 // element counts that no rank count divides, in place and out of place, on
@@ -77,7 +77,7 @@ void every_type(tsu_team_t team) {
 TEST(CollLarge, EveryOpAndTypeWorld) { every_type(TSU_TEAM_WORLD); }
 
 TEST(CollLarge, VeryLargeVector) {
-  // Above the default TSU_COLL_LARGE_MIN; several chunks of the direct path.
+  // Above the default TSU_COLL_LARGE_MIN.
   check_allreduce<double>(TSU_TEAM_WORLD, TSU_DT_DOUBLE, odd_count<double>(1u << 20));
 }
 

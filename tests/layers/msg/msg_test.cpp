@@ -51,7 +51,19 @@ using mp::Done;
 
 // Earlier traffic may leave the sender's "skip single-copy for the next few
 // sends" hint armed; tests that expect a hit start from none.
+// MsgLayer's test hooks exist only in builds with TSU_FAULT_INJECTION; the
+// tests that use them skip (on every rank alike) without it.
+#if TSU_FAULT_INJECTION
 void reset_sc_hints() { tsu::api::layers(*tsu::runtime::g_runtime.load()).msg.test_reset_hints(); }
+#define NEEDS_TEST_HOOKS() reset_sc_hints()
+void defer_filled(tsu::msg::MsgLayer& m, bool on) { m.test_defer_filled(on); }
+void hold_lock(tsu::msg::MsgLayer& m, bool on) { m.test_hold_lock(on); }
+#else
+void defer_filled(tsu::msg::MsgLayer&, bool) {}
+void hold_lock(tsu::msg::MsgLayer&, bool) {}
+#define NEEDS_TEST_HOOKS()                                                              \
+  GTEST_SKIP() << "uses MsgLayer's test hooks: needs a build with -DTSU_FAULT_INJECTION=ON"
+#endif
 
 void fill(unsigned char* p, size_t len, uint64_t seed) {
   for (size_t i = 0; i < len; ++i) p[i] = static_cast<unsigned char>(seed * 7 + i);
@@ -309,7 +321,7 @@ TEST(Tagged, LargeMessagesWholeShortAndIntoNoBuffer) {
 
 // Each protocol, as the settings select it: the counters say which one ran.
 TEST(Tagged, ProtocolSelectionByThresholds) {
-  reset_sc_hints();
+  NEEDS_TEST_HOOKS();
   const uint32_t me = mp::rank(), n = mp::size();
   if (n < 2) GTEST_SKIP();
   const size_t mid = std::max<size_t>(sc_min(), 1024);  // an eager size >= the sc threshold
@@ -405,7 +417,7 @@ TEST(Tagged, ProtocolSelectionByThresholds) {
 // receiver learns source, tag and length from the sender's notice, and the
 // posted entry is reused by the next receive (a stale notice would not match).
 TEST(Tagged, SingleCopyHitReportsSourceTagAndLength) {
-  reset_sc_hints();
+  NEEDS_TEST_HOOKS();
   const uint32_t me = mp::rank(), n = mp::size();
   const size_t len = std::max<size_t>(sc_min(), 1024);
   if (n < 2 || !sc_on() || len > eager_max()) GTEST_SKIP();
@@ -448,7 +460,7 @@ TEST(Tagged, SingleCopyHitReportsSourceTagAndLength) {
 // record's receive completes.  Three receives posted for one tag get the
 // three messages in order and complete in order.
 TEST(Tagged, SingleCopyRecordIsTakenBeforeLaterArrivals) {
-  reset_sc_hints();
+  NEEDS_TEST_HOOKS();
   const uint32_t me = mp::rank(), n = mp::size();
   const size_t len = std::max<size_t>(sc_min(), 1024);
   if (n < 2 || !sc_on() || len > eager_max()) GTEST_SKIP();
@@ -465,7 +477,7 @@ TEST(Tagged, SingleCopyRecordIsTakenBeforeLaterArrivals) {
   } slots[kMsgs];
   tsu_msg_status_t st[kMsgs] = {};
   if (me == 1) {
-    msg.test_defer_filled(true);
+    defer_filled(msg, true);
     for (int i = 0; i < kMsgs; ++i) {
       slots[i] = Slot{order, &next, i};
       ASSERT_EQ(tsu_try_recv(0, 0x77, TSU_TAG_EXACT, rbuf + i * len, len, &st[i],
@@ -500,7 +512,7 @@ TEST(Tagged, SingleCopyRecordIsTakenBeforeLaterArrivals) {
     // The first two complete without progress taking the record: the
     // second's arrival does.  A third record needs progress again.
     ASSERT_TRUE(mp::wait_until([&] { return next.load() >= 2; }, "two receives"));
-    msg.test_defer_filled(false);
+    defer_filled(msg, false);
     ASSERT_TRUE(mp::wait_until([&] { return next.load() == kMsgs; }, "three receives"));
     for (int i = 0; i < kMsgs; ++i) {
       EXPECT_EQ(order[i].load(), i + 1) << "receive " << i << " completed out of order";
@@ -516,7 +528,7 @@ TEST(Tagged, SingleCopyRecordIsTakenBeforeLaterArrivals) {
 // receiving thread only sleeps (never calls into the library) while its
 // engine goes idle and the sender fills the receive.
 TEST(Tagged, SingleCopyCompletesWithoutTheReceiverDrivingProgress) {
-  reset_sc_hints();
+  NEEDS_TEST_HOOKS();
   const uint32_t me = mp::rank(), n = mp::size();
   const size_t len = std::max<size_t>(sc_min(), 1024);
   if (n < 2 || !sc_on() || len > eager_max() || mp::manual_mode()) GTEST_SKIP();
@@ -553,7 +565,7 @@ TEST(Tagged, SingleCopyCompletesWithoutTheReceiverDrivingProgress) {
 // delivered once the lock is released.  (Bootstrap barriers here: a
 // progress-driving one would need the held lock.)
 TEST(Tagged, TryLockBusyFallsBackToEager) {
-  reset_sc_hints();
+  NEEDS_TEST_HOOKS();
   const uint32_t me = mp::rank(), n = mp::size();
   if (n < 2 || !sc_on() || std::max<size_t>(sc_min(), 1024) > eager_max()) GTEST_SKIP();
   if (!same_node(0, 1)) GTEST_SKIP() << "single-copy eager is for node peers only";
@@ -582,7 +594,7 @@ TEST(Tagged, TryLockBusyFallsBackToEager) {
   mp::barrier();
   if (me == 1) {
     ASSERT_EQ(tsu_try_recv(0, 5, TSU_TAG_EXACT, rbuf, len, &st, r.cb(), nullptr), TSU_OK);
-    msg.test_hold_lock(true);
+    hold_lock(msg, true);
     std::atomic_ref<uint64_t>(*held).store(1);  // after the lock is ours
   }
   if (me == 0) {
@@ -610,7 +622,7 @@ TEST(Tagged, TryLockBusyFallsBackToEager) {
     const auto deadline = std::chrono::steady_clock::now() + mp::kWaitLimit;
     while (*flag != 1 && std::chrono::steady_clock::now() < deadline) sched_yield();
     EXPECT_EQ(*flag, 1u) << "rank 0 did not send";
-    msg.test_hold_lock(false);
+    hold_lock(msg, false);
     ASSERT_TRUE(r.wait());
     EXPECT_EQ(st.length, len);
     EXPECT_TRUE(check(rbuf, len, 11));
