@@ -77,6 +77,7 @@ TcpTransport::TcpTransport(uint32_t rank, uint32_t size, const TcpConfig& cfg, c
       cfg_(cfg),
       token_(token),
       out_(size),
+      in_of_rank_(size, -1),
       lost_(new std::atomic<bool>[size]),
       want_stream_(new std::atomic<bool>[size]),
       watches_(new std::atomic<uint32_t>[size]),
@@ -148,7 +149,7 @@ tsu_status_t TcpTransport::send_message(uint32_t dst, const MessageHeader& heade
   const std::size_t backlog = o.queue.size() - o.written;
   if (backlog && backlog + frame > cfg_.send_queue) return TSU_EAGAIN;
   std::size_t done = 0;
-  if (o.connected && !backlog) {
+  if (!backlog) {
     // An idle stream: straight to the socket, queued only what it refuses.
     iovec iov[2] = {{const_cast<MessageHeader*>(&header), sizeof header},
                     {const_cast<void*>(payload), header.payload_len}};
@@ -191,9 +192,21 @@ tsu_status_t TcpTransport::start_connect(uint32_t dst, const sockaddr_in& addr) 
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return TSU_ERR_SYSTEM;
   tune(fd, cfg_.peer_timeout_ns);
-  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 &&
-      errno != EINPROGRESS) {
-    const int err = errno;
+  // Connected before the first message is queued (one round trip, once per
+  // peer): a message accepted by send_message is then in the kernel, not in
+  // this process, and a sender that dies right after still delivers it.
+  int err = 0;
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+    err = errno;
+    if (err == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      const int ms = static_cast<int>(std::min<uint64_t>(cfg_.peer_timeout_ns / 1'000'000, INT32_MAX));
+      socklen_t len = sizeof err;
+      if (::poll(&p, 1, ms) <= 0) err = ETIMEDOUT;
+      else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    }
+  }
+  if (err) {
     close(fd);
     lose(dst, std::strerror(err));  // nobody listens there any more
     return TSU_ERR_PEER_LOST;
@@ -207,30 +220,32 @@ tsu_status_t TcpTransport::start_connect(uint32_t dst, const sockaddr_in& addr) 
     return TSU_ERR_SYSTEM;
   }
   o.fd = fd;
-  o.connected = false;
   const Hello hello{kHelloMagic, rank_, 0, token_};
   try {
     o.queue.clear();
     o.written = 0;
     append(o.queue, &hello, sizeof hello);
-    to_flush_.push_back(dst);
   } catch (const std::bad_alloc&) {
     lose(dst, "out of memory opening a stream");
     return TSU_ERR_NO_MEMORY;
+  }
+  if (!flush(o)) {
+    lose(dst, "its stream failed");
+    return TSU_ERR_PEER_LOST;
+  }
+  if (!o.queue.empty()) {
+    try {
+      to_flush_.push_back(dst);
+    } catch (const std::bad_alloc&) {
+      lose(dst, "out of memory opening a stream");
+      return TSU_ERR_NO_MEMORY;
+    }
   }
   return TSU_OK;
 }
 
 bool TcpTransport::flush(Outgoing& o) noexcept {
   if (o.fd < 0) return true;  // lost meanwhile: nothing to write
-  if (!o.connected) {
-    pollfd p{o.fd, POLLOUT, 0};
-    if (::poll(&p, 1, 0) <= 0) return true;  // still connecting
-    int err = 0;
-    socklen_t len = sizeof err;
-    if (getsockopt(o.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) return false;
-    o.connected = true;
-  }
   while (o.written < o.queue.size()) {
     const ssize_t w = send(o.fd, o.queue.data() + o.written, o.queue.size() - o.written,
                            MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -382,6 +397,7 @@ bool TcpTransport::read_stream(Incoming& in, const core::MessageHandlerTable& ha
         return false;
       }
       in.rank = h.rank;
+      in_of_rank_[in.rank] = in.fd;
       heard_ns_[in.rank].store(util::now_ns(), std::memory_order_relaxed);
       at += sizeof h;
       continue;
@@ -413,6 +429,22 @@ std::size_t TcpTransport::poll(const core::MessageHandlerTable& handlers) noexce
   std::size_t work = 0;
   epoll_event ev[64];
   const int ready = epoll_wait(epoll_fd_, ev, 64, 0);
+  // A peer's stream ends when its process does; what it sent on its own
+  // stream before that is already here (in order, on another socket):
+  // delivered first, then the peer is lost.
+  auto end_stream = [&](Incoming* in, const char* why) {
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, in->fd, nullptr);
+    close(in->fd);
+    const uint32_t r = in->rank;
+    const auto fd = static_cast<std::size_t>(in->fd);
+    if (r != UINT32_MAX && in_of_rank_[r] == in->fd) in_of_rank_[r] = -1;
+    in_[fd].reset();
+    if (r != UINT32_MAX) {
+      std::lock_guard lock(mu_);
+      lose(r, why);
+    }
+    ++work;
+  };
   for (int i = 0; i < ready; ++i) {
     const uint64_t tag = ev[i].data.u64;
     if (tag == kListenTag) {
@@ -421,27 +453,37 @@ std::size_t TcpTransport::poll(const core::MessageHandlerTable& handlers) noexce
     } else if (tag & kOutTag) {
       // Our own stream turned readable: the peer closed or reset it.
       const auto r = static_cast<uint32_t>(tag & kValueMask);
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
       if (out_[r].fd < 0) continue;
       char c;
       const ssize_t n = recv(out_[r].fd, &c, 1, MSG_DONTWAIT);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
-        lose(r, n == 0 ? "its stream closed" : std::strerror(errno));
+      if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) continue;
+      const char* why = n == 0 ? "its stream closed" : std::strerror(errno);
+      lock.unlock();
+      // The peer's own stream to us first: all it holds is delivered, the
+      // stream itself perhaps still waiting to be accepted.
+      accept_streams();
+      for (std::size_t fd = 0; fd < in_.size(); ++fd)
+        if (in_[fd] && in_[fd]->rank == UINT32_MAX && !read_stream(*in_[fd], handlers, work))
+          end_stream(in_[fd].get(), "its stream ended");
+      const int in_fd = in_of_rank_[r];
+      Incoming* in = in_fd >= 0 ? in_[static_cast<std::size_t>(in_fd)].get() : nullptr;
+      while (in && read_stream(*in, handlers, work)) {
+        pollfd p{in->fd, POLLIN, 0};
+        if (::poll(&p, 1, 0) <= 0) break;  // drained
+      }
+      if (in) {
+        end_stream(in, why);
+      } else {
+        lock.lock();
+        lose(r, why);
         ++work;
       }
     } else {
       const auto fd = static_cast<std::size_t>(tag & kValueMask);
       Incoming* in = fd < in_.size() ? in_[fd].get() : nullptr;
       if (!in || read_stream(*in, handlers, work)) continue;
-      epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, in->fd, nullptr);
-      close(in->fd);
-      const uint32_t r = in->rank;
-      in_[fd].reset();
-      if (r != UINT32_MAX) {
-        std::lock_guard lock(mu_);
-        lose(r, "its stream ended");
-      }
-      ++work;
+      end_stream(in, "its stream ended");
     }
   }
   // Streams that waits asked for (watch_peer): resolved outside the lock.

@@ -2,7 +2,7 @@
 //
 // Ranks on other nodes over TCP.  Each rank sends on one stream per peer that
 // it opens itself (lazily, on its first message to the peer or when it starts
-// waiting on the peer) and receives on the streams peers opened to it, so
+// waiting on the peer; the first message waits for the connection) and receives on the streams peers opened to it, so
 // each direction of a pair is one stream: TCP gives the seam's "exactly
 // once, in order per (sender, receiver)" for free.  A message is framed as
 // its 40-byte MessageHeader followed by header.payload_len bytes.
@@ -114,8 +114,7 @@ class TcpTransport final : public Transport, public Messaging, public PeerLoss {
  private:
   // This rank's stream to a peer (under mu_).
   struct Outgoing {
-    int fd = -1;
-    bool connected = false;        // the nonblocking connect finished
+    int fd = -1;                   // connected (start_connect waits for it)
     std::vector<std::byte> queue;  // frames not yet written, from `written`
     std::size_t written = 0;
   };
@@ -126,7 +125,9 @@ class TcpTransport final : public Transport, public Messaging, public PeerLoss {
     std::vector<std::byte> buf;  // bytes read, not yet delivered
   };
 
-  // Opens the stream to `dst` (under mu_; `addr` resolved outside it).
+  // Opens the stream to `dst` and sends the hello (under mu_; `addr`
+  // resolved outside it).  Waits for the connection: one round trip, once
+  // per peer, up to the peer timeout for a node that does not answer.
   tsu_status_t start_connect(uint32_t dst, const sockaddr_in& addr) noexcept;
   // Writes what `o` has queued; false when the stream failed.
   bool flush(Outgoing& o) noexcept;
@@ -154,7 +155,8 @@ class TcpTransport final : public Transport, public Messaging, public PeerLoss {
   std::vector<Outgoing> out_;        // by rank (under mu_)
   std::vector<uint32_t> to_flush_;   // ranks with queued bytes (under mu_)
   std::vector<uint32_t> lost_now_;   // lost, not yet reported (under mu_)
-  std::vector<std::unique_ptr<Incoming>> in_;  // the poller's
+  std::vector<std::unique_ptr<Incoming>> in_;  // the poller's, by descriptor
+  std::vector<int> in_of_rank_;                // the poller's: rank -> descriptor (-1)
   std::unique_ptr<std::atomic<bool>[]> lost_;
   std::unique_ptr<std::atomic<bool>[]> want_stream_;  // watch_peer's requests
   std::atomic<bool> any_wanted_{false};
