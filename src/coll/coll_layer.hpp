@@ -137,7 +137,7 @@ class CollLayer {
     uint32_t round;
     std::size_t got = 0;
     bool any = false;  // a message arrived (zero-length receives)
-    bool watched = false;  // holds a Transport::watch_peer on src (end_watch ends it)
+    bool watched = false;  // holds a PeerLoss::watch_peer on src (end_watch ends it)
   };
   struct Step {
     std::vector<Send> sends;

@@ -22,7 +22,7 @@
 // starts them); each is a small state machine advanced by start() and poll().
 // The waits never block: an op records the flag it waits for, poll() checks
 // it again, and idle() tells the engine it may sleep when no recorded flag
-// changed (the writer wakes a sleeping engine: Transport::notify_peer).
+// changed (the writer wakes a sleeping engine: MemoryAccess::notify_peer).
 #pragma once
 
 #include <array>

@@ -2,11 +2,11 @@
 // matching, the unexpected queue, eager / rendezvous / single-copy eager
 // (seed 004).  Knows nothing of sockets or shared memory: the posted-receive
 // queue lives in the rank's layer area, which node peers reach through
-// Transport::peer_layer_area (network transports have none: no single-copy
+// MemoryAccess::peer_layer_area (network transports have none: no single-copy
 // eager), and the rendezvous copy uses the memory route (resolve /
 // resolve_process_memory + Runtime::copy_access), or, for a peer whose
 // memory is not reachable (another node), a CTS/DATA message exchange, or
-// the route's own bulk payloads where it has them (Transport::bulk_send).
+// the route's own bulk payloads where it has them (BulkTransfer::bulk_send).
 #pragma once
 
 #include <atomic>
@@ -39,7 +39,7 @@ inline constexpr uint16_t kHandlerMsgEager = core::kHandlerMsgFirst + 0;
 inline constexpr uint16_t kHandlerMsgRts = core::kHandlerMsgFirst + 1;
 inline constexpr uint16_t kHandlerMsgFin = core::kHandlerMsgFirst + 2;
 // "A single-copy record waits in your posted queue": only where the route
-// cannot wake the receiver's engine itself (Transport::notify_peer).
+// cannot wake the receiver's engine itself (MemoryAccess::notify_peer).
 inline constexpr uint16_t kHandlerMsgScPoke = core::kHandlerMsgFirst + 3;
 // Rendezvous with a peer whose memory this process cannot reach (another
 // node, over the network transport): the receiver asks for the data (CTS), the sender sends it in
@@ -114,7 +114,7 @@ class MsgLayer {
                      const std::byte* payload) noexcept;
   static void on_data(void* ctx, uint32_t src, const core::MessageHeader& h,
                       const std::byte* payload) noexcept;
-  // Bulk payloads (Transport::bulk_send): the sender's side of a rendezvous
+  // Bulk payloads (BulkTransfer::bulk_send): the sender's side of a rendezvous
   // to a route that moves the payload itself, and the completion of either
   // side.
   tsu_status_t send_bulk(uint32_t dst, core::MessageHeader& rts, uint64_t cookie,

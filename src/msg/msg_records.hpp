@@ -22,7 +22,7 @@ namespace tsu::msg {
 //           flags bit 0: the address is an offset in the sender's shared
 //           segment flags>>8 (else a pointer in the sender's process);
 //           bit 1: the payload comes as a bulk payload keyed by the cookie's
-//           low 32 bits (Transport::bulk_send), no CTS/DATA and no FIN
+//           low 32 bits (BulkTransfer::bulk_send), no CTS/DATA and no FIN
 //           unless the receiver cannot take it
 //   fin     args[0] cookie, [1] status (receiver -> sender, rendezvous done)
 //   scpoke  no arguments (sender -> receiver: a single-copy record waits in
@@ -51,7 +51,7 @@ struct MsgLayer::Local {
   tsu_cb_t cb;
   int64_t seg;  // shared segment holding buf, or -1
   uint64_t offset;
-  bool watched = false;  // holds a Transport::watch_peer on src until complete()
+  bool watched = false;  // holds a PeerLoss::watch_peer on src until complete()
 };
 
 struct MsgLayer::Unexpected {

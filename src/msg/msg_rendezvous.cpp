@@ -64,7 +64,7 @@ void MsgLayer::pull(std::unique_ptr<Local> lp, uint32_t src, uint64_t tag, std::
   Local& l = *lp;
   const std::size_t n = std::min(len, l.cap);
   if (flags & kRtsBulk) {
-    // The payload waits in the route (Transport::bulk_send): receive it
+    // The payload waits in the route (BulkTransfer::bulk_send): receive it
     // into the buffer (through a bounce buffer when it is longer than the
     // receive); on_bulk_done completes.
     auto np =

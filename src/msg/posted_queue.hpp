@@ -1,5 +1,5 @@
 // The posted-receive queue a rank shares with its node peers (seed 004), in
-// the rank's layer area (Transport::peer_layer_area).  The owner posts,
+// the rank's layer area (MemoryAccess::peer_layer_area).  The owner posts,
 // matches arrivals, cancels and frees; senders (single-copy eager) fill the
 // buffer of a posted receive.  Everything is accessed under `lock`, whose
 // acquire/release orders the plain fields.  Senders only try the lock and
@@ -28,7 +28,7 @@
 //    stores, then releases with kFree.  Other owner threads that find
 //    kFilled wait for (or run) progress (MsgLayer::lock_queue).
 //  - A sender that leaves kFilled wakes the owner's engine if it sleeps
-//    (Transport::notify_peer): seq_cst store of kFilled then seq_cst load of
+//    (MemoryAccess::notify_peer): seq_cst store of kFilled then seq_cst load of
 //    the owner's "asleep" word, against the owner's seq_cst store of "asleep"
 //    then seq_cst load of the lock (MsgLayer::idle): one of them sees the other.
 //  - processed[s] counts the tagged messages from rank s (eager and

@@ -154,7 +154,7 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   transport::Transport* route(uint32_t rank) const noexcept { return routes_[rank]; }
 
   // Segments: created or registered in this rank's table and announced to
-  // the network transport (Transport::register_memory) before the call
+  // the network transport (NativeRma::register_memory) before the call
   // returns; withdrawn from it before the memory goes.
   // nic_atomics (TSU_SEG_NIC_ATOMICS): refused with TSU_ERR_UNSUPPORTED
   // unless the network transport executes every atomic in its adapter.
@@ -294,7 +294,7 @@ class Runtime final : public CommandExecutor, private transport::RmaHost {
   std::vector<transport::Messaging*> msg_routes_;
   std::vector<transport::BulkTransfer*> bulk_routes_;
   std::vector<transport::PeerLoss*> loss_routes_;
-  // Per rank: its main segment as mapped here (Transport::direct_main), or
+  // Per rank: its main segment as mapped here (MemoryAccess::direct_main), or
   // a null base.  Written at init, before any request; the base is nulled
   // when the rank is lost (on_peer_lost), so that later requests take the
   // transport's path and fail there with TSU_ERR_PEER_LOST.

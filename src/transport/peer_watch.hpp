@@ -1,4 +1,4 @@
-// Per-rank watch counts for Transport::watch_peer / unwatch_peer: any thread
+// Per-rank watch counts for PeerLoss::watch_peer / unwatch_peer: any thread
 // raises or lowers a rank's count without a lock, and the transport's poller
 // learns which ranks' counts crossed zero since it last looked, without
 // scanning every rank (a job of 10,000 ranks changes a few per collective

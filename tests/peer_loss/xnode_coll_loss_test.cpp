@@ -77,7 +77,7 @@ int main() {
   // No survivor sends anything to the victim itself: the non-leaders never
   // exchange a datagram with it, and a leader may only wait for its message.
   // They learn of the loss because a rank that waits on another one has its
-  // transport watch it (Transport::watch_peer).
+  // transport watch it (PeerLoss::watch_peer).
   if (!run([&](tsu_cb_t cb) { return tsu_try_barrier(TSU_TEAM_WORLD, cb); }, req, st) ||
       st != TSU_OK)
     return fail(me, "barrier before the loss", st);

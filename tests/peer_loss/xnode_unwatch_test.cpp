@@ -1,4 +1,4 @@
-// Keep-alive watches end when nothing waits (Transport::unwatch_peer).  Run
+// Keep-alive watches end when nothing waits (PeerLoss::unwatch_peer).  Run
 // under `tsurun -n 4 --ranks-per-node 1 --tolerate-rank-loss` with a short
 // keep-alive (TSU_OFI_KEEPALIVE / TSU_UDP_KEEPALIVE) and peer timeout.
 //

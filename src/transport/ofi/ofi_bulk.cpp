@@ -1,4 +1,4 @@
-// Bulk payloads over libfabric's tagged interface (Transport::bulk_send).
+// Bulk payloads over libfabric's tagged interface (BulkTransfer::bulk_send).
 //
 // The tagged layer sends a large message as an RTS (a message, matched by
 // tsunagi's own queues, wildcards and per-pair order included) and hands the

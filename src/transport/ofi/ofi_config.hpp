@@ -65,7 +65,7 @@ struct OfiConfig {
   // others faulty() is false at compile time and no fault is tested for.
   RmaFault fault = RmaFault::kNone;
   constexpr bool faulty(RmaFault f) const noexcept { return kFaultInjection && fault == f; }
-  // Watched peers (Transport::watch_peer): one silent this long is pinged
+  // Watched peers (PeerLoss::watch_peer): one silent this long is pinged
   // (it answers), one silent for peer_timeout is lost.
   uint64_t keepalive_ns = 500'000'000;         // TSU_OFI_KEEPALIVE
   uint64_t peer_timeout_ns = 10'000'000'000;   // TSU_OFI_PEER_TIMEOUT

@@ -21,7 +21,7 @@
 // touching the pair's sequence.  Any message from the peer counts as heard;
 // one silent for TSU_OFI_PEER_TIMEOUT is lost, as is one a ping to fails.
 //
-// Bulk payloads (ofi_bulk.cpp, Transport::bulk_send): a large tagged
+// Bulk payloads (ofi_bulk.cpp, BulkTransfer::bulk_send): a large tagged
 // message's payload is one fi_tsend / fi_trecv pair where the provider offers
 // FI_TAGGED without local registration, tagged (sender rank, key); tsunagi's
 // own matching still decides which receive takes which message.

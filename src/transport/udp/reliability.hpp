@@ -91,7 +91,7 @@ struct Peer {
 
   // Liveness.  Only a monitored peer is pinged while silent, and declared
   // lost once silent past the timeout: one this rank waits on (watched:
-  // Transport::watch_peer) or has unacknowledged data for.  Silence counts
+  // PeerLoss::watch_peer) or has unacknowledged data for.  Silence counts
   // from the later of the last datagram heard and monitor_since_ns (when
   // monitoring began): a peer idle for an hour is not lost the moment a
   // wait on it starts.

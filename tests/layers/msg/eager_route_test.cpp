@@ -1,5 +1,5 @@
 // Which protocol a tagged message to a rank on another node takes over a
-// network route (Transport::eager_max: TSU_OFI_EAGER_MAX over ofi,
+// network route (Messaging::eager_max: TSU_OFI_EAGER_MAX over ofi,
 // TSU_UDP_EAGER_MAX over udp): eager up to the route's limit, rendezvous
 // above.  Two ranks on two hosts exchange messages of the sizes the
 // environment names, both ways at once; each send must be counted under the
