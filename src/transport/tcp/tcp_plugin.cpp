@@ -5,18 +5,13 @@
 #include <cstring>
 
 #include "core/log.hpp"
+#include "transport/ipv4_address.hpp"
 
 namespace tsu::transport::tcp {
 
 namespace {
 
 using T = TcpConfig;
-
-struct TcpRecord {  // what each rank publishes: "tsu.tcp.<rank>"
-  uint32_t ip;      // network order
-  uint16_t port;    // network order
-  uint16_t reserved;
-};
 
 const char* const kSummary =
     "ranks on other nodes: one TCP stream per direction, messages framed on it;\n"
@@ -36,10 +31,7 @@ tsu_status_t connect(const NetworkSetup& setup, std::unique_ptr<Transport>& out,
   TcpConfig cfg;
   tsu_status_t st = tcp_settings().apply(cfg, setup.getenv, error);
   if (st != TSU_OK) return st;
-  if (!cfg.bind_ip_given) {
-    cfg.bind_ip = setup.boot->reachable_address();
-    if (cfg.bind_ip.empty()) cfg.bind_ip = "127.0.0.1";
-  }
+  if (!cfg.bind_ip_given) cfg.bind_ip = default_bind_ip(*setup.boot);
   if (!setup.derive_key) {
     error = "tcp: streams are opened with a token derived from the job secret, and none is given";
     return TSU_ERR_CONFIG;
@@ -48,33 +40,9 @@ tsu_status_t connect(const NetworkSetup& setup, std::unique_ptr<Transport>& out,
   auto t = std::make_unique<TcpTransport>(setup.rank, setup.size, cfg, token);
   st = t->open(error);
   if (st != TSU_OK) return st;
-  const sockaddr_in local = t->local_address();
-  const TcpRecord mine{local.sin_addr.s_addr, local.sin_port, 0};
-  if (setup.boot->put("tsu.tcp." + std::to_string(setup.rank),
-                      std::as_bytes(std::span(&mine, 1))) != TSU_OK) {
-    error = "bootstrap put of the tcp address failed";
-    return TSU_ERR_BOOTSTRAP;
-  }
-  char ip[INET_ADDRSTRLEN] = {};
-  inet_ntop(AF_INET, &local.sin_addr, ip, sizeof ip);
-  TSU_LOG_INFO("tcp: rank %u listens on %s:%u", setup.rank, ip, ntohs(local.sin_port));
-  // Addresses are fetched on first contact: a rank's start-up costs one put
-  // whatever the job size.
-  t->set_address_resolver([boot = setup.boot, reach = setup.reach](uint32_t r, sockaddr_in& a) {
-    if (r >= reach.size() || !reach[r]) return false;  // node peers go through shm
-    std::vector<std::byte> v;
-    if (boot->get("tsu.tcp." + std::to_string(r), v) != TSU_OK || v.size() != sizeof(TcpRecord)) {
-      TSU_LOG_ERROR("tcp: bootstrap lookup of rank %u's address failed", r);
-      return false;
-    }
-    TcpRecord rec;
-    std::memcpy(&rec, v.data(), sizeof rec);
-    a = sockaddr_in{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = rec.ip;
-    a.sin_port = rec.port;
-    return true;
-  });
+  st = publish_ipv4(*setup.boot, "tsu.tcp.", setup.rank, t->local_address(), error);
+  if (st != TSU_OK) return st;
+  t->set_address_resolver(ipv4_resolver(setup.boot, setup.reach, "tsu.tcp."));
   out = std::move(t);
   return TSU_OK;
 }

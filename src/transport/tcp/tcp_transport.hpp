@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/ipv4_address.hpp"
 #include "transport/messaging.hpp"
 #include "transport/peer_loss.hpp"
 #include "transport/transport.hpp"
@@ -55,8 +56,7 @@ using Token = std::array<uint8_t, 32>;
 
 class TcpTransport final : public Transport, public Messaging, public PeerLoss {
  public:
-  // Where a peer listens (the bootstrap); false: the rank has no address.
-  using AddressResolver = std::function<bool(uint32_t rank, sockaddr_in& out)>;
+  using AddressResolver = Ipv4Resolver;  // transport/ipv4_address.hpp
 
   TcpTransport(uint32_t rank, uint32_t size, const TcpConfig& cfg, const Token& token);
   ~TcpTransport() override;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/log.hpp"
+#include "transport/ipv4_address.hpp"
 
 namespace tsu::transport::udp {
 
@@ -12,12 +13,6 @@ namespace {
 
 using core::Setting;
 using U = UdpConfig;
-
-struct UdpRecord {  // what each rank publishes: "tsu.udp.<rank>"
-  uint32_t ip;      // network order
-  uint16_t port;    // network order
-  uint16_t reserved;
-};
 
 const char* const kSummary =
     "ranks on other nodes: reliable datagrams (sequence numbers, selective acks,\n"
@@ -37,10 +32,7 @@ tsu_status_t connect(const NetworkSetup& setup, std::unique_ptr<Transport>& out,
   UdpConfig uc;
   tsu_status_t st = udp_settings().apply(uc, setup.getenv, error);
   if (st != TSU_OK) return st;
-  if (!uc.bind_ip_given) {
-    uc.bind_ip = setup.boot->reachable_address();
-    if (uc.bind_ip.empty()) uc.bind_ip = "127.0.0.1";
-  }
+  if (!uc.bind_ip_given) uc.bind_ip = default_bind_ip(*setup.boot);
   Secret secret;
   if (setup.job_secret.size() != sizeof secret) {
     error = "udp: the job secret has " + std::to_string(setup.job_secret.size()) +
@@ -60,34 +52,11 @@ tsu_status_t connect(const NetworkSetup& setup, std::unique_ptr<Transport>& out,
   auto t = std::make_unique<UdpTransport>(setup.rank, setup.size, secret, uc);
   st = t->open(error);
   if (st != TSU_OK) return st;
-  const sockaddr_in local = t->local_address();
-  UdpRecord mine{local.sin_addr.s_addr, local.sin_port, 0};
-  if (setup.boot->put("tsu.udp." + std::to_string(setup.rank),
-                      std::as_bytes(std::span(&mine, 1))) != TSU_OK) {
-    error = "bootstrap put of the udp address failed";
-    return TSU_ERR_BOOTSTRAP;
-  }
-  char ip[INET_ADDRSTRLEN] = {};
-  inet_ntop(AF_INET, &local.sin_addr, ip, sizeof ip);
-  TSU_LOG_INFO("udp: rank %u listens on %s:%u", setup.rank, ip, ntohs(local.sin_port));
+  st = publish_ipv4(*setup.boot, "tsu.udp.", setup.rank, t->local_address(), error);
+  if (st != TSU_OK) return st;
   // No address exchange at init: a peer's address is fetched from the
-  // bootstrap on first contact (or learned from its first datagram), so a
-  // rank's start-up costs one put whatever the job size (docs/scaling.md).
-  t->set_address_resolver([boot = setup.boot, reach = setup.reach](uint32_t r, sockaddr_in& a) {
-    if (r >= reach.size() || !reach[r]) return false;  // node peers go through shm
-    std::vector<std::byte> v;
-    if (boot->get("tsu.udp." + std::to_string(r), v) != TSU_OK || v.size() != sizeof(UdpRecord)) {
-      TSU_LOG_ERROR("udp: bootstrap lookup of rank %u's address failed", r);
-      return false;
-    }
-    UdpRecord rec;
-    std::memcpy(&rec, v.data(), sizeof rec);
-    a = sockaddr_in{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = rec.ip;
-    a.sin_port = rec.port;
-    return true;
-  });
+  // bootstrap on first contact (or learned from its first datagram).
+  t->set_address_resolver(ipv4_resolver(setup.boot, setup.reach, "tsu.udp."));
   out = std::move(t);
   return TSU_OK;
 }
