@@ -346,7 +346,9 @@ void ProgressEngine::idle_sleep(IdleWake wake, uint64_t max_ns) noexcept {
   // fewer cores than busy threads, a woken issuer waited a time slice
   // behind the polling engine (docs/ofi.md, "Busy polling").  (A transport
   // refusing for work of its own is polled again at once, as before.)
-  if (busy) sched_yield();
+  // Refused for a peer's sake on an oversubscribed node: the peer may need
+  // this CPU (set_oversubscribed).
+  if (busy || (!may_sleep && oversubscribed_.load(std::memory_order_relaxed))) sched_yield();
 }
 
 void ProgressEngine::nap_while_driven(DriverLook& look,
@@ -391,9 +393,18 @@ void ProgressEngine::thread_main() {
   const bool yield_when_idle =
       std::any_of(transports_.begin(), transports_.end(),
                   [](const transport::Transport* t) { return t->busy_polling(); });
-  DriverLook drivers;
+  DriverLook drivers, any_drivers;
   drivers.schedulers_only = true;
   while (!stop_.load(std::memory_order_acquire)) {
+    // Oversubscribed: every thread that polls counts, busy or idle (see
+    // set_oversubscribed); the look is cached, so this is a clock read.
+    if (!lane_ && oversubscribed_.load(std::memory_order_relaxed)) {
+      if (driven_by_others(any_drivers, util::now_ns())) {
+        nap_while_driven(any_drivers, stop_);
+        idle_since = 0;
+        continue;
+      }
+    }
     if (progress()) {
       if (idle_since) {
         const uint64_t gap = util::now_ns() - idle_since;

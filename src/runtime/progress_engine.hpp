@@ -170,7 +170,8 @@ class ProgressEngine {
   // store on an application's polling loop otherwise).
   void note_external_poll(bool scheduler_worker) noexcept {
     std::atomic<uint64_t>* c = scheduler_worker ? &scheduler_polls_
-                               : helpers_looking_.load(std::memory_order_relaxed) != 0
+                               : helpers_looking_.load(std::memory_order_relaxed) != 0 ||
+                                         oversubscribed_.load(std::memory_order_relaxed)
                                    ? &other_polls_
                                    : nullptr;
     if (c) c->store(c->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -252,6 +253,16 @@ class ProgressEngine {
   // wait for their transport, instead of spinning briefly and sleeping: where
   // it has a core of its own (Runtime decides with the spin budget).
   void set_poll_while_out(bool on) noexcept { poll_while_out_.store(on, std::memory_order_relaxed); }
+  // More threads poll on this node than it has CPUs (Runtime::oversubscribed,
+  // TSU_YIELD): a runnable thread that is not the one a peer waits for costs
+  // that peer a turn of the run queue.  The progress thread then steps back
+  // while the application's threads call tsu_progress themselves (any
+  // caller counts, not only schedulers' workers), and yields instead of
+  // spinning when a transport or layer refuses its sleep (it waits for a
+  // peer, and spinning held the CPU a time slice, ~4 ms, from the peer rank
+  // sharing it).  4 ranks on 2 CPUs: a node barrier went from ~1.5 ms to
+  // ~9 us (docs/design-decisions.md, "Progress engine").
+  void set_oversubscribed(bool on) noexcept { oversubscribed_.store(on, std::memory_order_relaxed); }
   // Threads in a blocking wait's spin and yield phases, polling this engine
   // themselves (core::PollingMark): while any does, the progress thread does
   // not poll beside it for requests out (a third busy thread on two cores
@@ -276,6 +287,7 @@ class ProgressEngine {
   // consumer role (a hint; relaxed).
   std::atomic<uint32_t> requests_out_{0};
   std::atomic<bool> poll_while_out_{false};  // set_poll_while_out
+  std::atomic<bool> oversubscribed_{false};  // set_oversubscribed
   std::atomic<uint32_t> waiters_polling_{0};
   bool pushed(PushResult r, IfAsleep if_asleep) noexcept {
     if (r == PushResult::kPushedConsumerAsleep) [[unlikely]] {

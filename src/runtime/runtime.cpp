@@ -176,6 +176,7 @@ tsu_status_t Runtime::create(const tsu_config_t* user_config, uint64_t epoch,
   // (docs/design-decisions.md, "Progress engine").
   rt->engine_->set_poll_while_out(rt->cpus_per_node_rank() >= 2);
   rt->engine_->set_handlers(&rt->handlers_);
+  rt->update_yield();  // (connect_peers counted the node's ranks before the engine existed)
   // The node transports, in registry order, are polled by the engine; a node
   // peer whose process exits is lost like a silent network peer.
   for (std::size_t i = 0; i < rt->node_.size(); ++i) {
@@ -242,8 +243,9 @@ bool Runtime::oversubscribed() const noexcept {
 }
 
 void Runtime::update_yield() noexcept {
-  yield_when_idle_.store(cfg_.yield_idle >= 0 ? cfg_.yield_idle == 1 : oversubscribed(),
-                         std::memory_order_relaxed);
+  const bool shared = cfg_.yield_idle >= 0 ? cfg_.yield_idle == 1 : oversubscribed();
+  yield_when_idle_.store(shared, std::memory_order_relaxed);
+  if (engine_) engine_->set_oversubscribed(shared);
 }
 
 // CPUs in this rank's affinity mask at tsu_init over the ranks on its node.
