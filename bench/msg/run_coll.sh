@@ -21,8 +21,8 @@ RANKS=${*:-2 4}
 OUT=${RAW:-$(mktemp)}  # RAW=FILE: append the raw output there (kept)
 tsu() {  # tsu LABEL BUILD N: one tsu-bench coll run
   echo "load $(cut -d' ' -f1 /proc/loadavg) before $1 $3, run $run" >>"$OUT"
-  TSU_PROGRESS=manual "$2/tools/tsurun/tsurun" -n "$3" --timeout 300 \
-    "$2/bench/tsu-bench" coll --max 1048576 --yield $PIN | sed "s/^/$1 /" >>"$OUT"
+  "$2/tools/tsurun/tsurun" -n "$3" --timeout 300 \
+    "$2/bench/tsu-bench" coll --max 1048576 $PIN | sed "s/^/$1 /" >>"$OUT"
 }
 for run in $(seq "$RUNS"); do
   for n in $RANKS; do

@@ -47,6 +47,11 @@ constexpr uint64_t kIssuingSpinNs = 20'000;
 constexpr uint64_t kRequestsOutPollNs = 2'000'000;
 // Naps while other pthreads drive progress (nap_while_driven).
 constexpr long kMinDriverNapNs = 50'000, kMaxDriverNapNs = 200'000;
+// On an oversubscribed node: about a time slice, the delay the scheduler
+// already puts between a thread and its turn there (each shorter nap's
+// wake-up preempted a driver: 4 ranks on 2 CPUs, small collectives took
+// 1.5-3x as long with 200 us naps as with 5 ms ones).
+constexpr long kMaxDriverNapSharedNs = 4'000'000;
 
 // Involuntary context switches of the calling thread so far.
 long involuntary_switches() noexcept {
@@ -353,8 +358,10 @@ void ProgressEngine::idle_sleep(IdleWake wake, uint64_t max_ns) noexcept {
 
 void ProgressEngine::nap_while_driven(DriverLook& look,
                                       const std::atomic<bool>& until) const noexcept {
+  const long max_nap_ns =
+      oversubscribed_.load(std::memory_order_relaxed) ? kMaxDriverNapSharedNs : kMaxDriverNapNs;
   for (long nap_ns = kMinDriverNapNs; !until.load(std::memory_order_acquire);
-       nap_ns = std::min(nap_ns * 2, kMaxDriverNapNs)) {
+       nap_ns = std::min(nap_ns * 2, max_nap_ns)) {
     const timespec ts{0, nap_ns};
     nanosleep(&ts, nullptr);
     if (!driven_by_others(look, util::now_ns())) return;

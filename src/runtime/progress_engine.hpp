@@ -215,10 +215,10 @@ class ProgressEngine {
     return look.driven;
   }
   // Naps while other pthreads drive progress (driven_by_others), or until
-  // `until` is set.  The nap doubles from 50 to 200 us: each wake-up of the
-  // napper preempts one of the drivers where the CPUs are all busy, and
-  // once they stop the napper takes over within a fraction of a
-  // millisecond.  A nap is not a sleep on the doorbell: senders do not ring
+  // `until` is set.  The nap doubles from 50 to 200 us (4 ms where the node
+  // is oversubscribed): each wake-up of the napper preempts one of the
+  // drivers where the CPUs are all busy, and once they stop the napper
+  // takes over within a fraction of a millisecond (within a time slice).  A nap is not a sleep on the doorbell: senders do not ring
   // for it (the drivers poll).
   void nap_while_driven(DriverLook& look, const std::atomic<bool>& until) const noexcept;
   // A manual-progress waiter that found nothing to do for a while: sleeps as
