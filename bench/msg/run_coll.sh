@@ -3,7 +3,8 @@
 # tsu-peers-mpi coll at 2 and 4 ranks, 8 B .. 1 MiB, RUNS times each,
 # interleaved (a shared machine's load drifts), then the median per cell
 # with the spread (min-max of the runs) and which side is ahead.
-# Both sides yield while they wait (tsu --yield, Open MPI mpi_yield_when_idle):
+# tsunagi runs with its default settings (it yields by itself where the node
+# is oversubscribed, TSU_YIELD=auto); Open MPI is told to (mpi_yield_when_idle):
 # 4 ranks oversubscribe a 2-core machine.  Placement as Open MPI's default:
 # mpirun binds 2 ranks to cores 0 and 1 and leaves 4 (oversubscribed) ranks
 # unbound; tsurun binds nothing, so tsu-bench gets --cpus 0,1 at 2 ranks.
