@@ -218,8 +218,9 @@ class ProgressEngine {
   // `until` is set.  The nap doubles from 50 to 200 us (4 ms where the node
   // is oversubscribed): each wake-up of the napper preempts one of the
   // drivers where the CPUs are all busy, and once they stop the napper
-  // takes over within a fraction of a millisecond (within a time slice).  A nap is not a sleep on the doorbell: senders do not ring
-  // for it (the drivers poll).
+  // takes over within a fraction of a millisecond (within a time slice).
+  // A nap is not a sleep on the doorbell: senders do not ring for it (the
+  // drivers poll).
   void nap_while_driven(DriverLook& look, const std::atomic<bool>& until) const noexcept;
   // A manual-progress waiter that found nothing to do for a while: sleeps as
   // the progress thread does when idle (on the doorbell, and in epoll on the
@@ -261,7 +262,7 @@ class ProgressEngine {
   // spinning when a transport or layer refuses its sleep (it waits for a
   // peer, and spinning held the CPU a time slice, ~4 ms, from the peer rank
   // sharing it).  4 ranks on 2 CPUs: a node barrier went from ~1.5 ms to
-  // ~9 us (docs/design-decisions.md, "Progress engine").
+  // 4-6 us (docs/design-decisions.md, "Progress engine").
   void set_oversubscribed(bool on) noexcept { oversubscribed_.store(on, std::memory_order_relaxed); }
   // Threads in a blocking wait's spin and yield phases, polling this engine
   // themselves (core::PollingMark): while any does, the progress thread does
