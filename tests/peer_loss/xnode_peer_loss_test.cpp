@@ -85,6 +85,13 @@ int main() {
     return fail(me, "posting the receive");
   // Collective, drives progress: every rank is here and has posted.
   if (tsu_am_register(5, on_long, nullptr) != TSU_OK) return fail(me, "tsu_am_register");
+  // tsu_am_register's synchronization ends on each rank when its last round
+  // arrives: the victim may be done while its own last message to a survivor
+  // still waits for an ack (udp) or a retransmission.  Killed then, it fails
+  // that survivor's tsu_am_register, which is not what this test is about.
+  // The bootstrap barrier (no transport traffic) keeps it until every rank
+  // has returned from tsu_am_register.
+  if (tsu_barrier() != TSU_OK) return fail(me, "tsu_barrier");
 
   if (me == victim) {
     for (uint32_t s = 0; s < victim; ++s)
