@@ -101,7 +101,7 @@ Peer& UdpTransport::peer(uint32_t rank) {
 
 void UdpTransport::timer_by(uint64_t t) noexcept {
   next_timer_ns_ = std::min(next_timer_ns_, t);
-  wake_.arm_by(t);
+  if (engine_asleep_) wake_.arm_by(t);
 }
 
 bool UdpTransport::is_peer_lost(uint32_t rank) const noexcept {
@@ -308,7 +308,9 @@ std::size_t UdpTransport::poll_protocol() noexcept {
   now = util::now_ns();
   if (now >= next_timer_ns_) run_timers(now);
   wake_.consume_if_fired(now);
-  if (next_timer_ns_ != UINT64_MAX) wake_.arm_by(next_timer_ns_);
+  // Armed for a sleep that has ended: disarm it in a pass that found nothing
+  // (off the path of an arriving message), before it fires during traffic.
+  if (work == 0 && !engine_asleep_) wake_.disarm();
   send_pending(now, /*defer_lone_acks=*/!dispatching_at_.empty());
   if (sock_.has_staged() || sock_.next_impair_due(now) == 0) flush(now);
   // Peer-loss notifications run last, outside the datagram loop.
@@ -324,8 +326,20 @@ std::size_t UdpTransport::poll_protocol() noexcept {
 
 bool UdpTransport::prepare_sleep() noexcept {
   std::lock_guard lock(mu_);
-  return !sock_.has_staged() && tx_list_.empty() && ack_list_.empty() && newly_lost_.empty() &&
-         to_watch_.empty() && !watches_.changed();
+  if (sock_.has_staged() || !tx_list_.empty() || !ack_list_.empty() || !newly_lost_.empty() ||
+      !to_watch_.empty() || watches_.changed())
+    return false;
+  engine_asleep_ = true;
+  uint64_t next = UINT64_MAX;
+  for (const Peer* p : active_) next = std::min(next, peer_deadline(*p));
+  next_timer_ns_ = next;
+  if (next != UINT64_MAX) wake_.arm_by(next);
+  return true;
+}
+
+void UdpTransport::end_sleep() noexcept {
+  std::lock_guard lock(mu_);
+  engine_asleep_ = false;
 }
 
 uint64_t UdpTransport::max_sleep_ns() const noexcept {

@@ -139,6 +139,7 @@ class UdpTransport final : public Transport, public Messaging, public PeerLoss {
   // ---- Progress ------------------------------------------------------------------
   std::size_t poll(const core::MessageHandlerTable& handlers) noexcept override;
   bool prepare_sleep() noexcept override;
+  void end_sleep() noexcept override;
   int wait_fd() const noexcept override { return wake_.fd(); }
   uint64_t max_sleep_ns() const noexcept override;
 
@@ -187,14 +188,15 @@ class UdpTransport final : public Transport, public Messaging, public PeerLoss {
   WireHeader control_header(const Peer& p, uint8_t type, uint64_t now) const;
   void schedule_tx(Peer& p);
   void schedule_ack(Peer& p);
-  // A protocol deadline at `t`: poll must run by then, also when the engine
-  // sleeps on a timeout chosen before this send (sends from user threads:
-  // inline RMA, messages).  The timerfd follows the earliest deadline and is
-  // re-armed after it fires; deadlines that went away (all acknowledged)
-  // leave it armed early, which costs a spurious wake per probe interval
-  // while traffic flows, and is kept because it buys latency: a timer due
-  // soon keeps the idle CPU in a shallow state (the figure: docs/udp.md,
-  // the timerfd armed at the earliest deadline).
+  // A protocol deadline at `t`: poll must run by then.  While an engine
+  // sleeps on wait_fd (between prepare_sleep and end_sleep) the timerfd is
+  // armed to it at once: sends from user threads (inline RMA, messages)
+  // start timers the sleeper did not know when it chose its timeout.  While
+  // nobody sleeps, the deadline is only noted: the pollers run the timers,
+  // and a timerfd armed during traffic fired every probe interval, each
+  // expiry stalling this VM's polling ranks for tens of microseconds (udp
+  // 8 B get: mean 27 us, p99 91 us, against 17.5 and 25 without;
+  // docs/design-decisions.md, "udp").
   void timer_by(uint64_t t) noexcept;
   // Data, then pure acks owed; with `defer_lone_acks`, acks for a lone
   // datagram stay queued for send_acks() after dispatch.
@@ -268,6 +270,7 @@ class UdpTransport final : public Transport, public Messaging, public PeerLoss {
   // everything acknowledged, leave it stale until max_sleep_ns/run_timers
   // recompute it).
   mutable uint64_t next_timer_ns_ = UINT64_MAX;
+  bool engine_asleep_ = false;  // between prepare_sleep() and end_sleep() (under mu_)
   int batch_depth_ = 0;
   UdpStats st_;
   std::FILE* trace_ = nullptr;

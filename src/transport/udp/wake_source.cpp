@@ -42,6 +42,11 @@ void WakeSource::arm(uint64_t deadline_ns) noexcept {
   if (timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &its, nullptr) == 0) armed_ns_ = deadline_ns;
 }
 
+void WakeSource::disarm_now() noexcept {
+  itimerspec its{};  // zero: disarmed (and an expiry not yet read is cleared)
+  if (timerfd_settime(timer_fd_, 0, &its, nullptr) == 0) armed_ns_ = UINT64_MAX;
+}
+
 void WakeSource::consume() noexcept {
   // The timer fires up to the thread's timer slack after its deadline: until
   // it has, it stays armed (clearing it now would leave the descriptor

@@ -7,8 +7,9 @@
 // this transport while the progress thread sleeps (messages from the layers
 // above, and RMA commands executed inline by their issuer), and those sends
 // start timers the sleeper did not know when it chose its timeout.  Arming
-// is a syscall, so it happens only when a deadline is earlier than the armed
-// one; a timer that fires early is harmless (poll finds nothing due).
+// is a syscall, so it happens only while an engine sleeps and only when a
+// deadline is earlier than the armed one; a timer that fires early is
+// harmless (poll finds nothing due).
 #pragma once
 
 #include <cstdint>
@@ -36,10 +37,15 @@ class WakeSource {
   void consume_if_fired(uint64_t now_ns) noexcept {
     if (now_ns >= armed_ns_) consume();
   }
+  // Stops a pending expiry (no syscall when none is pending).
+  void disarm() noexcept {
+    if (armed_ns_ != UINT64_MAX) disarm_now();
+  }
 
  private:
   void arm(uint64_t deadline_ns) noexcept;
   void consume() noexcept;
+  void disarm_now() noexcept;
 
   int epoll_fd_ = -1;
   int timer_fd_ = -1;
