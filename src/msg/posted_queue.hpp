@@ -187,9 +187,14 @@ class PostedQueue {
     if (hdr_->count == 1) hdr_->head = entries_[slot].f;
   }
   void remove_at(uint32_t pos) noexcept {
-    for (uint32_t i = pos + 1; i < hdr_->count; ++i) order_[i - 1] = order_[i];
-    --hdr_->count;
-    if (pos == 0 && hdr_->count) hdr_->head = entries_[order_[0]].f;
+    // The count in a local: with `i < hdr_->count` as the bound, each
+    // uint16_t store (same type, may alias) forced a reload of the count,
+    // and with 64 receives posted the shift took 70% of matching an arrival.
+    const uint32_t count = hdr_->count;
+    uint16_t* const order = order_;
+    for (uint32_t i = pos + 1; i < count; ++i) order[i - 1] = order[i];
+    hdr_->count = static_cast<uint16_t>(count - 1);
+    if (pos == 0 && count > 1) hdr_->head = entries_[order_[0]].f;
   }
   std::atomic<uint64_t>& processed(uint32_t src) noexcept { return counters_[src].processed; }
 
