@@ -1,7 +1,8 @@
 #!/bin/sh
 # Seed 004 figure 7 on this machine: pre-posted pingpong for normal eager,
 # single-copy eager and rendezvous, on different cores (0,1) and on one core
-# (0,0), the plain pingpong, and Open MPI's pingpong in the same run.
+# (0,0), the plain pingpong, the message rate, and Open MPI's pingpong and
+# message rate in the same run.
 # Usage: bench/msg/run_pingpong.sh [BUILD_DIR]   (default build/release)
 # PRIO="chrt -f 10" runs every job at a real-time priority: on this shared
 # 2-core machine other sessions' jobs then cannot take the benchmark's cores.
@@ -28,6 +29,7 @@ for cpus in 0,1 0,0; do
     MPI="$PRIO mpirun --allow-run-as-root --oversubscribe $YM -np 2"
     $MPI "$B/bench/peers/tsu-peers-mpi" pingpong --cpus $cpus
     $MPI "$B/bench/peers/tsu-peers-mpi" pingpong --prepost --cpus $cpus
+    $MPI "$B/bench/peers/tsu-peers-mpi" stream --min 8 --max 8192 --cpus $cpus
   else
     echo "# Open MPI peer benchmark skipped: mpirun or tsu-peers-mpi missing"
   fi

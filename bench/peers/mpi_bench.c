@@ -2,6 +2,7 @@
  * pingpong (plain and with the next receive pre-posted, as in seed 004's
  * modified osu_latency) and collective latencies as tsu-bench-msg.
  *   mpirun --allow-run-as-root --oversubscribe -np 2 tsu-peers-mpi pingpong [--prepost]
+ *   mpirun ... -np 2 tsu-peers-mpi stream [--max B]   (message rate, as tsu-bench stream)
  *   mpirun ... -np N tsu-peers-mpi coll */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -69,6 +70,41 @@ static void pingpong(int me, int prepost, size_t maxb) {
   free(r);
 }
 
+/* tsu-bench stream's protocol: per round rank 1 posts a window of 64
+ * receives and sends "ready"; rank 0 waits for it and sends 64 messages.
+ * Same round count, one timed run per size. */
+static void stream(int me, size_t minb, size_t maxb) {
+  enum { W = 64 };
+  char *s = malloc(maxb + 1), *r = malloc((maxb + 1) * W);
+  memset(s, 1, maxb + 1);
+  if (me == 0) printf("# Open MPI stream: window %d, rank 0 -> 1\n%10s %12s %10s\n", W, "bytes", "Mmsg/s", "MB/s");
+  for (size_t size = minb; size <= maxb; size = size ? size * 2 : 1) {
+    int rounds = (int)((4u << 20) / (size + 64) / W);
+    if (rounds < 20) rounds = 20;
+    MPI_Request req[W];
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    for (int k = 0; k < rounds && me < 2; ++k) {
+      if (me == 1) {
+        for (int i = 0; i < W; ++i) MPI_Irecv(r + i * size, (int)size, MPI_CHAR, 0, 1, MPI_COMM_WORLD, &req[i]);
+        MPI_Send(NULL, 0, MPI_CHAR, 0, 2, MPI_COMM_WORLD);
+        MPI_Waitall(W, req, MPI_STATUSES_IGNORE);
+      } else {
+        MPI_Recv(NULL, 0, MPI_CHAR, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        for (int i = 0; i < W; ++i) MPI_Isend(s, (int)size, MPI_CHAR, 1, 1, MPI_COMM_WORLD, &req[i]);
+        MPI_Waitall(W, req, MPI_STATUSES_IGNORE);
+      }
+    }
+    MPI_Barrier(MPI_COMM_WORLD); /* rank 1 has every message */
+    const double us = (MPI_Wtime() - t0) * 1e6, msgs = (double)rounds * W;
+    if (me == 0) printf("%10zu %12.3f %10.1f\n", size, msgs / us, msgs * (double)size / us);
+    fflush(stdout);
+    if (size == 0) break;
+  }
+  free(s);
+  free(r);
+}
+
 static void coll(int me, int n, size_t maxb) {
   double *a = malloc(maxb + 8), *b = malloc(maxb + 8);
   char *g = malloc(maxb * (size_t)n + 1), *x = malloc(maxb * (size_t)n + 1);
@@ -120,15 +156,17 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   const char *cmd = argc > 1 ? argv[1] : "pingpong";
   int prepost = 0;
-  size_t maxb = 1u << 20;
+  size_t maxb = 1u << 20, minb = 8;
   const char *cpus = NULL;
   for (int i = 2; i < argc; ++i) {
     if (!strcmp(argv[i], "--prepost")) prepost = 1;
     else if (!strcmp(argv[i], "--max") && i + 1 < argc) maxb = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--min") && i + 1 < argc) minb = strtoull(argv[++i], NULL, 10);
     else if (!strcmp(argv[i], "--cpus") && i + 1 < argc) cpus = argv[++i];
   }
   pin(me, cpus);
   if (!strcmp(cmd, "pingpong") && n >= 2) pingpong(me, prepost, maxb);
+  else if (!strcmp(cmd, "stream") && n >= 2) stream(me, minb, maxb);
   else if (!strcmp(cmd, "coll")) coll(me, n, maxb);
   MPI_Finalize();
   return 0;
