@@ -200,12 +200,13 @@ tsu_status_t MsgLayer::recv(uint32_t src, uint64_t tag, uint64_t mask, void* buf
       new (std::nothrow) Local{0, src, tag, mask, buf, cap, status, cb, -1, 0, false});
   if (!l) return core::fail(TSU_ERR_NO_MEMORY, "tsu_try_recv: out of memory");
   // A buffer in one of our shared segments can be filled by a node peer
-  // directly (single-copy eager).
+  // directly (single-copy eager), if it can hold a message that goes that
+  // way: smaller ones skip the segment lookup (a lock and a tree search).
   tsu_seg_t seg;
   uint64_t offset;
   std::byte* p;
   uint32_t state = 0;
-  if (cap && rt_.segments().find(buf, seg, offset) &&
+  if (sceager_ && cap && cap >= sceager_min_ && rt_.segments().find(buf, seg, offset) &&
       rt_.segments().translate(seg, offset, cap, p, &state) == TSU_OK &&
       core::slot_state_shared(state)) {
     l->seg = static_cast<int64_t>(seg);
