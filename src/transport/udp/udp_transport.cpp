@@ -330,10 +330,7 @@ bool UdpTransport::prepare_sleep() noexcept {
       !to_watch_.empty() || watches_.changed())
     return false;
   engine_asleep_ = true;
-  uint64_t next = UINT64_MAX;
-  for (const Peer* p : active_) next = std::min(next, peer_deadline(*p));
-  next_timer_ns_ = next;
-  if (next != UINT64_MAX) wake_.arm_by(next);
+  if (const uint64_t next = refresh_next_timer(); next != UINT64_MAX) wake_.arm_by(next);
   return true;
 }
 
@@ -342,15 +339,20 @@ void UdpTransport::end_sleep() noexcept {
   engine_asleep_ = false;
 }
 
+uint64_t UdpTransport::refresh_next_timer() const noexcept {
+  uint64_t next = UINT64_MAX;
+  for (const Peer* p : active_) next = std::min(next, peer_deadline(*p));
+  next_timer_ns_ = next;
+  return next;
+}
+
 uint64_t UdpTransport::max_sleep_ns() const noexcept {
   std::lock_guard lock(mu_);
   const uint64_t now = util::now_ns();
   uint64_t t = sock_.next_impair_due(now);
-  // Recompute: a stale earlier deadline would wake the engine for nothing
+  // Recomputed: a stale earlier deadline would wake the engine for nothing
   // (in request/reply traffic, once or twice per round trip).
-  uint64_t next = UINT64_MAX;
-  for (const Peer* p : active_) next = std::min(next, peer_deadline(*p));
-  next_timer_ns_ = next;
+  const uint64_t next = refresh_next_timer();
   if (next != UINT64_MAX) t = std::min(t, next > now ? next - now : 0);
   return t;
 }

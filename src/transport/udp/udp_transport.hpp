@@ -267,9 +267,11 @@ class UdpTransport final : public Transport, public Messaging, public PeerLoss {
   uint32_t watched_now_ = 0;     // peers with state that are watched (under mu_)
   void apply_watches(uint64_t now);  // under mu_: watches_' changes onto the peers
   // Earliest protocol deadline, or earlier (deadlines that went away, e.g.
-  // everything acknowledged, leave it stale until max_sleep_ns/run_timers
-  // recompute it).
+  // everything acknowledged, leave it stale until refresh_next_timer or
+  // run_timers recompute it).
   mutable uint64_t next_timer_ns_ = UINT64_MAX;
+  // Under mu_: next_timer_ns_ from every peer's deadlines; returns it.
+  uint64_t refresh_next_timer() const noexcept;
   bool engine_asleep_ = false;  // between prepare_sleep() and end_sleep() (under mu_)
   int batch_depth_ = 0;
   UdpStats st_;
