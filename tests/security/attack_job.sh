@@ -91,7 +91,7 @@ grep -qE ' [1-9][0-9]* dropped unauthenticated' <<<"$summary" ||
   fail "expected idle unauthenticated connections over the limit to be dropped: $summary"
 stats=$(grep -E '^\[1\] tsunagi\[1\] udp:' "$dir/out") || fail "no TSU_STATS udp line for rank 1"
 drops=0
-for k in drop_truncated drop_foreign drop_bad_mac drop_bad_crc drop_malformed drop_bad_tag; do
+for k in drop_truncated drop_foreign drop_bad_mac drop_bad_crc drop_malformed drop_bad_tag drop_too_long; do
   v=$(grep -oE " $k=[0-9]+" <<<"$stats" | cut -d= -f2)
   drops=$((drops + ${v:-0}))
 done

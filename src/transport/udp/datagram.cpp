@@ -107,6 +107,7 @@ const char* parse_status_name(ParseStatus s) noexcept {
     case ParseStatus::kBadCrc: return "bad_crc";
     case ParseStatus::kMalformed: return "malformed";
     case ParseStatus::kBadTag: return "bad_tag";
+    case ParseStatus::kTooLong: return "too_long";
     case ParseStatus::kCount: break;
   }
   return "?";
@@ -167,8 +168,8 @@ ParseStatus parse_datagram(std::span<const std::byte> bytes, const Secret& key, 
     return ParseStatus::kMalformed;
   switch (h.type) {
     case kData:
-      if (h.payload_len == 0 || h.payload_len > max_payload ||
-          (h.flags & ~(kFirst | kLast | kDupSeen | kPacked)) ||
+      if (h.payload_len > max_payload) return ParseStatus::kTooLong;
+      if (h.payload_len == 0 || (h.flags & ~(kFirst | kLast | kDupSeen | kPacked)) ||
           ((h.flags & kPacked) && (h.flags & (kFirst | kLast)) != (kFirst | kLast)))
         return ParseStatus::kMalformed;
       break;

@@ -91,6 +91,7 @@ enum class ParseStatus : uint8_t {
   kBadCrc,     // payload garbled
   kMalformed,  // authenticated but inconsistent (bad type, flags, ranks, sizes)
   kBadTag,     // payload authentication on, and the datagram's tag is wrong
+  kTooLong,    // authenticated data, but more payload than this rank's TSU_UDP_MTU allows
   kCount
 };
 const char* parse_status_name(ParseStatus s) noexcept;

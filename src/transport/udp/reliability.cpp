@@ -18,6 +18,14 @@ void UdpTransport::handle_datagram(UdpSocket::RxBuf& rb, uint64_t now) {
   if (ps != ParseStatus::kOk) {
     ++st_.drops[static_cast<int>(ps)];
     TSU_LOG_DEBUG("udp: dropped a %zu-byte datagram: %s", rb.len, parse_status_name(ps));
+    // Authenticated, so a rank of this job sent it; its retransmissions would
+    // be dropped too until it is declared lost: say why, once.
+    if (ps == ParseStatus::kTooLong && !warned_size_) {
+      warned_size_ = true;
+      TSU_LOG_WARN("udp: a peer sends datagrams larger than this rank's %u bytes (TSU_UDP_MTU=%s): "
+                   "set TSU_UDP_MTU to one number on every rank",
+                   static_cast<unsigned>(cfg_.mtu), cfg_.mtu_given ? "given" : "auto");
+    }
     return;
   }
   Peer& p = peer(d.h.src_rank);

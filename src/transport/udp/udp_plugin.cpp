@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/log.hpp"
+#include "transport/udp/interface_mtu.hpp"
 #include "transport/ipv4_address.hpp"
 
 namespace tsu::transport::udp {
@@ -33,6 +34,16 @@ tsu_status_t connect(const NetworkSetup& setup, std::unique_ptr<Transport>& out,
   tsu_status_t st = udp_settings().apply(uc, setup.getenv, error);
   if (st != TSU_OK) return st;
   if (!uc.bind_ip_given) uc.bind_ip = default_bind_ip(*setup.boot);
+  if (!uc.mtu_given) {
+    const uint32_t ifmtu = interface_mtu(uc.bind_ip);
+    uc.mtu = auto_datagram_bytes(ifmtu);
+    TSU_LOG_INFO("udp: %u-byte datagrams (interface MTU of %s: %u)", uc.mtu, uc.bind_ip.c_str(),
+                 ifmtu);
+    if (std::string e = udp_settings().finish(uc); !e.empty()) {
+      error = "udp: with TSU_UDP_MTU=auto (" + std::to_string(uc.mtu) + " bytes): " + e;
+      return TSU_ERR_CONFIG;
+    }
+  }
   Secret secret;
   if (setup.job_secret.size() != sizeof secret) {
     error = "udp: the job secret has " + std::to_string(setup.job_secret.size()) +
@@ -89,9 +100,24 @@ const core::SettingsTable<UdpConfig>& udp_settings() {
                    return true;
                  },
                  [](const U& c) { return std::to_string(c.port); }});
-    r.push_back(core::u32_setting<U>("TSU_UDP_MTU", "1472",
-                                     "udp: bytes per datagram (UDP payload; 1472 fits a 1500 MTU)",
-                                     &U::mtu, 256, 65507, false, "256..65507"));
+    r.push_back({"TSU_UDP_MTU", "auto",
+                 "udp: bytes per datagram (UDP payload); auto: the bound interface's MTU less "
+                 "28, at most 8972 (1472 on a 1500-byte Ethernet); one value on every rank",
+                 "auto or 256..65507",
+                 [](const char* v, U& c) {
+                   if (std::strcmp(v, "auto") == 0) {
+                     c.mtu_given = false;
+                     return true;
+                   }
+                   uint64_t n;
+                   if (!core::parse_u64(v, n) || n < kMinDatagram || n > 65507) return false;
+                   c.mtu = static_cast<uint32_t>(n);
+                   c.mtu_given = true;
+                   return true;
+                 },
+                 [](const U& c) {
+                   return c.mtu_given ? std::to_string(c.mtu) : std::string("auto");
+                 }});
     r.push_back(core::u32_setting<U>("TSU_UDP_WINDOW", "1024",
                                      "udp: most datagrams in flight per peer (power of two)",
                                      &U::window, 2, 4096, true,

@@ -50,6 +50,7 @@ struct UdpConfig {
   bool bind_ip_given = false;   // TSU_UDP_ADDR set (else derived from the bootstrap)
   uint16_t port = 0;
   uint32_t mtu = 1472;          // bytes of one datagram (UDP payload)
+  bool mtu_given = false;       // TSU_UDP_MTU set (else from the interface: interface_mtu.hpp)
   uint32_t window = 1024;       // datagrams in flight per peer (power of two)
   uint32_t queue = 4096;        // datagrams queued per peer (power of two, >= window)
   std::size_t max_message = 256u << 10;  // largest message payload
@@ -273,6 +274,7 @@ class UdpTransport final : public Transport, public Messaging, public PeerLoss {
   // Under mu_: next_timer_ns_ from every peer's deadlines; returns it.
   uint64_t refresh_next_timer() const noexcept;
   bool engine_asleep_ = false;  // between prepare_sleep() and end_sleep() (under mu_)
+  bool warned_size_ = false;    // a peer's datagrams were too long for ours (logged once)
   int batch_depth_ = 0;
   UdpStats st_;
   std::FILE* trace_ = nullptr;

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -20,6 +21,7 @@
 #include "core/message.hpp"
 #include "transport/udp/datagram.hpp"
 #include "transport/udp/impair.hpp"
+#include "transport/udp/interface_mtu.hpp"
 #include "transport/udp/udp_plugin.hpp"
 #include "transport/udp/udp_transport.hpp"
 
@@ -88,6 +90,45 @@ TEST(UdpSettings, DefaultsBadValuesAndCrossChecks) {
   EXPECT_TRUE(c.bind_ip_given);
   EXPECT_EQ(c.bind_ip, "127.0.0.2");
   EXPECT_EQ(c.keepalive_ns, 2'000'000'000u);
+}
+
+TEST(UdpSettings, MtuAutoFollowsTheInterface) {
+  using namespace tsu::transport::udp;
+  EXPECT_EQ(auto_datagram_bytes(0), 1472u);       // unknown interface
+  EXPECT_EQ(auto_datagram_bytes(1500), 1472u);    // Ethernet
+  EXPECT_EQ(auto_datagram_bytes(1450), 1422u);    // a tunnel
+  EXPECT_EQ(auto_datagram_bytes(9000), 8972u);    // jumbo frames
+  EXPECT_EQ(auto_datagram_bytes(65536), 8972u);   // loopback: capped
+  EXPECT_EQ(auto_datagram_bytes(200), 256u);      // floor
+  EXPECT_EQ(interface_mtu("0.0.0.0"), 0u);
+  EXPECT_EQ(interface_mtu("192.0.2.1"), 0u);      // TEST-NET-1: on no interface here
+  EXPECT_EQ(interface_mtu("not an address"), 0u);
+  // Loopback's MTU as the kernel reports it.
+  if (FILE* f = std::fopen("/sys/class/net/lo/mtu", "r")) {
+    unsigned lo = 0;
+    const int got = std::fscanf(f, "%u", &lo);
+    std::fclose(f);
+    if (got == 1) {
+      EXPECT_EQ(interface_mtu("127.0.0.1"), lo);
+    }
+  }
+  const auto& table = udp_settings();
+  std::map<std::string, std::string> vars;
+  const tsu::core::GetEnv env = [&](const char* n) -> const char* {
+    auto it = vars.find(n);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+  std::string error;
+  UdpConfig c;
+  ASSERT_EQ(table.apply(c, env, error), TSU_OK) << error;
+  EXPECT_FALSE(c.mtu_given);
+  vars = {{"TSU_UDP_MTU", "9000"}};
+  ASSERT_EQ(table.apply(c, env, error), TSU_OK) << error;
+  EXPECT_TRUE(c.mtu_given);
+  EXPECT_EQ(c.mtu, 9000u);
+  vars = {{"TSU_UDP_MTU", "auto"}};
+  ASSERT_EQ(table.apply(c, env, error), TSU_OK) << error;
+  EXPECT_FALSE(c.mtu_given);
 }
 
 TEST(UdpDatagram, RoundTrip) {
@@ -177,6 +218,10 @@ TEST(UdpDatagram, Rejections) {
             ParseStatus::kMalformed);
   EXPECT_EQ(parse_datagram(make_datagram(9, 1, 0, 0, {}), kKey, 0, 4, 1408, p),
             ParseStatus::kMalformed);
+  // Authentic data with more payload than this rank's datagram size (ranks
+  // whose TSU_UDP_MTU differ) has its own reason, which the transport reports.
+  EXPECT_EQ(parse_datagram(good, kKey, 0, 2, 99, p), ParseStatus::kTooLong);
+  EXPECT_EQ(parse_datagram(good, kKey, 0, 2, 100, p), ParseStatus::kOk);
   // Foreign junk.
   std::vector<std::byte> junk(200, std::byte{0x41});
   EXPECT_EQ(parse_datagram(junk, kKey, 0, 2, 1408, p), ParseStatus::kForeign);
