@@ -179,6 +179,7 @@ void UdpTransport::on_data(Peer& p, const ParsedDatagram& d, std::byte*& buf, ui
   const uint32_t wmask = cfg_.window - 1;
   p.ack_pending = true;
   ++p.rx_unacked;
+  if ((d.h.flags & (kFirst | kLast)) == (kFirst | kLast)) ++p.rx_whole;
   schedule_ack(p);
   if (seq_lt(seq, p.rcv_nxt)) {
     ++st_.duplicates;  // already delivered: never again; re-acknowledge
@@ -327,6 +328,7 @@ void UdpTransport::stage_data(Peer& p, uint32_t seq, uint64_t now) {
   p.ack_pending = false;  // piggybacked
   p.ack_now = false;
   p.rx_unacked = 0;
+  p.rx_whole = 0;
   p.rx_message = false;
   p.ack_deadline = UINT64_MAX;
   p.pong = false;
@@ -383,6 +385,7 @@ void UdpTransport::stage_ack(Peer& p, uint64_t now) {
   p.ack_pending = false;
   p.ack_now = false;
   p.rx_unacked = 0;
+  p.rx_whole = 0;
   p.rx_message = false;
   p.ack_deadline = UINT64_MAX;
   p.pong = false;
@@ -405,7 +408,7 @@ void UdpTransport::send_pending(uint64_t now, bool defer_lone_acks) {
   }
   std::size_t kept = 0;
   for (Peer* p : ack_list_) {
-    if (p->ack_pending && !p->lost && !p->ack_now && p->rx_unacked < kAckEvery && p->rx_message) {
+    if (p->ack_pending && !p->lost && may_hold_ack(*p)) {
       ack_list_[kept++] = p;  // a handler's reply may carry it (send_acks later)
       continue;
     }
@@ -421,7 +424,7 @@ void UdpTransport::send_acks(uint64_t now) {
     if (!p->ack_pending || p->lost) continue;
     // Only a lone datagram that completed a message waits: a fragment in the
     // middle of a transfer is acknowledged at once (the sender is clocked by it).
-    if (p->ack_now || p->rx_unacked >= kAckEvery || !p->rx_message || now >= p->ack_deadline) {
+    if (!may_hold_ack(*p) || now >= p->ack_deadline) {
       stage_ack(*p, now);
     } else if (p->ack_deadline == UINT64_MAX) {
       // A lone datagram no handler answered (typically a reply at the

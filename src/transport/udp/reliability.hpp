@@ -82,6 +82,7 @@ struct Peer {
   bool ack_now = false;      // acknowledge at the end of this poll (gap, ping)
   bool dup_seen = false;     // a duplicate arrived: tell the peer (kDupSeen)
   uint32_t rx_unacked = 0;   // data datagrams received since our last ack
+  uint32_t rx_whole = 0;     // ...of which each carried whole messages (first and last)
   bool rx_message = false;   // ...and one of them completed a message
   uint64_t ack_deadline = UINT64_MAX;  // a held-back pure ack leaves by then
   bool pong = false;

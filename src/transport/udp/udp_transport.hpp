@@ -96,6 +96,15 @@ class UdpTransport final : public Transport, public Messaging, public PeerLoss {
   // Fewer data datagrams than this from a peer in one poll: their pure ack
   // waits until the handlers ran, so a reply they send carries it instead.
   static constexpr uint32_t kAckEvery = 2;
+  // ...and fewer than this when each was a whole message (request/reply
+  // traffic: a reply, or the caller's next request, follows; a pure ack
+  // sent first would put a send syscall in the round trip's path).
+  static constexpr uint32_t kAckEveryWhole = 4;
+  // Whether a pure ack owed to p may wait for data to ride on.
+  static bool may_hold_ack(const Peer& p) noexcept {
+    return !p.ack_now && p.rx_message &&
+           (p.rx_unacked < kAckEvery || (p.rx_unacked == p.rx_whole && p.rx_unacked < kAckEveryWhole));
+  }
   // Tail-loss probes before the retransmission timeout, and the shortest
   // wait for the first (scheduling delays on a busy host exceed the RTT).
   static constexpr uint8_t kMaxProbes = 3;
