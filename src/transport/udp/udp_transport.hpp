@@ -100,10 +100,14 @@ class UdpTransport final : public Transport, public Messaging, public PeerLoss {
   // traffic: a reply, or the caller's next request, follows; a pure ack
   // sent first would put a send syscall in the round trip's path).
   static constexpr uint32_t kAckEveryWhole = 4;
-  // Whether a pure ack owed to p may wait for data to ride on.
-  static bool may_hold_ack(const Peer& p) noexcept {
+  // Whether a pure ack owed to p may wait for data to ride on.  Never for
+  // as many datagrams as the peer's smallest congestion window (the same
+  // TSU_UDP_CWND_MIN on every rank): it could send no more until the ack.
+  bool may_hold_ack(const Peer& p) const noexcept {
     return !p.ack_now && p.rx_message &&
-           (p.rx_unacked < kAckEvery || (p.rx_unacked == p.rx_whole && p.rx_unacked < kAckEveryWhole));
+           (p.rx_unacked < kAckEvery ||
+            (p.rx_unacked == p.rx_whole && p.rx_unacked < kAckEveryWhole &&
+             p.rx_unacked < cfg_.cwnd_min));
   }
   // Tail-loss probes before the retransmission timeout, and the shortest
   // wait for the first (scheduling delays on a busy host exceed the RTT).
