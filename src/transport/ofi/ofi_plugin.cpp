@@ -1,8 +1,6 @@
 #include "transport/ofi/ofi_plugin.hpp"
 
 #include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <rdma/fabric.h>
 #include <strings.h>
 
@@ -12,6 +10,7 @@
 #include "core/log.hpp"
 #include "transport/ofi/fabric_library.hpp"
 #include "transport/ofi/ofi_transport.hpp"
+#include "transport/network_interface.hpp"
 
 namespace tsu::transport::ofi {
 
@@ -25,23 +24,6 @@ const char* const kSummary =
     "of TSU_OFI_PROVIDER (tcp;ofi_rxm by default); messages with inject for small\n"
     "ones; put/get by fi_write/fi_read on registered segments where the provider\n"
     "offers RMA; atomics over messages, executed by the target's CPU";
-
-// The interface holding IPv4 address `ip`, or "".
-std::string interface_of(const std::string& ip) {
-  in_addr want{};
-  if (ip.empty() || inet_pton(AF_INET, ip.c_str(), &want) != 1) return {};
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return {};
-  std::string name;
-  for (ifaddrs* a = list; a; a = a->ifa_next)
-    if (a->ifa_addr && a->ifa_addr->sa_family == AF_INET &&
-        reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr == want.s_addr) {
-      name = a->ifa_name;
-      break;
-    }
-  freeifaddrs(list);
-  return name;
-}
 
 // Providers whose domain is a network interface: pinned so that nothing binds
 // an interface the job did not choose.

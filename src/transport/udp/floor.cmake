@@ -3,7 +3,6 @@ tsu_transport(NAME udp LIBS PkgConfig::SODIUM SOURCES
   transport/udp/udp_plugin.cpp
   transport/udp/datagram.cpp
   transport/udp/impair.cpp
-  transport/udp/interface_mtu.cpp
   transport/udp/liveness.cpp
   transport/udp/reliability.cpp
   transport/udp/udp_socket.cpp

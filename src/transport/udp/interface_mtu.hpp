@@ -6,7 +6,8 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
+
+#include "transport/network_interface.hpp"
 
 namespace tsu::transport::udp {
 
@@ -17,9 +18,7 @@ inline constexpr uint32_t kDefaultDatagram = 1472;     // a 1500-byte MTU
 inline constexpr uint32_t kMaxAutoDatagram = 9000 - kIpUdpHeaders;
 inline constexpr uint32_t kMinDatagram = 256;
 
-// The MTU of the interface whose IPv4 address is `ip`; 0 when no interface
-// holds it (a wildcard or foreign address) or the query fails.
-uint32_t interface_mtu(const std::string& ip) noexcept;
+using transport::interface_mtu;  // of the bound address (network_interface.hpp)
 
 // The datagram size for an interface MTU (0: unknown).
 constexpr uint32_t auto_datagram_bytes(uint32_t interface_mtu) noexcept {

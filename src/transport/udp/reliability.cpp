@@ -422,8 +422,9 @@ void UdpTransport::send_acks(uint64_t now) {
   for (Peer* p : ack_list_) {
     p->in_ack_list = false;
     if (!p->ack_pending || p->lost) continue;
-    // Only a lone datagram that completed a message waits: a fragment in the
-    // middle of a transfer is acknowledged at once (the sender is clocked by it).
+    // Only datagrams that completed messages wait (may_hold_ack): a fragment
+    // in the middle of a transfer is acknowledged at once (the sender is
+    // clocked by it).
     if (!may_hold_ack(*p) || now >= p->ack_deadline) {
       stage_ack(*p, now);
     } else if (p->ack_deadline == UINT64_MAX) {
