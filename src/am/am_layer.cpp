@@ -75,8 +75,7 @@ tsu_status_t AmLayer::send_or_queue(uint32_t dst, const MessageHeader& h,
   return TSU_OK;
 }
 
-std::size_t AmLayer::poll() noexcept {
-  if (idle()) return 0;
+std::size_t AmLayer::send_queued() noexcept {
   std::unique_lock lock(q_mu_, std::try_to_lock);
   if (!lock.owns_lock()) return 0;
   std::size_t sent = 0;

@@ -85,7 +85,9 @@ class AmLayer {
   tsu_status_t sync_all() noexcept;
 
   // ---- Progress -------------------------------------------------------------
-  std::size_t poll() noexcept;  // sends queued messages
+  // Sends queued messages.  The empty check is inline: every progress pass
+  // runs it, and the pass is on every message's latency path.
+  std::size_t poll() noexcept { return idle() ? 0 : send_queued(); }
   bool idle() const noexcept { return queued_total_.load(std::memory_order_acquire) == 0; }
   // No off-node long AM waits for its target's answer (finalize waits for it).
   bool no_long_in_flight() const noexcept { return remote_long_.none_in_flight(); }
@@ -95,6 +97,7 @@ class AmLayer {
   runtime::Runtime& runtime() noexcept { return rt_; }
 
  private:
+  std::size_t send_queued() noexcept;  // poll() with messages queued
   struct UserEntry {
     AmLayer* layer;
     uint32_t id;

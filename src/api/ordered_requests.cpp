@@ -104,8 +104,7 @@ void OrderedRequests::start(const core::OrderedRelease& r) noexcept {
   retry_pending_.store(true, std::memory_order_release);
 }
 
-std::size_t OrderedRequests::poll() noexcept {
-  if (!retry_pending_.load(std::memory_order_acquire)) return 0;
+std::size_t OrderedRequests::retry_refused() noexcept {
   std::lock_guard lock(retry_mu_);
   std::size_t started = 0;
   while (started < retry_.size() && rt_.engine().submit(retry_[started])) ++started;

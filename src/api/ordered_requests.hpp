@@ -36,11 +36,15 @@ class OrderedRequests {
   // `req` completed with `status` (its caller's callback has run).
   void finish(core::OrderedRequest* req, tsu_status_t status) noexcept;
 
-  // Engine poll: retries the requests the full ring refused.
-  std::size_t poll() noexcept;
+  // Engine poll: retries the requests the full ring refused (the empty check
+  // inline: every progress pass runs it).
+  std::size_t poll() noexcept {
+    return retry_pending_.load(std::memory_order_acquire) ? retry_refused() : 0;
+  }
   bool idle() const noexcept { return !retry_pending_.load(std::memory_order_acquire); }
 
  private:
+  std::size_t retry_refused() noexcept;  // poll() with refused requests
   void start(const core::OrderedRelease& r) noexcept;
 
   runtime::Runtime& rt_;

@@ -241,8 +241,7 @@ void NodeColl::on_peer_lost(uint32_t rank) noexcept {
   }
 }
 
-std::size_t NodeColl::poll() noexcept {
-  if (!pending_.load(std::memory_order_relaxed)) return 0;
+std::size_t NodeColl::drive_teams() noexcept {
   Completed done;
   std::size_t work = 0;
   {

@@ -81,7 +81,10 @@ class NodeColl {
 
   // Starts a collective; runs the callbacks of what completed.
   void start(int32_t handle, const Request& req) noexcept;
-  std::size_t poll() noexcept;
+  // The empty check inline: every progress pass runs it.
+  std::size_t poll() noexcept {
+    return pending_.load(std::memory_order_relaxed) ? drive_teams() : 0;
+  }
   bool idle() const noexcept;
   // Fails the queued collectives of every team with `rank` in it, and the
   // teams' later ones, with TSU_ERR_PEER_LOST (progress context).
@@ -90,6 +93,7 @@ class NodeColl {
   void print_stats(uint32_t rank) const noexcept;
 
  private:
+  std::size_t drive_teams() noexcept;  // poll() with collectives in flight
   struct Team;
   struct Op;
   // mu_ held: advances `op`; true when complete.

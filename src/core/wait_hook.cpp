@@ -2,24 +2,23 @@
 
 namespace tsu::core {
 
-namespace {
 // Per pthread; written only by the thread itself (set at a worker's start).
-thread_local WaitHookFn t_hook = nullptr;
+thread_local WaitHookFn t_wait_hook = nullptr;
+
+namespace {
 thread_local void* t_hook_ctx = nullptr;
 thread_local ParkHook t_park;
 }  // namespace
 
 void set_wait_hook(WaitHookFn fn, void* ctx) noexcept {
-  t_hook = fn;
+  t_wait_hook = fn;
   t_hook_ctx = fn ? ctx : nullptr;
 }
-
-bool wait_hook_set() noexcept { return t_hook != nullptr; }
 
 bool wait_hook_yield() noexcept {
   // Read once: the hook may switch stacks, and after it returns this is
   // still the same pthread (see the header), so nothing here is reused.
-  WaitHookFn fn = t_hook;
+  WaitHookFn fn = t_wait_hook;
   return fn && fn(t_hook_ctx) != 0;
 }
 

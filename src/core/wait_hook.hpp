@@ -24,8 +24,11 @@ class Waiter;
 
 using WaitHookFn = int (*)(void* ctx);
 
+// This pthread's hook (wait_hook.cpp); read inline by every tsu_progress.
+extern thread_local WaitHookFn t_wait_hook;
+
 void set_wait_hook(WaitHookFn fn, void* ctx) noexcept;
-bool wait_hook_set() noexcept;
+inline bool wait_hook_set() noexcept { return t_wait_hook != nullptr; }
 // Calls the hook if one is set: true when it ran other work.
 bool wait_hook_yield() noexcept;
 

@@ -143,6 +143,12 @@ class MsgLayer {
   // tag), removed from the posted lists; nullptr if none.
   std::unique_ptr<Local> take_posted(uint32_t src, uint64_t tag) noexcept;
   void free_entry(uint32_t slot) noexcept;  // lock held
+  // One more message from `src` handled (lock held: its only writer, so a
+  // plain increment; senders read it to see nothing of theirs in flight).
+  void count_processed(uint32_t src) noexcept {
+    std::atomic<uint64_t>& c = mine_.processed(src);
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
   // Lock held: l goes into the free shared entry `slot`, last in order.
   void post_entry(uint16_t slot, std::unique_ptr<Local> l) noexcept;
   void complete(Local& l, uint32_t src, uint64_t tag, std::size_t len, tsu_status_t st) noexcept;

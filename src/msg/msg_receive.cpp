@@ -157,7 +157,7 @@ void MsgLayer::on_eager(void* ctx, uint32_t src, const MessageHeader& h,
     self->unexpected_.push_back(std::move(u));
     self->counters_.unexpected.fetch_add(1, std::memory_order_relaxed);
   }
-  self->mine_.processed(src).fetch_add(1, std::memory_order_release);
+  self->count_processed(src);
   self->unlock_queue(filled);
   if (!l) return;
   const std::size_t n = std::min(len, l->cap);
@@ -176,7 +176,7 @@ void MsgLayer::on_rts(void* ctx, uint32_t src, const MessageHeader& h, const std
         new Unexpected{src, tag, h.args[1], true, h.flags, h.args[2], h.args[3], {}}));
     self->counters_.unexpected.fetch_add(1, std::memory_order_relaxed);
   }
-  self->mine_.processed(src).fetch_add(1, std::memory_order_release);
+  self->count_processed(src);
   self->unlock_queue(filled);
   if (l) self->pull(std::move(l), src, tag, h.args[1], h.flags, h.args[2], h.args[3]);
 }

@@ -8,11 +8,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "msg/msg_layer.hpp"
 #include "runtime/runtime.hpp"
 #include "transport/transport.hpp"
+#include "util/record_pool.hpp"
 
 namespace tsu::msg {
 
@@ -52,6 +54,13 @@ struct MsgLayer::Local {
   int64_t seg;  // shared segment holding buf, or -1
   uint64_t offset;
   bool watched = false;  // holds a PeerLoss::watch_peer on src until complete()
+
+  // One per receive: pooled (util/record_pool.hpp), not malloc'd and freed
+  // on every message's path.
+  static void* operator new(std::size_t, const std::nothrow_t&) noexcept {
+    return util::RecordPool<Local>::allocate();
+  }
+  static void operator delete(void* p) noexcept { util::RecordPool<Local>::deallocate(p); }
 };
 
 struct MsgLayer::Unexpected {

@@ -18,10 +18,10 @@
 
 namespace tsu::runtime {
 
-namespace {
 thread_local bool t_in_progress_context = false;
 thread_local bool t_in_consumer_pass = false;
 
+namespace {
 struct ProgressContextScope {
   bool saved = t_in_progress_context;
   ProgressContextScope() { t_in_progress_context = true; }
@@ -59,9 +59,6 @@ long involuntary_switches() noexcept {
   return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw : 0;
 }
 }  // namespace
-
-bool in_progress_context() noexcept { return t_in_progress_context; }
-bool in_consumer_pass() noexcept { return t_in_consumer_pass; }
 
 void run_callback(const tsu_cb_t& cb, tsu_status_t status) noexcept {
   if (!cb.fn) return;

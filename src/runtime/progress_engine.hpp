@@ -74,13 +74,18 @@ struct EngineStats {
   std::atomic<uint64_t> inline_runs{0};  // batches started by an issuer (engine asleep)
 };
 
+// The calling thread's flags, set by the engine (progress_engine.cpp); read
+// inline: every tsu_progress and every handler asks.
+extern thread_local bool t_in_progress_context;
+extern thread_local bool t_in_consumer_pass;
+
 // True while the calling thread runs a completion callback or is the progress
 // thread: blocking waits (quiet, counter wait) there would deadlock.
-bool in_progress_context() noexcept;
+inline bool in_progress_context() noexcept { return t_in_progress_context; }
 // True in the thread running a progress pass (it holds the consumer role:
 // one thread at a time), including the handlers and callbacks that pass
 // runs; false in callbacks run elsewhere (an issuer's inline completion).
-bool in_consumer_pass() noexcept;
+inline bool in_consumer_pass() noexcept { return t_in_consumer_pass; }
 
 // Runs a completion callback, marking the thread as in progress context.
 void run_callback(const tsu_cb_t& cb, tsu_status_t status) noexcept;

@@ -77,7 +77,7 @@ struct Handlers {
                      : kBadRecord;
         },
         [&](const SpawnRecord& rec, const unsigned char* arg) {
-          auto* info = RecordPool<RemoteInfo>::make();
+          auto* info = util::RecordPool<RemoteInfo>::make();
           if (!info) return false;
           info->token = rec.token;
           info->creator = rec.creator;

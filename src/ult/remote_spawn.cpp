@@ -81,7 +81,7 @@ void Remote::start_local(RemoteInfo* info, bool home, const char* name, Ult** ou
       if (info->creator == rank_) complete_proxy(info->token, TSU_ERR_NO_MEMORY, nullptr, 0);
       else queue_value(info->creator, info->token, TSU_ERR_NO_MEMORY, nullptr, 0);
     }
-    RecordPool<RemoteInfo>::drop(info);
+    util::RecordPool<RemoteInfo>::drop(info);
     return;
   }
   if (out) *out = u;
@@ -101,7 +101,7 @@ tsu_status_t Remote::spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
   if (rank == TSU_ULT_ANY_RANK) rank = pick_any();
   if (rank >= size_) return TSU_ERR_BAD_RANK;
   if (lost_[rank].load(std::memory_order_acquire)) return TSU_ERR_PEER_LOST;
-  auto* info = RecordPool<RemoteInfo>::make();
+  auto* info = util::RecordPool<RemoteInfo>::make();
   if (!info) return TSU_ERR_NO_MEMORY;
   info->creator = rank_;
   info->runner.store(rank, std::memory_order_relaxed);
@@ -125,7 +125,7 @@ tsu_status_t Remote::spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
   if (!detached) {
     proxy = sched_.new_record(on_worker ? w : nullptr);
     if (!proxy) {
-      RecordPool<RemoteInfo>::drop(info);
+      util::RecordPool<RemoteInfo>::drop(info);
       return TSU_ERR_NO_MEMORY;
     }
     proxy->proxy = true;
@@ -153,7 +153,7 @@ tsu_status_t Remote::spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
   // never holds it (its buffer is for the value, which another pthread may
   // write as soon as the spawn has left).
   queue_spawn(rank, *info, arg, !on_worker);  // a pthread's spawn leaves at once
-  if (detached) RecordPool<RemoteInfo>::drop(info);
+  if (detached) util::RecordPool<RemoteInfo>::drop(info);
   if (out) *out = reinterpret_cast<tsu_ult_t>(proxy);
   return TSU_OK;
 }

@@ -189,16 +189,16 @@ Ult* Scheduler::new_record(Worker* w) noexcept {
     u->name[0] = '\0';
     return u;
   }
-  return RecordPool<Ult>::make();
+  return util::RecordPool<Ult>::make();
 }
 
 void Scheduler::free_record(Ult* u) noexcept {
-  RecordPool<RemoteInfo>::drop(u->remote);
+  util::RecordPool<RemoteInfo>::drop(u->remote);
   u->remote = nullptr;
   if (Worker* w = current_worker_once(); w && &w->scheduler() == this) {  // (no switch here)
     w->give_record(u);
   } else {
-    RecordPool<Ult>::drop(u);
+    util::RecordPool<Ult>::drop(u);
   }
 }
 

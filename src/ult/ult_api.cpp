@@ -251,7 +251,7 @@ tsu_status_t tsu_ult_spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
   if (fn_id > TSU_ULT_FN_MAX || arg_len > TSU_ULT_ARG_MAX || (arg_len && !arg))
     return TSU_ERR_INVALID_ARG;
   if (!out && !c.detached) return TSU_ERR_NULL_POINTER;
-  auto* info = RecordPool<RemoteInfo>::make();
+  auto* info = tsu::util::RecordPool<RemoteInfo>::make();
   if (!info) return TSU_ERR_NO_MEMORY;
   info->fn_id = fn_id;
   info->detached = c.detached;
@@ -263,7 +263,7 @@ tsu_status_t tsu_ult_spawn(tsu_ult_t* out, uint32_t rank, uint32_t fn_id, const 
   Ult* u = nullptr;
   const tsu_status_t st = create_thread(*s, c, &u);
   if (st != TSU_OK) {
-    RecordPool<RemoteInfo>::drop(info);
+    tsu::util::RecordPool<RemoteInfo>::drop(info);
     return st;
   }
   if (out) *out = c.detached ? nullptr : as_handle(u);

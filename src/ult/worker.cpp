@@ -54,7 +54,7 @@ Worker::~Worker() {
   while (free_records_) {
     Ult* u = free_records_;
     free_records_ = u->next;
-    RecordPool<Ult>::drop(u);
+    util::RecordPool<Ult>::drop(u);
   }
 }
 
@@ -606,7 +606,7 @@ Ult* Worker::take_record() noexcept {
 
 void Worker::give_record(Ult* u) noexcept {
   if (free_count_ >= kMaxFreeRecords) {
-    RecordPool<Ult>::drop(u);
+    util::RecordPool<Ult>::drop(u);
     return;
   }
   u->next = free_records_;

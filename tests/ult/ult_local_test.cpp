@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "record_pool.hpp"  // src/ult (header only)
+#include "record_pool.hpp"  // src/util (header only)
 
 namespace {
 
@@ -1000,7 +1000,7 @@ TEST_F(Ult, InlineRunKeepsTheThreadsStackSize) {
   run_in_ult(Body::run);
 }
 
-// ---- The record pool (src/ult/record_pool.hpp) -------------------------------------
+// ---- The record pool (src/util/record_pool.hpp) ------------------------------------
 
 // Records made on one pthread and dropped on another (as spawn records are)
 // are reused, never handed out twice while alive, and keep what was written.
@@ -1010,7 +1010,7 @@ struct PoolRecord {
 };
 
 TEST(UltRecordPool, CrossThreadMakeAndDropNeverAliases) {
-  using Pool = tsu::ult::RecordPool<PoolRecord>;
+  using Pool = tsu::util::RecordPool<PoolRecord>;
   constexpr int kRecords = 20000;
   std::mutex mu;
   std::vector<PoolRecord*> handoff;  // guarded by mu

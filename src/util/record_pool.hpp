@@ -1,7 +1,8 @@
-// A pool of records of one type, for the remote layer's per-spawn records
-// (RemoteInfo): allocated on one pthread (a handler, a spawning ULT) and freed
-// on another (the worker that joins or ends the thread), hundreds of
-// thousands per second.  malloc's per-thread arenas grow and shrink under that
+// A pool of records of one type, for records made and dropped hundreds of
+// thousands of times per second, often on different pthreads: user-level
+// threads and their remote-spawn records (made by a handler or a spawning
+// ULT, dropped by the worker that joins them), posted receives (made by the
+// caller, dropped where the message completes them).  malloc's per-thread arenas grow and shrink under that
 // pattern (tens of thousands of mprotect calls per run); this keeps the
 // memory instead.  Each pthread has a cache (no lock) in front of one shared
 // list (a mutex, taken once per kBatch records).  Memory is never returned to
@@ -13,33 +14,45 @@
 #include <cstdint>
 #include <mutex>
 #include <new>
+#include <utility>
 
-namespace tsu::ult {
+namespace tsu::util {
 
 template <typename T>
 class RecordPool {
  public:
-  // A new T (default-initialized, as `new T` gives), or nullptr.
-  static T* make() noexcept {
-    Cache& c = cache();
-    if (!c.head) refill(c);
-    void* mem;
-    if (!c.head) grow(c);
-    if (Node* n = c.head) {
-      c.head = n->next;
-      --c.count;
-      mem = n;
-    } else {
-      mem = ::operator new(sizeof(Slot), std::nothrow);
-      if (!mem) return nullptr;
-    }
-    return new (mem) T;
+  // A new T (built from `args`; default-initialized without, as `new T`
+  // gives), or nullptr.
+  template <typename... Args>
+  static T* make(Args&&... args) noexcept {
+    void* mem = allocate();
+    if (!mem) return nullptr;
+    if constexpr (sizeof...(Args) == 0)
+      return new (mem) T;
+    else
+      return new (mem) T{std::forward<Args>(args)...};
   }
   static void drop(T* p) noexcept {
     if (!p) return;
     p->~T();
+    deallocate(p);
+  }
+  // Raw storage for one T (a class's own operator new/delete may use these).
+  static void* allocate() noexcept {
     Cache& c = cache();
-    Node* n = new (static_cast<void*>(p)) Node;
+    if (!c.head) refill(c);
+    if (!c.head) grow(c);
+    if (Node* n = c.head) {
+      c.head = n->next;
+      --c.count;
+      return n;
+    }
+    return ::operator new(sizeof(Slot), std::nothrow);
+  }
+  static void deallocate(void* p) noexcept {
+    if (!p) return;
+    Cache& c = cache();
+    Node* n = new (p) Node;
     n->next = c.head;
     c.head = n;
     if (++c.count >= 2 * kBatch) spill(c, kBatch);
@@ -131,4 +144,4 @@ class RecordPool {
   }
 };
 
-}  // namespace tsu::ult
+}  // namespace tsu::util
