@@ -97,20 +97,24 @@ void MsgLayer::free_entry(uint32_t slot) noexcept {
 }
 
 void MsgLayer::post_entry(uint16_t slot, std::unique_ptr<Local> l) noexcept {
-  PostedEntry& e = mine_.entry(slot);
-  e.state = kEntryPosted;
-  e.f.src = l->src;
-  e.f.tag = l->tag;
-  e.f.mask = l->mask;
-  e.f.cap = static_cast<uint32_t>(std::min<std::size_t>(l->cap, UINT32_MAX));
+  // Built in a local and stored whole: append() may copy it to the queue's
+  // head, and a copy read back from field-by-field stores stalls the load.
+  PostedFields f{};
+  f.src = l->src;
+  f.tag = l->tag;
+  f.mask = l->mask;
+  f.cap = static_cast<uint32_t>(std::min<std::size_t>(l->cap, UINT32_MAX));
   // With single-copy eager off here no sender may fill it (and progress
   // does not look for records).
-  e.f.has_seg = sceager_ && l->seg >= 0;
-  e.f.seg = e.f.has_seg ? static_cast<uint32_t>(l->seg) : 0;
-  e.f.offset = l->offset;
-  e.f.slot = slot;
+  f.has_seg = sceager_ && l->seg >= 0;
+  f.seg = f.has_seg ? static_cast<uint32_t>(l->seg) : 0;
+  f.offset = l->offset;
+  f.slot = slot;
+  PostedEntry& e = mine_.entry(slot);
+  e.state = kEntryPosted;
+  e.f = f;
   slots_[slot] = std::move(l);
-  mine_.append(slot);
+  mine_.append(f);
 }
 
 std::unique_ptr<MsgLayer::Local> MsgLayer::take_posted(uint32_t src, uint64_t tag) noexcept {

@@ -182,9 +182,10 @@ class PostedQueue {
     return i == 0 ? hdr_->head : entries_[order_[i]].f;
   }
   // Owner: the entry's fields are written before it is appended.
-  void append(uint16_t slot) noexcept {
-    order_[hdr_->count++] = slot;
-    if (hdr_->count == 1) hdr_->head = entries_[slot].f;
+  // `f`: the entry's fields, as just stored in entries_[f.slot].
+  void append(const PostedFields& f) noexcept {
+    order_[hdr_->count++] = f.slot;
+    if (hdr_->count == 1) hdr_->head = f;
   }
   void remove_at(uint32_t pos) noexcept {
     // The count in a local: with `i < hdr_->count` as the bound, each
