@@ -14,8 +14,17 @@ std::size_t page_round_up(std::size_t size) {
   return (size + page - 1) / page * page;
 }
 
+namespace {
+// Faults the mapping's pages in now (allocating them, for the region's
+// owner).  A kernel without MADV_POPULATE_WRITE (before 5.14) leaves them
+// to first touch, as before: only slower, so the error is ignored.
+void populate_now(void* base, std::size_t bytes, Populate populate) {
+  if (populate == Populate::kNow) (void)madvise(base, bytes, MADV_POPULATE_WRITE);
+}
+}  // namespace
+
 tsu_status_t shared_region_create(const char* name, std::size_t size, SharedRegion& out,
-                                  std::string& error) {
+                                  std::string& error, Populate populate) {
   const std::size_t bytes = page_round_up(size ? size : 1);
   const int fd = memfd_create(name, MFD_CLOEXEC);
   if (fd < 0) {
@@ -41,6 +50,7 @@ tsu_status_t shared_region_create(const char* name, std::size_t size, SharedRegi
     close(fd);
     return TSU_ERR_NO_MEMORY;
   }
+  populate_now(base, bytes, populate);
   out.base = base;
   out.size = bytes;
   out.fd = fd;
@@ -48,7 +58,7 @@ tsu_status_t shared_region_create(const char* name, std::size_t size, SharedRegi
 }
 
 tsu_status_t shared_region_map_peer(pid_t pid, int fd, std::size_t size, void*& base,
-                                    std::string& error) {
+                                    std::string& error, Populate populate) {
   const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
   const int local = open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (local < 0) {
@@ -67,6 +77,7 @@ tsu_status_t shared_region_map_peer(pid_t pid, int fd, std::size_t size, void*& 
     error = "mmap of " + path + ": " + std::strerror(saved);
     return TSU_ERR_NO_MEMORY;
   }
+  populate_now(p, page_round_up(size), populate);
   base = p;
   return TSU_OK;
 }

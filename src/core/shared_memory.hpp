@@ -18,13 +18,18 @@ struct SharedRegion {
   int fd = -1;
 };
 
+// Whether a mapping's pages are faulted in when it is made: for memory every
+// message passes through (the message rings), so that no page fault lands
+// on a message's path; other regions fill on first touch.
+enum class Populate : bool { kOnTouch = false, kNow = true };
+
 // Creates and maps a zero-filled region of `size` bytes (rounded up to pages).
 tsu_status_t shared_region_create(const char* name, std::size_t size, SharedRegion& out,
-                                  std::string& error);
+                                  std::string& error, Populate populate = Populate::kOnTouch);
 
 // Maps the region that process `pid` holds open as descriptor `fd`.
 tsu_status_t shared_region_map_peer(pid_t pid, int fd, std::size_t size, void*& base,
-                                    std::string& error);
+                                    std::string& error, Populate populate = Populate::kOnTouch);
 
 // Unmaps (and closes, for owned regions) a region; safe on an empty one.
 void shared_region_destroy(SharedRegion& region);

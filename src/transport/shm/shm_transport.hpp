@@ -162,6 +162,8 @@ class ShmTransport final : public NodeTransport,
 
   std::vector<std::unique_ptr<Peer>> peers_;
   uint32_t my_rank_ = 0;
+  static constexpr uint32_t kPopulatedPeerRings = 15;  // add_peer
+  uint32_t populated_peer_rings_ = 0;
   std::size_t max_payload_ = 0;
   core::SharedRegion ring_region_;
   MsgRing my_ring_;
