@@ -4,8 +4,11 @@ jobs from bench/msg/run_pingpong.sh: per size, the median over the rounds of
 each side, their ratio, and the median (and range) of the rounds' own ratios.
 
 A round runs each pair back to back, so a round's ratio compares the two in
-one machine state; on a VM whose cross-core speed changes between runs (the
-2-core test host has two or three), that is the figure to read.
+one machine state; on a VM whose cross-core speed changes between runs and
+within them (the 2-core test host has two or three speeds), neither side's
+median over a few rounds is safe from landing in the slow state more often,
+so the fastest round of each side (the machine can only slow a run down) is
+printed beside them.
 
 Usage: side_by_side.py DIR
 DIR holds files NAME.ROUND with the benchmarks' tables, NAME one of
@@ -56,7 +59,8 @@ def main():
         print(f"# {title}: tsunagi beside Open MPI, {n} interleaved rounds, {unit} "
               f"({'lower' if lower else 'higher'} is better)")
         print(f"{'bytes':>10} {'tsunagi':>10} {'Open MPI':>10} {'ratio':>7} "
-              f"{'per round: median [min-max]':>30}")
+              f"{'per round: median [min-max]':>30} {'fastest: tsunagi':>17} "
+              f"{'Open MPI':>9} {'ratio':>6}")
         sizes = sorted(set.intersection(*(set(r) for r in tsu[:n] + mpi[:n])))
         for size in sizes:
             t = [r[size] for r in tsu[:n]]
@@ -65,9 +69,12 @@ def main():
             if not per_round:
                 continue
             tm, mm = statistics.median(t), statistics.median(m)
+            best = min if lower else max
+            tb, mb = best(t), best(m)
+            bracket = f"[{per_round[0]:.2f}-{per_round[-1]:.2f}]"
             print(f"{size:>10} {tm:>10.3f} {mm:>10.3f} {tm / mm:>7.2f} "
-                  f"{statistics.median(per_round):>14.2f} "
-                  f"[{per_round[0]:.2f}-{per_round[-1]:.2f}]")
+                  f"{statistics.median(per_round):>14.2f} {bracket:>15} "
+                  f"{tb:>17.3f} {mb:>9.3f} {tb / mb:>6.2f}")
         print()
 
 
