@@ -2,35 +2,28 @@
 // thousands of times per second, often on different pthreads: user-level
 // threads and their remote-spawn records (made by a handler or a spawning
 // ULT, dropped by the worker that joins them), posted receives (made by the
-// caller, dropped where the message completes them).  malloc's per-thread arenas grow and shrink under that
-// pattern (tens of thousands of mprotect calls per run); this keeps the
-// memory instead.  Each pthread has a cache (no lock) in front of one shared
-// list (a mutex, taken once per kBatch records).  Memory is never returned to
-// the system: the pool holds the peak number of records alive at once,
-// allocated kSlab at a time.
+// caller, dropped where the message completes them).  malloc's per-thread
+// arenas grow and shrink under that pattern (tens of thousands of mprotect
+// calls per run); this keeps the memory instead.  Each pthread has a cache
+// (no lock) in front of one shared list (a mutex, taken once per kBatch
+// records).  Memory is never returned to the system: the pool holds the peak
+// number of records alive at once, allocated kSlab at a time.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <new>
-#include <utility>
 
 namespace tsu::util {
 
 template <typename T>
 class RecordPool {
  public:
-  // A new T (built from `args`; default-initialized without, as `new T`
-  // gives), or nullptr.
-  template <typename... Args>
-  static T* make(Args&&... args) noexcept {
+  // A new T (default-initialized, as `new T` gives), or nullptr.
+  static T* make() noexcept {
     void* mem = allocate();
-    if (!mem) return nullptr;
-    if constexpr (sizeof...(Args) == 0)
-      return new (mem) T;
-    else
-      return new (mem) T{std::forward<Args>(args)...};
+    return mem ? new (mem) T : nullptr;
   }
   static void drop(T* p) noexcept {
     if (!p) return;
