@@ -168,8 +168,8 @@ tsu_status_t ShmTransport::add_peer(uint32_t rank, pid_t pid, int control_fd, st
   std::string why;
   // The first kPopulatedPeerRings peers' rings are faulted in here as our
   // own is (init): every rank doing so for every node peer would cost n^2
-  // page-table entries at start (64 ranks on 2 CPUs: 0.6 -> 1.7 s), so on
-  // bigger nodes the rest fill as messages reach them.
+  // page-table entries at start (docs/design-decisions.md), so on bigger
+  // nodes the rest fill as messages reach them.
   const bool populate = populated_peer_rings_ < kPopulatedPeerRings;
   if (core::shared_region_map_peer(pid, peer->cb->msg_ring_fd, peer->cb->msg_ring_size,
                                    peer->ring_mem, why,
